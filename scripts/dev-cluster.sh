@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# A real local control plane for development and tests, built from pinned sources (versions.env):
+# etcd, kube-apiserver (RBAC, default admission incl. ResourceQuota/LimitRanger/PodSecurity, audit log),
+# kube-controller-manager (garbage collector, namespace controller, ...), kube-scheduler, kwok (a fake
+# node whose pods become Running/Ready) orchestrated by kwokctl's binary runtime, plus nats-server
+# with JetStream. Everything listens on 127.0.0.1 only.
+#
+#   scripts/dev-cluster.sh up       build (cached) and start everything; idempotent; waits until ready
+#   scripts/dev-cluster.sh down     stop everything and remove its state
+#   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... PATH=...` (use with eval)
+#   scripts/dev-cluster.sh status   tell what runs (exit 0 when everything is up, 3 otherwise)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+here="$root/scripts/dev-cluster"
+state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/dev-cluster}"
+cluster=eva
+nats_port="${EVA_NATS_PORT:-14222}"
+nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
+kubeconfig="$state/kubeconfig"
+export KWOK_WORKDIR="$state/kwok"
+
+log() { printf '[dev-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+bin_dir() { "$root/scripts/lib/build-components.sh"; }
+
+kube() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+api_ready() { [[ -f "$kubeconfig" ]] && kube get --raw /readyz >/dev/null 2>&1; }
+
+nats_ready() { curl -fsS "http://127.0.0.1:$nats_monitor_port/healthz?js-enabled-only=true" >/dev/null 2>&1; }
+
+wait_for() { # <seconds> <description> <command...>
+  local deadline=$((SECONDS + $1)) what=$2; shift 2
+  until "$@"; do
+    ((SECONDS < deadline)) || die "timed out after waiting for $what"
+    sleep 0.5
+  done
+}
+
+render_kwokctl_config() {
+  {
+    cat <<EOF
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  runtime: binary
+  bindAddress: 127.0.0.1
+  securePort: true
+  kubeAuthorization: true
+  kubeAdmission: true
+  kubeAuditPolicy: $here/audit-policy.yaml
+  etcdBinary: $bin/etcd
+  kubeApiserverBinary: $bin/kube-apiserver
+  kubeControllerManagerBinary: $bin/kube-controller-manager
+  kubeSchedulerBinary: $bin/kube-scheduler
+  kubectlBinary: $bin/kubectl
+  kwokControllerBinary: $bin/kwok
+EOF
+    for stage in "$bin"/kwok-stages/*.yaml "$here/ingress-stage.yaml"; do
+      echo "---"
+      cat "$stage"
+    done
+  } >"$state/kwokctl.yaml"
+}
+
+create_cluster() {
+  log "creating cluster (kube-apiserver $(cut -d' ' -f3 <<<"$("$bin/kube-apiserver" --version)"))"
+  rm -rf "$KWOK_WORKDIR" "$kubeconfig"
+  render_kwokctl_config
+  "$bin/kwokctl" create cluster --name "$cluster" --config "$state/kwokctl.yaml" \
+    --kubeconfig "$kubeconfig" --wait 3m --quiet-pull >"$state/kwokctl.log" 2>&1 ||
+    { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed (log above)"; }
+}
+
+ensure_cluster() {
+  if api_ready; then log "control plane already running"; return; fi
+  if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
+    log "restarting stopped cluster"
+    if "$bin/kwokctl" start cluster --name "$cluster" >"$state/kwokctl.log" 2>&1 &&
+      wait_for 60 "kube-apiserver" api_ready; then
+      return
+    fi
+    log "restart failed; recreating"
+    "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 || true
+  fi
+  create_cluster
+  wait_for 120 "kube-apiserver /readyz" api_ready
+}
+
+node_ready() {
+  [[ "$(kube get node kwok-node-0 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
+}
+
+default_service_account() { kube get serviceaccount default -n default >/dev/null 2>&1; }
+
+ensure_cluster_objects() {
+  kube apply -f "$here/node.yaml" -f "$here/ingress-classes.yaml" >/dev/null
+  wait_for 60 "node kwok-node-0 Ready" node_ready
+  # The ServiceAccount admission plugin rejects pods until the controller-manager made this.
+  wait_for 60 "the default ServiceAccount" default_service_account
+}
+
+nats_pid() { [[ -f "$state/nats.pid" ]] && cat "$state/nats.pid"; }
+
+ensure_nats() {
+  if nats_ready; then return; fi
+  mkdir -p "$state/nats"
+  log "starting nats-server $("$bin/nats-server" --version | awk '{print $2}') on 127.0.0.1:$nats_port"
+  setsid "$bin/nats-server" --addr 127.0.0.1 --port "$nats_port" --http_port "$nats_monitor_port" \
+    --jetstream --store_dir "$state/nats" --pid "$state/nats.pid" --log "$state/nats.log" \
+    --server_name eva-dev </dev/null >/dev/null 2>&1 &
+  wait_for 30 "nats-server with JetStream" nats_ready
+}
+
+cmd_up() {
+  mkdir -p "$state"
+  exec 8>"$state/.lock"
+  flock 8
+  local started=$SECONDS
+  bin=$(bin_dir)
+  ensure_cluster
+  ensure_cluster_objects
+  ensure_nats
+  log "ready in $((SECONDS - started))s: $(kube version -o json | grep -m1 gitVersion | tr -d ' ",')"
+}
+
+stop_process_tree_under() { # kill anything still running from the state folder (crash leftovers)
+  local pids
+  pids=$(pgrep -f -- "$state" || true)
+  [[ -z "$pids" ]] && return
+  kill $pids 2>/dev/null || true
+  sleep 1
+  kill -9 $pids 2>/dev/null || true
+}
+
+cmd_down() {
+  [[ -d "$state" ]] || { log "nothing to stop"; return; }
+  exec 8>"$state/.lock"
+  flock 8
+  bin=$(bin_dir)
+  if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
+    "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 || log "kwokctl delete failed; killing processes"
+  fi
+  local pid; pid=$(nats_pid || true)
+  [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
+  stop_process_tree_under
+  rm -rf "$state"
+  log "stopped; state removed"
+}
+
+cmd_env() {
+  bin=$(bin_dir)
+  printf 'export KUBECONFIG=%q\n' "$kubeconfig"
+  printf 'export NATS_URL=%q\n' "nats://127.0.0.1:$nats_port"
+  printf 'export EVA_TOOLS_DIR=%q\n' "$bin"
+  printf 'export PATH=%q:"$PATH"\n' "$bin"
+}
+
+cmd_status() {
+  bin=$(bin_dir)
+  local ok=0
+  if api_ready; then
+    echo "kube-apiserver: running ($(kube config view --minify -o jsonpath='{.clusters[0].cluster.server}'))"
+    "$bin/kwokctl" get components --name "$cluster" 2>/dev/null || true
+    kube get nodes --no-headers 2>/dev/null | sed 's/^/node: /'
+  else
+    echo "kube-apiserver: not running"; ok=3
+  fi
+  if nats_ready; then echo "nats-server: running (nats://127.0.0.1:$nats_port, pid $(nats_pid))"
+  else echo "nats-server: not running"; ok=3
+  fi
+  return $ok
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  env) cmd_env ;;
+  status) cmd_status ;;
+  *) echo "usage: $0 up|down|env|status" >&2; exit 2 ;;
+esac

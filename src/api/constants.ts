@@ -1,0 +1,55 @@
+/** Names shared by the API, the controller and the tooling around them. */
+export const GROUP = 'eva.aidonow.com';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const KIND = 'EvaTenant';
+export const PLURAL = 'evatenants';
+export const SINGULAR = 'evatenant';
+export const SHORT_NAMES = ['evt'] as const;
+export const CATEGORIES = ['eva'] as const;
+export const CRD_NAME = `${PLURAL}.${GROUP}`;
+
+export const FINALIZER = `${GROUP}/tenant-protection`;
+export const OWNER_ANNOTATION = `${GROUP}/operator-version`;
+export const WAVE_LABEL = `${GROUP}/wave`;
+
+export const TIERS = ['Starter', 'Customer', 'Enterprise', 'Platform'] as const;
+export type Tier = (typeof TIERS)[number];
+
+export const LIFECYCLES = ['Active', 'Decommissioned'] as const;
+export type Lifecycle = (typeof LIFECYCLES)[number];
+
+export const PHASES = [
+  'Requested',
+  'Provisioning',
+  'Active',
+  'Degraded',
+  'Decommissioning',
+  'Decommissioned',
+  'Failed',
+] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** The five provisioning conditions, in saga order; Ready is derived from them. */
+export const PROVISIONING_CONDITIONS = [
+  'NamespaceReady',
+  'Provisioned',
+  'SeedLoaded',
+  'ModulesDeployed',
+  'IngressReady',
+] as const;
+export type ProvisioningCondition = (typeof PROVISIONING_CONDITIONS)[number];
+export const CONDITION_TYPES = [...PROVISIONING_CONDITIONS, 'Ready'] as const;
+export type ConditionType = (typeof CONDITION_TYPES)[number];
+
+export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
+export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
+
+export const WAVES = { min: 1, max: 3 } as const;
+
+/** Six uppercase letters: compact, unambiguous and safe in DNS labels, stream and release names. */
+export const CAPSULE_CODE_PATTERN = '^[A-Z]{6}$';
+
+/** Semantic Versioning 2.0.0 (no leading "v"). */
+export const SEMVER_PATTERN =
+  '^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$';

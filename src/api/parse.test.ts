@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { readFileSync, readdirSync } from 'node:fs';
+import { parse } from 'yaml';
+import { InvalidTenantError, parseEvaTenant } from './parse.ts';
+
+const sampleDir = new URL('../../samples/', import.meta.url);
+
+function tenant(spec: Record<string, unknown>): unknown {
+  return { apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name: 't' }, spec };
+}
+
+function problemsOf(raw: unknown): readonly string[] {
+  try {
+    parseEvaTenant(raw);
+  } catch (err) {
+    if (err instanceof InvalidTenantError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe('parseEvaTenant', () => {
+  it('applies the API server defaults', () => {
+    const parsed = parseEvaTenant(tenant({ capsuleCode: 'ABCDEF', tier: 'Starter' }));
+    expect(parsed.spec.lifecycle).toBe('Active');
+    expect(parsed.spec.wave).toBe(1);
+  });
+
+  it('accepts every sample', () => {
+    const files = readdirSync(sampleDir).filter((f) => f.endsWith('.yaml'));
+    expect(files.length).toBeGreaterThanOrEqual(4);
+    const tiers = files.map((f) => parseEvaTenant(parse(readFileSync(new URL(f, sampleDir), 'utf8'))).spec.tier);
+    expect(new Set(tiers)).toEqual(new Set(['Starter', 'Customer', 'Enterprise', 'Platform']));
+  });
+
+  it.each([
+    ['lowercase code', { capsuleCode: 'abcdef', tier: 'Starter' }, '/spec/capsuleCode'],
+    ['5 letters', { capsuleCode: 'ABCDE', tier: 'Starter' }, '/spec/capsuleCode'],
+    ['7 letters', { capsuleCode: 'ABCDEFG', tier: 'Starter' }, '/spec/capsuleCode'],
+    ['unknown tier', { capsuleCode: 'ABCDEF', tier: 'Gold' }, '/spec/tier'],
+    ['wave 0', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 0 }, '/spec/wave'],
+    ['wave 4', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 4 }, '/spec/wave'],
+    ['non-semver pin', { capsuleCode: 'ABCDEF', tier: 'Starter', operatorVersion: 'latest' }, '/spec/operatorVersion'],
+    ['path in seedsVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', seedsVersion: '../etc' }, '/spec/seedsVersion'],
+    ['missing code', { tier: 'Starter' }, '/spec'],
+  ])('rejects %s, naming the field', (_label, spec, field) => {
+    const problems = problemsOf(tenant(spec));
+    expect(problems.length).toBeGreaterThan(0);
+    expect(problems.some((p) => p.startsWith(field))).toBe(true);
+  });
+
+  it('keeps helmValues verbatim', () => {
+    const values = { replicaCount: 2, nested: { list: [1, 'two', { three: true }] } };
+    const parsed = parseEvaTenant(tenant({ capsuleCode: 'ABCDEF', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }));
+    expect(parsed.spec.helmValues?.['eva-gateway']).toEqual(values);
+  });
+
+  it('rejects something that is not an object', () => {
+    expect(() => parseEvaTenant('nope')).toThrow(InvalidTenantError);
+  });
+});

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../support/tools.ts';
+import { kubectl, kubectlOk } from '../support/kubectl.ts';
+
+const samples = readdirSync(join(repoRoot, 'samples')).filter((f) => f.endsWith('.yaml'));
+
+function tenantYaml(name: string, spec: Record<string, unknown>): string {
+  return JSON.stringify({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name }, spec });
+}
+
+function applyTenant(name: string, spec: Record<string, unknown>): { status: number; stderr: string } {
+  return kubectl(['apply', '-f', '-'], tenantYaml(name, spec));
+}
+
+describe('EvaTenant CRD on the API server', () => {
+  beforeAll(() => {
+    kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
+    kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/evatenants.eva.aidonow.com']);
+  });
+
+  afterAll(() => {
+    kubectl(['delete', 'evt', '--all', '--wait=false']);
+  });
+
+  it('applies every sample with kubectl', () => {
+    expect(samples.length).toBe(4);
+    for (const sample of samples) kubectlOk(['apply', '-f', join(repoRoot, 'samples', sample)]);
+    const codes = kubectlOk(['get', 'evt', '-o', 'jsonpath={.items[*].spec.capsuleCode}']).split(' ');
+    expect(codes.sort()).toEqual(['ACMECO', 'BETAIN', 'GLOBEX', 'PLATFM']);
+  });
+
+  it('shows code, tier, phase, wave, owner, ready and age columns', () => {
+    const header = kubectlOk(['get', 'evt']).split('\n')[0] ?? '';
+    expect(header.split(/\s+/).filter(Boolean)).toEqual(['NAME', 'CODE', 'TIER', 'PHASE', 'WAVE', 'OWNER', 'READY', 'AGE']);
+    const shortName = kubectlOk(['get', 'eva', '-o', 'name']);
+    expect(shortName).toContain('evatenant.eva.aidonow.com/acmeco');
+  });
+
+  it('applies defaults (lifecycle Active, wave 1)', () => {
+    expect(applyTenant('defaults', { capsuleCode: 'DEFAUL', tier: 'Starter' }).status).toBe(0);
+    const out = kubectlOk(['get', 'evt', 'defaults', '-o', 'jsonpath={.spec.lifecycle}/{.spec.wave}']);
+    expect(out).toBe('Active/1');
+  });
+
+  it.each([
+    ['a lowercase code', { capsuleCode: 'abcdef', tier: 'Starter' }, 'spec.capsuleCode'],
+    ['a 5-letter code', { capsuleCode: 'ABCDE', tier: 'Starter' }, 'spec.capsuleCode'],
+    ['a 7-letter code', { capsuleCode: 'ABCDEFG', tier: 'Starter' }, 'spec.capsuleCode'],
+    ['an unknown tier', { capsuleCode: 'ABCDEF', tier: 'Gold' }, 'spec.tier'],
+    ['wave 0', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 0 }, 'spec.wave'],
+    ['wave 4', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 4 }, 'spec.wave'],
+    ['a non-semver operatorVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', operatorVersion: 'v1.2' }, 'spec.operatorVersion'],
+    ['an unknown module in versions', { capsuleCode: 'ABCDEF', tier: 'Starter', versions: { 'no-such': '1.0.0' } }, 'spec.versions'],
+    ['a path in seedsVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', seedsVersion: '../../etc' }, 'spec.seedsVersion'],
+  ])('rejects %s with a message naming the field', (_label, spec, field) => {
+    const result = applyTenant('invalid', spec);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(field);
+    expect(result.stderr).toMatch(/invalid|Invalid|Unsupported value/);
+    expect(kubectl(['get', 'evt', 'invalid']).status).not.toBe(0);
+  });
+
+  it('rejects a change of capsuleCode on an existing tenant', () => {
+    expect(applyTenant('immutable', { capsuleCode: 'IMMUTA', tier: 'Starter' }).status).toBe(0);
+    const result = applyTenant('immutable', { capsuleCode: 'CHANGE', tier: 'Starter' });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('spec.capsuleCode');
+    expect(result.stderr).toContain('capsuleCode is immutable once set');
+    expect(kubectlOk(['get', 'evt', 'immutable', '-o', 'jsonpath={.spec.capsuleCode}'])).toBe('IMMUTA');
+  });
+
+  it('keeps helmValues verbatim', () => {
+    const values = { replicaCount: 3, deep: { list: [1, 'two', { three: true }], empty: {} } };
+    expect(applyTenant('verbatim', { capsuleCode: 'VERBAT', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }).status).toBe(0);
+    const stored = JSON.parse(kubectlOk(['get', 'evt', 'verbatim', '-o', 'jsonpath={.spec.helmValues}'])) as unknown;
+    expect(stored).toEqual({ 'eva-gateway': values });
+  });
+});

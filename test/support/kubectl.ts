@@ -1,0 +1,43 @@
+/** kubectl as a user runs it, against the local control plane (pinned binary, same minor as the server). */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+export interface CommandResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+function requiredEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: the cluster test setup did not run`);
+  return value;
+}
+
+export function kubectl(args: readonly string[], input?: string): CommandResult {
+  const result = spawnSync(join(requiredEnv('EVA_TOOLS_DIR'), 'kubectl'), args, {
+    encoding: 'utf8',
+    input,
+    env: { ...process.env, KUBECONFIG: requiredEnv('KUBECONFIG') },
+    timeout: 120_000,
+  });
+  if (result.error) throw result.error;
+  return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Runs kubectl and throws with its stderr when it fails. */
+export function kubectlOk(args: readonly string[], input?: string): string {
+  const result = kubectl(args, input);
+  if (result.status !== 0) throw new Error(`kubectl ${args.join(' ')} failed: ${result.stderr}`);
+  return result.stdout;
+}
+
+/** Polls until `check` returns true or the timeout passes; returns whether it became true. */
+export async function eventually(check: () => boolean, timeoutMs = 60_000, intervalMs = 250): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+  return check();
+}

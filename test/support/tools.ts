@@ -1,0 +1,21 @@
+/** Locates the pinned binaries (helm, kubectl, nats-server, ...) built by scripts/lib/build-components.sh. */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+let cachedBinDir: string | undefined;
+
+/** The cache folder holding the pinned binaries; builds them first if needed (slow when cold). */
+export function binDir(): string {
+  cachedBinDir ??= execFileSync('bash', [join(repoRoot, 'scripts/lib/build-components.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
+  return cachedBinDir;
+}
+
+export function tool(name: 'helm' | 'kubectl' | 'nats-server' | 'etcd' | 'kwokctl'): string {
+  return join(binDir(), name);
+}
