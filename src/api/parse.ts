@@ -12,11 +12,12 @@ import {
 
 export class InvalidTenantError extends Error {
   override readonly name = 'InvalidTenantError';
-  constructor(
-    readonly objectName: string,
-    readonly problems: readonly string[],
-  ) {
+  readonly objectName: string;
+  readonly problems: readonly string[];
+  constructor(objectName: string, problems: readonly string[]) {
     super(`EvaTenant ${objectName} is invalid: ${problems.join('; ')}`);
+    this.objectName = objectName;
+    this.problems = problems;
   }
 }
 

@@ -1,0 +1,149 @@
+/**
+ * The Kubernetes adapter: the only module that talks to @kubernetes/client-node. Objects leave it
+ * typed (EvaTenant is parsed at this boundary); writes use server-side apply with one field manager,
+ * and status writes carry a resourceVersion precondition.
+ */
+import {
+  ApiException,
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  type KubernetesObject,
+  NetworkingV1Api,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
+import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
+import { parseEvaTenant } from '../api/parse.ts';
+
+export const FIELD_MANAGER = 'eva-operator';
+
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
+export function httpStatusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  return undefined;
+}
+
+export const isNotFound = (err: unknown): boolean => httpStatusOf(err) === 404;
+export const isConflict = (err: unknown): boolean => httpStatusOf(err) === 409;
+
+/** The message the API server gave (its Status.message), for conditions and logs. */
+export function apiMessage(err: unknown): string {
+  if (err instanceof ApiException) {
+    const body: unknown = typeof err.body === 'string' ? safeJson(err.body) : err.body;
+    if (typeof body === 'object' && body !== null && 'message' in body && typeof body.message === 'string') {
+      return body.message;
+    }
+    return `HTTP ${err.code}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export type EventType = 'Normal' | 'Warning';
+
+export class Kube {
+  readonly core: CoreV1Api;
+  readonly apps: AppsV1Api;
+  readonly networking: NetworkingV1Api;
+  readonly custom: CustomObjectsApi;
+  readonly objects: KubernetesObjectApi;
+
+  readonly config: KubeConfig;
+
+  constructor(config: KubeConfig) {
+    this.config = config;
+    this.core = config.makeApiClient(CoreV1Api);
+    this.apps = config.makeApiClient(AppsV1Api);
+    this.networking = config.makeApiClient(NetworkingV1Api);
+    this.custom = config.makeApiClient(CustomObjectsApi);
+    this.objects = KubernetesObjectApi.makeApiClient(config);
+  }
+
+  /** Server-side apply: idempotent, and only the fields this operator owns are touched. */
+  async apply<T extends KubernetesObject>(object: T): Promise<T> {
+    return this.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  async getTenant(name: string): Promise<EvaTenant | undefined> {
+    try {
+      return parseEvaTenant(await this.custom.getClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL, name }));
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async listTenantsRaw(): Promise<{ items: unknown[]; resourceVersion: string }> {
+    const list: unknown = await this.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL });
+    const typed = list as { items?: unknown[]; metadata?: { resourceVersion?: string } };
+    return { items: typed.items ?? [], resourceVersion: typed.metadata?.resourceVersion ?? '' };
+  }
+
+  /**
+   * Replaces the status, guarded by the resourceVersion the caller last saw: a concurrent writer
+   * makes this fail with 409 (retry), never silently overwrites it. Returns the updated tenant.
+   */
+  async writeTenantStatus(tenant: EvaTenant, status: EvaTenantStatus): Promise<EvaTenant> {
+    const body = { metadata: { resourceVersion: tenant.metadata.resourceVersion }, status };
+    const updated: unknown = await this.custom.patchClusterCustomObjectStatus(
+      { group: GROUP, version: VERSION, plural: PLURAL, name: tenant.metadata.name, body, fieldManager: FIELD_MANAGER },
+      mergePatch,
+    );
+    return parseEvaTenant(updated);
+  }
+
+  /** Merge-patches metadata (finalizers, annotations, labels) with a resourceVersion precondition. */
+  async patchTenantMetadata(tenant: EvaTenant, metadata: Record<string, unknown>): Promise<EvaTenant> {
+    const body = { metadata: { ...metadata, resourceVersion: tenant.metadata.resourceVersion } };
+    const updated: unknown = await this.custom.patchClusterCustomObject(
+      { group: GROUP, version: VERSION, plural: PLURAL, name: tenant.metadata.name, body, fieldManager: FIELD_MANAGER },
+      mergePatch,
+    );
+    return parseEvaTenant(updated);
+  }
+
+  /** Records a core/v1 Event on the tenant (cluster-scoped objects keep theirs in `default`). */
+  async recordEvent(tenant: EvaTenant, type: EventType, reason: string, message: string): Promise<void> {
+    const now = new Date();
+    await this.core.createNamespacedEvent({
+      namespace: 'default',
+      body: {
+        metadata: { generateName: `${tenant.metadata.name}.` },
+        involvedObject: {
+          apiVersion: `${GROUP}/${VERSION}`,
+          kind: KIND,
+          name: tenant.metadata.name,
+          uid: tenant.metadata.uid,
+          resourceVersion: tenant.metadata.resourceVersion,
+        },
+        type,
+        reason,
+        message,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+        source: { component: FIELD_MANAGER },
+        reportingComponent: FIELD_MANAGER,
+        reportingInstance: process.env['HOSTNAME'] ?? FIELD_MANAGER,
+      },
+    });
+  }
+}
