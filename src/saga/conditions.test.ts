@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { allConditions, desiredConditions, mergeConditions, phaseOf, readyState, type SagaView } from './conditions.ts';
+
+const statuses = (view: SagaView): string =>
+  Object.values(desiredConditions(view)).map((c) => c.status[0]).join('');
+
+describe('conditions from the saga view', () => {
+  it.each<[string, SagaView, string, string]>([
+    ['requested', { stage: 'requested', wasActive: false }, 'UUUUU', 'Requested'],
+    ['running namespace', { stage: 'provisioning', currentStep: 'namespace', wasActive: false }, 'UUUUU', 'Provisioning'],
+    ['running quotas (same group)', { stage: 'provisioning', currentStep: 'quotas', wasActive: false }, 'UUUUU', 'Provisioning'],
+    ['running streams', { stage: 'provisioning', currentStep: 'streams', wasActive: false }, 'TUUUU', 'Provisioning'],
+    ['running modules', { stage: 'provisioning', currentStep: 'modules', wasActive: false }, 'TTTUU', 'Provisioning'],
+    ['waiting on modules', { stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: 'DeploymentsNotAvailable', message: 'x', needsUser: false } }, 'TTTFU', 'Provisioning'],
+    ['failed seed (user)', { stage: 'failed', wasActive: false, problem: { step: 'seed', reason: 'UnknownSeedsVersion', message: 'x', needsUser: true } }, 'TTFUU', 'Failed'],
+    ['failed streams (dependency)', { stage: 'failed', wasActive: false, problem: { step: 'streams', reason: 'NatsUnavailable', message: 'x', needsUser: false } }, 'TFUUU', 'Provisioning'],
+    ['active', { stage: 'active', wasActive: true }, 'TTTTT', 'Active'],
+    ['checking', { stage: 'checking', wasActive: true }, 'TTTTT', 'Active'],
+    ['degraded streams', { stage: 'degraded', wasActive: true, problem: { step: 'streams', reason: 'NatsUnavailable', message: 'x', needsUser: false } }, 'TFTTT', 'Degraded'],
+    ['repairing quotas after drift', { stage: 'provisioning', currentStep: 'quotas', wasActive: true, problem: { step: 'quotas', reason: 'QuotaDrifted', message: 'x', needsUser: false } }, 'FTTTT', 'Degraded'],
+    ['repair failed (user) once active', { stage: 'failed', wasActive: true, problem: { step: 'modules', reason: 'ChartRenderFailed', message: 'x', needsUser: true } }, 'TTTFT', 'Degraded'],
+  ])('%s', (_label, view, expected, phase) => {
+    expect(statuses(view)).toBe(expected);
+    expect(phaseOf(view)).toBe(phase);
+  });
+
+  it('puts the problem reason and message on the failing condition', () => {
+    const conditions = desiredConditions({ stage: 'failed', wasActive: false, problem: { step: 'seed', reason: 'UnknownSeedsVersion', message: 'seedsVersion "9" is not bundled', needsUser: true } });
+    expect(conditions.SeedLoaded).toEqual({ status: 'False', reason: 'UnknownSeedsVersion', message: 'seed: seedsVersion "9" is not bundled' });
+  });
+
+  it('summarises Ready from the five', () => {
+    expect(allConditions({ stage: 'active', wasActive: true })['Ready']?.status).toBe('True');
+    const ready = readyState(desiredConditions({ stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: 'DeploymentsNotAvailable', message: 'orbit-crm 0/1', needsUser: false } }));
+    expect(ready).toMatchObject({ status: 'False', reason: 'DeploymentsNotAvailable' });
+    expect(ready.message).toContain('ModulesDeployed, IngressReady not True');
+  });
+});
+
+describe('mergeConditions', () => {
+  const before = [{ type: 'NamespaceReady', status: 'True' as const, reason: 'NamespaceActive', message: 'm', lastTransitionTime: '2026-01-01T00:00:00Z', observedGeneration: 1 }];
+
+  it('keeps lastTransitionTime when the status is unchanged', () => {
+    const merged = mergeConditions(before, { NamespaceReady: { status: 'True', reason: 'NamespaceActive', message: 'm2' } }, '2026-02-02T00:00:00Z', 2);
+    expect(merged[0]).toMatchObject({ lastTransitionTime: '2026-01-01T00:00:00Z', message: 'm2', observedGeneration: 2 });
+  });
+
+  it('moves lastTransitionTime when the status changes', () => {
+    const merged = mergeConditions(before, { NamespaceReady: { status: 'False', reason: 'Gone', message: 'm' } }, '2026-02-02T00:00:00Z', 2);
+    expect(merged[0]?.lastTransitionTime).toBe('2026-02-02T00:00:00Z');
+  });
+});

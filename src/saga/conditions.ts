@@ -1,0 +1,148 @@
+/**
+ * Status is derived, never set piecemeal: one pure function turns where the saga stands into the
+ * five conditions, Ready (summarised from the five, as Flux's summarize() does) and the phase.
+ * Kept apart from I/O so the whole decision table is tested as a table.
+ */
+import {
+  type ConditionStatus,
+  type Phase,
+  PROVISIONING_CONDITIONS,
+  type ProvisioningCondition,
+} from '../api/constants.ts';
+import type { Condition } from '../api/evatenant.ts';
+import type { StepName } from '../steps/step.ts';
+import type { StepProblem } from './machine.ts';
+
+export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>> = {
+  namespace: 'NamespaceReady',
+  quotas: 'NamespaceReady',
+  streams: 'Provisioned',
+  record: 'Provisioned',
+  seed: 'SeedLoaded',
+  modules: 'ModulesDeployed',
+  ingress: 'IngressReady',
+};
+
+const TRUE_REASON: Readonly<Record<ProvisioningCondition, [string, string]>> = {
+  NamespaceReady: ['NamespaceActive', 'namespace, quota and limit range are in place'],
+  Provisioned: ['TenantRecordStored', 'streams and tenant record are in place'],
+  SeedLoaded: ['SeedApplied', 'seed data is applied'],
+  ModulesDeployed: ['ReleasesDeployed', 'every module release is deployed and available'],
+  IngressReady: ['IngressAdmitted', 'the tenant ingress routes to every module'],
+};
+
+export type SagaStage = 'requested' | 'provisioning' | 'waiting' | 'failed' | 'interrupted' | 'active' | 'checking' | 'degraded';
+
+/** Where the saga stands, as read from its snapshot. */
+export interface SagaView {
+  stage: SagaStage;
+  /** The step running now (provisioning only). */
+  currentStep?: StepName;
+  problem?: StepProblem;
+  wasActive: boolean;
+}
+
+export interface ConditionState {
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+}
+
+const conditionIndex = (c: ProvisioningCondition): number => PROVISIONING_CONDITIONS.indexOf(c);
+
+function trueState(condition: ProvisioningCondition): ConditionState {
+  const [reason, message] = TRUE_REASON[condition];
+  return { status: 'True', reason, message };
+}
+
+function problemState(problem: StepProblem): ConditionState {
+  return { status: 'False', reason: problem.reason, message: `${problem.step}: ${problem.message}` };
+}
+
+/** The condition group the saga is working on (or stuck at), if any. */
+function focusOf(view: SagaView): { condition: ProvisioningCondition; state: ConditionState } | undefined {
+  if (view.problem && view.stage !== 'active' && view.stage !== 'checking') {
+    return { condition: CONDITION_OF_STEP[view.problem.step], state: problemState(view.problem) };
+  }
+  if (view.stage === 'provisioning' && view.currentStep) {
+    const condition = CONDITION_OF_STEP[view.currentStep];
+    return { condition, state: { status: 'Unknown', reason: 'Progressing', message: `running step ${view.currentStep}` } };
+  }
+  return undefined;
+}
+
+export function desiredConditions(view: SagaView): Record<ProvisioningCondition, ConditionState> {
+  const pending: ConditionState = { status: 'Unknown', reason: 'Pending', message: 'waiting for earlier steps' };
+  const focus = focusOf(view);
+  const allTrue = view.stage === 'active' || view.stage === 'checking';
+  const result = {} as Record<ProvisioningCondition, ConditionState>;
+  for (const condition of PROVISIONING_CONDITIONS) {
+    if (allTrue) result[condition] = trueState(condition);
+    else if (focus?.condition === condition) result[condition] = focus.state;
+    // A tenant that was Active keeps its other conditions True while one is repaired.
+    else if (view.wasActive) result[condition] = trueState(condition);
+    else if (focus && conditionIndex(condition) < conditionIndex(focus.condition)) result[condition] = trueState(condition);
+    else result[condition] = pending;
+  }
+  return result;
+}
+
+export function readyState(conditions: Record<ProvisioningCondition, ConditionState>): ConditionState {
+  const notTrue = PROVISIONING_CONDITIONS.filter((c) => conditions[c].status !== 'True');
+  if (notTrue.length === 0) return { status: 'True', reason: 'Provisioned', message: 'all five conditions are True' };
+  const first = notTrue[0] as ProvisioningCondition;
+  const failing = notTrue.find((c) => conditions[c].status === 'False');
+  const shown = failing ?? first;
+  return {
+    status: failing ? 'False' : 'Unknown',
+    reason: conditions[shown].reason,
+    message: `${notTrue.join(', ')} not True; ${shown}: ${conditions[shown].message}`,
+  };
+}
+
+export function phaseOf(view: SagaView): Phase {
+  switch (view.stage) {
+    case 'requested':
+      return 'Requested';
+    case 'active':
+    case 'checking':
+      return 'Active';
+    case 'degraded':
+      return 'Degraded';
+    case 'failed':
+      if (view.wasActive) return 'Degraded';
+      return view.problem?.needsUser ? 'Failed' : 'Provisioning';
+    default:
+      return view.wasActive ? 'Degraded' : 'Provisioning';
+  }
+}
+
+/**
+ * Merges desired condition states into the previous list, keeping lastTransitionTime when the
+ * status did not change (Kubernetes condition conventions).
+ */
+export function mergeConditions(
+  previous: readonly Condition[],
+  desired: Readonly<Record<string, ConditionState>>,
+  now: string,
+  generation: number | undefined,
+): Condition[] {
+  return Object.entries(desired).map(([type, state]) => {
+    const before = previous.find((c) => c.type === type);
+    const transitioned = before?.status !== state.status;
+    const condition: Condition = {
+      type,
+      status: state.status,
+      reason: state.reason,
+      message: state.message.slice(0, 32_000),
+      lastTransitionTime: transitioned || !before ? now : before.lastTransitionTime,
+    };
+    if (generation !== undefined) condition.observedGeneration = generation;
+    return condition;
+  });
+}
+
+export function allConditions(view: SagaView): Record<string, ConditionState> {
+  const five = desiredConditions(view);
+  return { ...five, Ready: readyState(five) };
+}

@@ -1,0 +1,181 @@
+/**
+ * The tenant saga: one XState machine that owns the ORDER of provisioning and nothing else. Side
+ * effects live in src/steps; the driver (saga/driver.ts) provides the actors and persists snapshots.
+ *
+ *   requested -> provisioning(namespace, quotas, streams, record, seed, modules, ingress) -> active
+ *   active --RECONCILE--> checking --in sync--> active
+ *                                  --drifted--> provisioning (repair)   --check failed--> degraded
+ *   a step that is not done yet -> waiting; a step that failed -> failed; shutdown -> interrupted
+ *   (resting states: the driver persists, then requeues; RECONCILE resumes at the remembered step)
+ */
+import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
+import { STEP_NAMES, type StepName } from '../steps/step.ts';
+import { InputError } from '../steps/errors.ts';
+
+export type StepOutcome = { kind: 'done' } | { kind: 'pending'; reason: string; message: string };
+
+/**
+ * What the read-only drift check saw. `drifted`: something is wrong that ensure can repair;
+ * `unavailable`: the check itself could not run (e.g. NATS down), so the tenant is Degraded.
+ */
+export type DriftReport =
+  | { inSync: true }
+  | { inSync: false; step: StepName; reason: string; message: string; unavailable: boolean };
+
+/** Thrown by the step runner when the operator is shutting down: nothing was started. */
+export class ShutdownError extends Error {
+  override readonly name = 'ShutdownError';
+}
+
+export interface StepProblem {
+  step: StepName;
+  reason: string;
+  message: string;
+  /** InputError: a human must change something; otherwise it is retried with backoff. */
+  needsUser: boolean;
+}
+
+export interface SagaContext {
+  /** Set while a step waits or failed, or the drift check found a problem; cleared on progress. */
+  problem?: StepProblem;
+  /** Whether the tenant ever reached Active (a later failure is Degraded, not Provisioning). */
+  wasActive: boolean;
+}
+
+export type SagaEvent = { type: 'RECONCILE' } | { type: 'SPEC_CHANGED' };
+
+export type SagaEmitted =
+  | { type: 'ProvisioningStarted' }
+  | { type: 'StepCompleted'; step: StepName }
+  | { type: 'ModuleDeployStarted' }
+  | { type: 'ProvisioningComplete' };
+
+export const REST_TAG = 'rest';
+
+interface DoneEvent {
+  output: StepOutcome;
+}
+interface ErrorEvent {
+  error: unknown;
+}
+
+function problemFromError(step: StepName, error: unknown): StepProblem {
+  const reason = error instanceof Error && 'reason' in error && typeof error.reason === 'string' ? error.reason : 'StepFailed';
+  const message = error instanceof Error ? error.message : String(error);
+  return { step, reason, message, needsUser: error instanceof InputError };
+}
+
+function driftProblem(report: DriftReport): StepProblem | undefined {
+  return report.inSync ? undefined : { step: report.step, reason: report.reason, message: report.message, needsUser: false };
+}
+
+const saga = setup({
+  types: {
+    context: {} as SagaContext,
+    events: {} as SagaEvent,
+    emitted: {} as SagaEmitted,
+  },
+  actors: {
+    // Placeholders: the driver provides the real ones with machine.provide().
+    runStep: fromPromise<StepOutcome, { step: StepName }>(() => Promise.reject(new Error('runStep not provided'))),
+    checkDrift: fromPromise<DriftReport>(() => Promise.reject(new Error('checkDrift not provided'))),
+  },
+  guards: {
+    stepPending: (_, params: DoneEvent) => params.output.kind === 'pending',
+    shuttingDown: (_, params: ErrorEvent) => params.error instanceof ShutdownError,
+    inSync: (_, params: { output: DriftReport }) => params.output.inSync,
+    checkUnavailable: (_, params: { output: DriftReport }) => !params.output.inSync && params.output.unavailable,
+  },
+});
+
+function stepState(step: StepName, next: string): object {
+  return {
+    entry: step === 'modules' ? emit({ type: 'ModuleDeployStarted' as const }) : [],
+    invoke: {
+      src: 'runStep',
+      input: { step },
+      onDone: [
+        {
+          guard: { type: 'stepPending', params: ({ event }: { event: DoneEvent }) => ({ output: event.output }) },
+          target: '#tenant.waiting',
+          actions: assign({
+            problem: ({ event }: { event: DoneEvent }) =>
+              event.output.kind === 'pending'
+                ? { step, reason: event.output.reason, message: event.output.message, needsUser: false }
+                : undefined,
+          }),
+        },
+        {
+          target: next,
+          actions: [assign({ problem: undefined }), emit({ type: 'StepCompleted' as const, step })],
+        },
+      ],
+      onError: [
+        {
+          guard: { type: 'shuttingDown', params: ({ event }: { event: ErrorEvent }) => ({ error: event.error }) },
+          target: '#tenant.interrupted',
+        },
+        {
+          target: '#tenant.failed',
+          actions: assign({ problem: ({ event }: { event: ErrorEvent }) => problemFromError(step, event.error) }),
+        },
+      ],
+    },
+  };
+}
+
+function provisioningStates(): Record<string, object> {
+  const states: Record<string, object> = { resume: { type: 'history' } };
+  STEP_NAMES.forEach((step, index) => {
+    const next = STEP_NAMES[index + 1];
+    states[step] = stepState(step, next ?? '#tenant.active');
+  });
+  return states;
+}
+
+const resumeProvisioning = { RECONCILE: '#tenant.provisioning.resume', SPEC_CHANGED: '#tenant.provisioning' };
+
+export const tenantSagaMachine = saga.createMachine({
+  id: 'tenant',
+  initial: 'requested',
+  context: { wasActive: false },
+  states: {
+    requested: {
+      tags: [REST_TAG],
+      on: { RECONCILE: 'provisioning', SPEC_CHANGED: 'provisioning' },
+      exit: emit({ type: 'ProvisioningStarted' as const }),
+    },
+    provisioning: { initial: STEP_NAMES[0], states: provisioningStates() },
+    waiting: { tags: [REST_TAG], on: resumeProvisioning },
+    failed: { tags: [REST_TAG], on: resumeProvisioning },
+    interrupted: { tags: [REST_TAG], on: resumeProvisioning },
+    active: {
+      tags: [REST_TAG],
+      entry: enqueueActions(({ context, enqueue }) => {
+        // Only the first arrival is "ProvisioningComplete"; a repair that converges is not news.
+        if (!context.wasActive) enqueue.emit({ type: 'ProvisioningComplete' });
+        enqueue.assign({ problem: undefined, wasActive: true });
+      }),
+      on: { RECONCILE: 'checking', SPEC_CHANGED: 'provisioning' },
+    },
+    checking: {
+      invoke: {
+        src: 'checkDrift',
+        onDone: [
+          { guard: { type: 'inSync', params: ({ event }) => ({ output: event.output }) }, target: 'active' },
+          {
+            guard: { type: 'checkUnavailable', params: ({ event }) => ({ output: event.output }) },
+            target: 'degraded',
+            actions: assign({ problem: ({ event }) => driftProblem(event.output) }),
+          },
+          { target: 'provisioning', actions: assign({ problem: ({ event }) => driftProblem(event.output) }) },
+        ],
+        onError: [
+          { guard: { type: 'shuttingDown', params: ({ event }) => ({ error: event.error }) }, target: 'active' },
+          { target: 'degraded', actions: assign({ problem: ({ event }) => problemFromError(STEP_NAMES[0], event.error) }) },
+        ],
+      },
+    },
+    degraded: { tags: [REST_TAG], on: { RECONCILE: 'checking', SPEC_CHANGED: 'provisioning' } },
+  },
+});

@@ -1,0 +1,39 @@
+/**
+ * The contract every provisioning step implements: one side effect, four idempotent operations.
+ * `ensure` makes the world right (safe to repeat after a crash at any line); `verify` only reads and
+ * says whether it is right (the drift check calls it, so it must not write or start helm);
+ * `remove` undoes `ensure` (and tolerates `ensure` never having run); `verifyRemoved` only reads.
+ */
+import type { EvaTenant } from '../api/evatenant.ts';
+import type { ModuleName } from '../api/modules.ts';
+import type { Logger } from '../log.ts';
+
+export const STEP_NAMES = ['namespace', 'quotas', 'streams', 'record', 'seed', 'modules', 'ingress'] as const;
+export type StepName = (typeof STEP_NAMES)[number];
+
+export type Verdict = { ready: true } | { ready: false; reason: string; message: string };
+
+export const READY: Verdict = { ready: true };
+export const notReady = (reason: string, message: string): Verdict => ({ ready: false, reason, message });
+
+/** Everything a step may know about the tenant it works on. */
+export interface TenantScope {
+  readonly tenant: EvaTenant;
+  /** The capsule code, e.g. ABCDEF. */
+  readonly code: string;
+  /** eva-tenant-<code lowercased>. */
+  readonly namespace: string;
+  /** The modules the tenant's tier calls for. */
+  readonly modules: readonly ModuleName[];
+  readonly log: Logger;
+  /** Aborted when the operator shuts down: finish the current call, start nothing new. */
+  readonly signal: AbortSignal;
+}
+
+export interface Step<Deps> {
+  readonly name: StepName;
+  ensure(scope: TenantScope, deps: Deps): Promise<void>;
+  verify(scope: TenantScope, deps: Deps): Promise<Verdict>;
+  remove(scope: TenantScope, deps: Deps): Promise<void>;
+  verifyRemoved(scope: TenantScope, deps: Deps): Promise<Verdict>;
+}
