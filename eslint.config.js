@@ -13,6 +13,8 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/explicit-function-return-type': ['error', { allowExpressions: true, allowTypedFunctionExpressions: true }],
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      // @kubernetes/client-node models are classes that are meant to be built as plain literals.
+      '@typescript-eslint/no-unsafe-class-instance-assignment': 'off',
       complexity: ['error', 12],
       'max-lines-per-function': ['warn', { max: 60, skipBlankLines: true, skipComments: true }],
     },

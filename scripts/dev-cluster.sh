@@ -66,24 +66,22 @@ EOF
 }
 
 create_cluster() {
-  log "creating cluster (kube-apiserver $(cut -d' ' -f3 <<<"$("$bin/kube-apiserver" --version)"))"
+  log "creating cluster (kube-apiserver $("$bin/kube-apiserver" --version | awk '{print $2}'))"
   rm -rf "$KWOK_WORKDIR" "$kubeconfig"
   render_kwokctl_config
   "$bin/kwokctl" create cluster --name "$cluster" --config "$state/kwokctl.yaml" \
-    --kubeconfig "$kubeconfig" --wait 3m --quiet-pull >"$state/kwokctl.log" 2>&1 ||
+    --kubeconfig "$kubeconfig" --wait 3m --quiet-pull >"$state/kwokctl.log" 2>&1 8>&- ||
     { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed (log above)"; }
 }
 
 ensure_cluster() {
   if api_ready; then log "control plane already running"; return; fi
+  # A cluster that is not answering (e.g. its processes died with the last session) is disposable:
+  # recreating it takes seconds and leaves no half-restarted state behind.
   if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
-    log "restarting stopped cluster"
-    if "$bin/kwokctl" start cluster --name "$cluster" >"$state/kwokctl.log" 2>&1 &&
-      wait_for 60 "kube-apiserver" api_ready; then
-      return
-    fi
-    log "restart failed; recreating"
-    "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 || true
+    log "control plane not answering; recreating it"
+    "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 8>&- || true
+    stop_processes_under "$KWOK_WORKDIR"
   fi
   create_cluster
   wait_for 120 "kube-apiserver /readyz" api_ready
@@ -110,14 +108,16 @@ ensure_nats() {
   log "starting nats-server $("$bin/nats-server" --version | awk '{print $2}') on 127.0.0.1:$nats_port"
   setsid "$bin/nats-server" --addr 127.0.0.1 --port "$nats_port" --http_port "$nats_monitor_port" \
     --jetstream --store_dir "$state/nats" --pid "$state/nats.pid" --log "$state/nats.log" \
-    --server_name eva-dev </dev/null >/dev/null 2>&1 &
+    --server_name eva-dev </dev/null >/dev/null 2>&1 8>&- &
   wait_for 30 "nats-server with JetStream" nats_ready
 }
 
 cmd_up() {
   mkdir -p "$state"
+  # The lock serialises concurrent `up`s (tests and humans); daemons started below get fd 8 closed
+  # so they do not inherit and hold it.
   exec 8>"$state/.lock"
-  flock 8
+  flock -w 300 8 || die "another dev-cluster.sh has held the lock for 5 minutes"
   local started=$SECONDS
   bin=$(bin_dir)
   ensure_cluster
@@ -126,9 +126,9 @@ cmd_up() {
   log "ready in $((SECONDS - started))s: $(kube version -o json | grep -m1 gitVersion | tr -d ' ",')"
 }
 
-stop_process_tree_under() { # kill anything still running from the state folder (crash leftovers)
+stop_processes_under() { # <folder>: kill anything still running from it (crash leftovers)
   local pids
-  pids=$(pgrep -f -- "$state" || true)
+  pids=$(pgrep -f -- "$1" || true)
   [[ -z "$pids" ]] && return
   kill $pids 2>/dev/null || true
   sleep 1
@@ -138,14 +138,14 @@ stop_process_tree_under() { # kill anything still running from the state folder 
 cmd_down() {
   [[ -d "$state" ]] || { log "nothing to stop"; return; }
   exec 8>"$state/.lock"
-  flock 8
+  flock -w 300 8 || die "another dev-cluster.sh has held the lock for 5 minutes"
   bin=$(bin_dir)
   if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
     "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 || log "kwokctl delete failed; killing processes"
   fi
   local pid; pid=$(nats_pid || true)
   [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-  stop_process_tree_under
+  stop_processes_under "$state"
   rm -rf "$state"
   log "stopped; state removed"
 }

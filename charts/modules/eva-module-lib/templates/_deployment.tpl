@@ -1,0 +1,100 @@
+{{/* The module's Deployment. Usage in a module chart: {{ include "eva-module-lib.deployment" . }} */}}
+{{- define "eva-module-lib.deployment" -}}
+{{- $module := include "eva-module-lib.module" . -}}
+{{- $image := include "eva-module-lib.image" . -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "eva-module-lib.fullname" . }}
+  labels:
+    {{- include "eva-module-lib.labels" . | nindent 4 }}
+spec:
+  replicas: {{ .Values.replicaCount | int }}
+  revisionHistoryLimit: 3
+  selector:
+    matchLabels:
+      {{- include "eva-module-lib.selectorLabels" . | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "eva-module-lib.labels" . | nindent 8 }}
+      annotations:
+        checksum/config: {{ include "eva-module-lib.configmap" . | sha256sum }}
+        checksum/values: {{ include "eva-module-lib.valuesChecksum" . }}
+        {{- with .Values.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      automountServiceAccountToken: false
+      enableServiceLinks: false
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        fsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      {{- if .Values.seed.enabled }}
+      initContainers:
+        - name: seed-loader
+          image: {{ $image }}
+          imagePullPolicy: {{ .Values.image.pullPolicy | default "IfNotPresent" }}
+          args:
+            - seed
+            - --version
+            - {{ .Values.seed.version | default .Chart.AppVersion | toString | quote }}
+          env:
+            {{- include "eva-module-lib.env" . | nindent 12 }}
+          resources:
+            {{- include "eva-module-lib.resources" . | nindent 12 }}
+          securityContext:
+            {{- include "eva-module-lib.containerSecurityContext" . | nindent 12 }}
+          volumeMounts:
+            - name: config
+              mountPath: /etc/eva
+              readOnly: true
+            - name: tmp
+              mountPath: /tmp
+      {{- end }}
+      containers:
+        - name: {{ $module }}
+          image: {{ $image }}
+          imagePullPolicy: {{ .Values.image.pullPolicy | default "IfNotPresent" }}
+          ports:
+            - name: http
+              containerPort: {{ .Values.service.port | int }}
+              protocol: TCP
+          env:
+            {{- include "eva-module-lib.env" . | nindent 12 }}
+          readinessProbe:
+            httpGet:
+              path: {{ dig "readinessPath" "/readyz" (.Values.probes | default dict) }}
+              port: http
+            initialDelaySeconds: 2
+            periodSeconds: 5
+            failureThreshold: 3
+          livenessProbe:
+            httpGet:
+              path: {{ dig "livenessPath" "/livez" (.Values.probes | default dict) }}
+              port: http
+            initialDelaySeconds: 10
+            periodSeconds: 10
+            failureThreshold: 3
+          resources:
+            {{- include "eva-module-lib.resources" . | nindent 12 }}
+          securityContext:
+            {{- include "eva-module-lib.containerSecurityContext" . | nindent 12 }}
+          volumeMounts:
+            - name: config
+              mountPath: /etc/eva
+              readOnly: true
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        - name: config
+          configMap:
+            name: {{ include "eva-module-lib.configMapName" . }}
+        - name: tmp
+          emptyDir:
+            sizeLimit: 64Mi
+{{- end -}}

@@ -1,0 +1,34 @@
+/**
+ * Per-tier JetStream limits for a tenant's streams (each tenant has an events and a commands stream,
+ * both sized by this table). Every stream keeps one replica on file storage and discards its oldest
+ * messages when full: producers never see "stream full", and the newest data is the data that matters.
+ *
+ * max_bytes is reserved up front by JetStream against the server's storage, so the sums here are a
+ * capacity-planning input: two streams per tenant, times tenants per tier.
+ */
+import type { Tier } from './constants.ts';
+
+export interface StreamLimits {
+  readonly maxMsgs: number;
+  readonly maxBytes: number;
+  readonly maxAgeSeconds: number;
+  /** Must stay at or below the server's max_payload (1 MiB by default), or publishes fail first. */
+  readonly maxMsgSize: number;
+  readonly replicas: 1;
+  readonly storage: 'file';
+  readonly discard: 'old';
+}
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+const GIB = 1024 * MIB;
+const DAY_SECONDS = 24 * 60 * 60;
+
+const COMMON = { replicas: 1, storage: 'file', discard: 'old' } as const;
+
+export const STREAM_LIMITS_BY_TIER: Readonly<Record<Tier, StreamLimits>> = {
+  Starter: { ...COMMON, maxMsgs: 100_000, maxBytes: 64 * MIB, maxAgeSeconds: 7 * DAY_SECONDS, maxMsgSize: 256 * KIB },
+  Customer: { ...COMMON, maxMsgs: 1_000_000, maxBytes: 256 * MIB, maxAgeSeconds: 14 * DAY_SECONDS, maxMsgSize: 512 * KIB },
+  Enterprise: { ...COMMON, maxMsgs: 10_000_000, maxBytes: 1 * GIB, maxAgeSeconds: 30 * DAY_SECONDS, maxMsgSize: 1 * MIB },
+  Platform: { ...COMMON, maxMsgs: 10_000_000, maxBytes: 1 * GIB, maxAgeSeconds: 30 * DAY_SECONDS, maxMsgSize: 1 * MIB },
+};

@@ -1,0 +1,310 @@
+/**
+ * Step 'seed': loads the bundled seed data (seeds/<version>/<module>.json, see seeds/README.md) for
+ * the modules of the tenant's tier into the tenant's own KV bucket `eva-<CODE>-data`, as
+ * `<module>.<entry key>` = JSON of the entry's value, and records what was applied in the tenant record.
+ *
+ * Applying is a difference, never a reload: only keys whose value differs are put, so untouched keys
+ * keep their revision and modules watching the bucket see only real changes. Keys are deleted only if
+ * seed data owns them, i.e. they appear in the bundle of the previously applied version or of the
+ * desired one (any module). Listing the bucket instead would also delete what modules wrote there
+ * themselves, which is tenant data; a seed-owned key the module also writes is the accepted overlap.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KV } from 'nats';
+import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
+import { MODULES, type ModuleName } from '../api/modules.ts';
+import type { Logger } from '../log.ts';
+import { DependencyError, InputError } from './errors.ts';
+import {
+  bundledSeedsVersions,
+  codeInUse,
+  desiredSeedsVersion,
+  ownerMetadata,
+  ownerOf,
+  readTenantRecord,
+  type StoredRecord,
+  tenantUid,
+  writeTenantRecord,
+} from './record.ts';
+import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export const dataBucket = (code: string): string => `eva-${code}-data`;
+
+/** KV key -> value (any JSON). */
+export type SeedEntries = ReadonlyMap<string, unknown>;
+
+export interface SeedDiff {
+  readonly puts: readonly { readonly key: string; readonly value: unknown }[];
+  readonly deletes: readonly string[];
+}
+
+// ---- pure helpers ---------------------------------------------------------------------------------
+
+/** JSON with object keys sorted at every level: equal values always give equal text. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(entries.map(([k, v]) => [k, sortKeys(v)]));
+}
+
+/** sha256 (hex) of the canonical JSON of the entries as a key-sorted [{key, value}] list. */
+export function seedDigest(entries: SeedEntries): string {
+  const list = [...entries.keys()].sort().map((key) => ({ key, value: entries.get(key) }));
+  return createHash('sha256').update(canonicalJson(list)).digest('hex');
+}
+
+function sameValue(value: unknown, storedText: string): boolean {
+  try {
+    return canonicalJson(value) === canonicalJson(JSON.parse(storedText));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What to write so the bucket holds `desired`: puts for keys missing or different in `current`
+ * (stored JSON text by key), deletes for present keys that seed data owns but no longer wants.
+ */
+export function diffSeed(
+  desired: SeedEntries,
+  current: ReadonlyMap<string, string>,
+  owned: ReadonlySet<string>,
+): SeedDiff {
+  const puts = [...desired]
+    .filter(([key, value]) => {
+      const stored = current.get(key);
+      return stored === undefined || !sameValue(value, stored);
+    })
+    .map(([key, value]) => ({ key, value }));
+  const deletes = [...owned].filter((key) => !desired.has(key) && current.has(key)).sort();
+  return { puts, deletes };
+}
+
+// ---- the bundle on disk ---------------------------------------------------------------------------
+
+const KV_KEY = /^[-/_=.A-Za-z0-9]+$/;
+const isKvKey = (key: string): boolean => KV_KEY.test(key) && !key.startsWith('.') && !key.endsWith('.') && !key.includes('..');
+
+function versionDir(seedsBasePath: string, version: string): string | undefined {
+  // The API pattern already forbids separators; checked again because this becomes a path.
+  if (version.includes('/') || version.includes('\\') || version.startsWith('.')) return undefined;
+  const dir = join(seedsBasePath, version);
+  try {
+    return statSync(dir).isDirectory() ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function unknownVersion(seedsBasePath: string, version: string): InputError {
+  const available = bundledSeedsVersions(seedsBasePath).reverse().join(', ') || 'none';
+  return new InputError(
+    'UnknownSeedsVersion',
+    `seedsVersion "${version}" is not bundled with this operator; available: ${available}`,
+  );
+}
+
+function invalid(file: string, problem: string): InputError {
+  return new InputError('SeedsBundleInvalid', `bundled seed file ${file} ${problem}; choose another seedsVersion`);
+}
+
+function readModuleFile(dir: string, module: ModuleName): [string, unknown][] {
+  const file = join(dir, `${module}.json`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw invalid(file, `cannot be read: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (typeof raw !== 'object' || raw === null || !('module' in raw) || raw.module !== module) {
+    throw invalid(file, `does not name module ${module}`);
+  }
+  if (!('entries' in raw) || !Array.isArray(raw.entries)) throw invalid(file, 'has no entries list');
+  return raw.entries.map((entry: unknown): [string, unknown] => {
+    if (typeof entry !== 'object' || entry === null || !('key' in entry) || !('value' in entry)) {
+      throw invalid(file, 'has an entry without key or value');
+    }
+    if (typeof entry.key !== 'string' || !isKvKey(entry.key)) {
+      throw invalid(file, `has an invalid key ${String(entry.key)}`);
+    }
+    return [`${module}.${entry.key}`, entry.value];
+  });
+}
+
+/** The entries of `modules` in a bundled version; InputError when the version is not bundled. */
+export function loadSeedBundle(
+  seedsBasePath: string,
+  version: string,
+  modules: readonly ModuleName[],
+): Map<string, unknown> {
+  const dir = versionDir(seedsBasePath, version);
+  if (dir === undefined) throw unknownVersion(seedsBasePath, version);
+  const entries = new Map<string, unknown>();
+  for (const module of modules) {
+    for (const [key, value] of readModuleFile(dir, module)) {
+      if (entries.has(key)) throw invalid(join(dir, `${module}.json`), `repeats key ${key}`);
+      entries.set(key, value);
+    }
+  }
+  return entries;
+}
+
+/** Every key seed data owns in these versions (all modules: a tier change drops whole modules). */
+function ownedKeys(seedsBasePath: string, versions: readonly string[], log: Logger): Set<string> {
+  const owned = new Set<string>();
+  for (const version of new Set(versions)) {
+    if (versionDir(seedsBasePath, version) === undefined) {
+      log.warn({ step: 'seed', seedsVersion: version }, 'seeds version no longer bundled; keys it alone had are kept');
+      continue;
+    }
+    for (const key of loadSeedBundle(seedsBasePath, version, MODULES).keys()) owned.add(key);
+  }
+  return owned;
+}
+
+// ---- NATS -----------------------------------------------------------------------------------------
+
+async function readValues(kv: KV, keys: Iterable<string>): Promise<Map<string, string>> {
+  const found = await Promise.all(
+    [...keys].map(async (key): Promise<[string, string] | undefined> => {
+      const entry = await kv.get(key);
+      return entry !== null && entry.operation === 'PUT' ? [key, entry.string()] : undefined;
+    }),
+  );
+  return new Map(found.filter((pair) => pair !== undefined));
+}
+
+async function applyDiff(kv: KV, diff: SeedDiff): Promise<void> {
+  await Promise.all(diff.puts.map(({ key, value }) => kv.put(key, JSON.stringify(value))));
+  await Promise.all(diff.deletes.map((key) => kv.delete(key)));
+}
+
+async function openDataBucket(scope: TenantScope, session: NatsSession): Promise<KV> {
+  const kv = await session.kv(dataBucket(scope.code), { history: 1, metadata: ownerMetadata(scope) });
+  const owner = ownerOf((await kv.status()).metadata);
+  if (owner !== undefined && owner !== tenantUid(scope)) throw codeInUse(scope, `bucket ${dataBucket(scope.code)}`, owner);
+  return kv;
+}
+
+async function tenantRecordOf(scope: TenantScope, session: NatsSession): Promise<StoredRecord> {
+  const stored = await readTenantRecord(session, scope.code);
+  if (!stored) {
+    throw new DependencyError('TenantRecordMissing', `no tenant record for ${scope.code} yet (the record step comes first)`);
+  }
+  if (stored.record.uid !== tenantUid(scope)) throw codeInUse(scope, 'its tenant record', stored.record.uid);
+  return stored;
+}
+
+async function recordApplied(session: NatsSession, stored: StoredRecord, version: string, digest: string): Promise<boolean> {
+  const { record, revision } = stored;
+  if (record.seed?.version === version && record.seed.digest === digest) return false;
+  const now = new Date().toISOString();
+  await writeTenantRecord(session, { ...record, seed: { version, digest, appliedAt: now }, updatedAt: now }, revision);
+  return true;
+}
+
+// ---- the step -------------------------------------------------------------------------------------
+
+interface Desired {
+  readonly version: string;
+  /** The spec named no version; the newest bundled one was picked. */
+  readonly defaulted: boolean;
+  readonly entries: Map<string, unknown>;
+  readonly digest: string;
+}
+
+/** Reads and checks the bundle before anything touches NATS: an unknown version writes nothing. */
+function desiredSeed(scope: TenantScope, seedsBasePath: string): Desired {
+  const { version, defaulted } = desiredSeedsVersion(scope, seedsBasePath);
+  const entries = loadSeedBundle(seedsBasePath, version, scope.modules);
+  return { version, defaulted, entries, digest: seedDigest(entries) };
+}
+
+async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+  const desired = desiredSeed(scope, deps.seedsBasePath);
+  // Said by ensure only: verify runs on every drift check and would repeat it all day.
+  if (desired.defaulted) {
+    const notice = 'spec.seedsVersion not set; using the newest bundled seeds version';
+    scope.log.info({ step: 'seed', seedsVersion: desired.version }, notice);
+  }
+  await deps.nats.run(async (session) => {
+    const stored = await tenantRecordOf(scope, session);
+    const previous = stored.record.seed?.version;
+    const versions = [previous, desired.version].filter((v) => v !== undefined);
+    const owned = ownedKeys(deps.seedsBasePath, versions, scope.log);
+    const kv = await openDataBucket(scope, session);
+    const current = await readValues(kv, new Set([...desired.entries.keys(), ...owned]));
+    const diff = diffSeed(desired.entries, current, owned);
+    await applyDiff(kv, diff);
+    const recorded = await recordApplied(session, stored, desired.version, desired.digest);
+    if (diff.puts.length + diff.deletes.length > 0 || recorded) {
+      scope.log.info(
+        { step: 'seed', seedsVersion: desired.version, previous, puts: diff.puts.length, deletes: diff.deletes.length },
+        'seed data applied',
+      );
+    }
+  });
+}
+
+async function verifySeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+  let desired: Desired;
+  try {
+    desired = desiredSeed(scope, deps.seedsBasePath);
+  } catch (err) {
+    if (err instanceof InputError) return notReady(err.reason, err.message);
+    throw err;
+  }
+  return deps.nats.run(async (session) => {
+    const stored = await readTenantRecord(session, scope.code);
+    const seed = stored?.record.seed;
+    if (seed?.version !== desired.version || seed.digest !== desired.digest) {
+      const applied = seed?.version ?? 'none';
+      return notReady('SeedPending', `seeds version ${desired.version} is not applied yet (applied: ${applied})`);
+    }
+    const kv = await session.existingKv(dataBucket(scope.code));
+    if (!kv) return notReady('SeedBucketMissing', `bucket ${dataBucket(scope.code)} does not exist`);
+    return READY;
+  });
+}
+
+async function removeSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+  const uid = tenantUid(scope);
+  await deps.nats.run(async (session) => {
+    const kv = await session.existingKv(dataBucket(scope.code));
+    if (!kv) return;
+    const owner = ownerOf((await kv.status()).metadata);
+    if (owner !== undefined && owner !== uid) return;
+    try {
+      await kv.destroy();
+    } catch (err) {
+      if (jsErrCode(err) !== JS_ERR.streamNotFound) throw err;
+    }
+  });
+}
+
+async function verifySeedRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+  const uid = tenantUid(scope);
+  return deps.nats.run(async (session) => {
+    const kv = await session.existingKv(dataBucket(scope.code));
+    const owner = kv ? ownerOf((await kv.status()).metadata) : undefined;
+    if (kv && (owner === undefined || owner === uid)) {
+      return notReady('SeedBucketPresent', `bucket ${dataBucket(scope.code)} still exists`);
+    }
+    return READY;
+  });
+}
+
+export const seedStep: Step<NatsStepDeps> = {
+  name: 'seed',
+  ensure: ensureSeed,
+  verify: verifySeed,
+  remove: removeSeed,
+  verifyRemoved: verifySeedRemoved,
+};

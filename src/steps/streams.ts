@@ -1,0 +1,219 @@
+/**
+ * Step 'streams': the tenant's two JetStream streams, `eva-<CODE>-events` and `eva-<CODE>-commands`,
+ * each capturing only `capsule.<CODE>.<kind>.>` (the subject prefix is what isolates tenants), sized
+ * by the tier table. Streams carry their owner's uid in metadata, so a second EvaTenant claiming the
+ * same capsule code can neither resize nor delete the first tenant's streams.
+ */
+import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from 'nats';
+import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
+import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
+import { DependencyError, InputError } from './errors.ts';
+import { commandsStream, eventsStream } from './names.ts';
+import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './record.ts';
+import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export const STREAM_KINDS = ['events', 'commands'] as const;
+export type StreamKind = (typeof STREAM_KINDS)[number];
+
+export const streamName = (code: string, kind: StreamKind): string =>
+  kind === 'events' ? eventsStream(code) : commandsStream(code);
+export const streamSubject = (code: string, kind: StreamKind): string => `capsule.${code}.${kind}.>`;
+
+/** The part of a stream's configuration this step owns; everything else is left as the server has it. */
+export type OwnedStreamConfig = Pick<
+  StreamConfig,
+  | 'name'
+  | 'subjects'
+  | 'retention'
+  | 'storage'
+  | 'discard'
+  | 'num_replicas'
+  | 'max_msgs'
+  | 'max_bytes'
+  | 'max_age'
+  | 'max_msg_size'
+  | 'metadata'
+>;
+
+const STORAGE = { file: StorageType.File } as const satisfies Record<StreamLimits['storage'], StorageType>;
+const DISCARD = { old: DiscardPolicy.Old } as const satisfies Record<StreamLimits['discard'], DiscardPolicy>;
+
+export function desiredStreamConfig(scope: TenantScope, kind: StreamKind): OwnedStreamConfig {
+  const limits = STREAM_LIMITS_BY_TIER[scope.tenant.spec.tier];
+  return {
+    name: streamName(scope.code, kind),
+    subjects: [streamSubject(scope.code, kind)],
+    retention: RetentionPolicy.Limits,
+    storage: STORAGE[limits.storage],
+    discard: DISCARD[limits.discard],
+    num_replicas: limits.replicas,
+    max_msgs: limits.maxMsgs,
+    max_bytes: limits.maxBytes,
+    max_age: nanos(limits.maxAgeSeconds * 1000),
+    max_msg_size: limits.maxMsgSize,
+    metadata: ownerMetadata(scope),
+  };
+}
+
+const COMPARED = [
+  'subjects',
+  'retention',
+  'storage',
+  'discard',
+  'num_replicas',
+  'max_msgs',
+  'max_bytes',
+  'max_age',
+  'max_msg_size',
+] as const;
+/** Fields the server refuses to change on update: drift here needs a human. */
+const IMMUTABLE: ReadonlySet<string> = new Set(['retention', 'storage']);
+
+/** Owned fields whose actual value differs from the desired one (subjects compared as a set). */
+export function streamDrift(actual: StreamConfig, desired: OwnedStreamConfig): string[] {
+  const drift: string[] = COMPARED.filter((field) => {
+    if (field === 'subjects') return JSON.stringify([...actual.subjects].sort()) !== JSON.stringify([...desired.subjects].sort());
+    return JSON.stringify(actual[field]) !== JSON.stringify(desired[field]);
+  });
+  // Only our metadata keys count: servers add their own (_nats.*) to every stream.
+  const ours = Object.entries(desired.metadata ?? {});
+  if (ours.some(([key, value]) => actual.metadata?.[key] !== value)) drift.push('metadata');
+  return drift;
+}
+
+async function info(session: NatsSession, name: string): Promise<StreamInfo | undefined> {
+  try {
+    return await session.jsm.streams.info(name);
+  } catch (err) {
+    if (jsErrCode(err) === JS_ERR.streamNotFound) return undefined;
+    throw err;
+  }
+}
+
+/** Creates the stream, or brings an existing one to the desired configuration. */
+async function ensureStream(scope: TenantScope, session: NatsSession, kind: StreamKind): Promise<void> {
+  const desired = desiredStreamConfig(scope, kind);
+  const actual = await addOrInfo(session, desired);
+  // add() also succeeds for an identical existing stream, so the owner is checked either way.
+  await reconcile(scope, session, actual.config, desired);
+}
+
+/** The stream as created now, or as it already exists (add answers 10058 when its config differs). */
+async function addOrInfo(session: NatsSession, desired: OwnedStreamConfig): Promise<StreamInfo> {
+  try {
+    return await session.jsm.streams.add(desired);
+  } catch (err) {
+    const code = jsErrCode(err);
+    if (code === JS_ERR.subjectsOverlap) throw overlap(desired, err);
+    if (code === JS_ERR.insufficientStorage) throw noStorage(desired, err);
+    if (code !== JS_ERR.streamNameInUse) throw err;
+  }
+  const actual = await info(session, desired.name);
+  if (!actual) throw new Error(`stream ${desired.name} was deleted while being ensured`);
+  return actual;
+}
+
+async function reconcile(
+  scope: TenantScope,
+  session: NatsSession,
+  actual: StreamConfig,
+  desired: OwnedStreamConfig,
+): Promise<void> {
+  const owner = ownerOf(actual.metadata);
+  if (owner !== undefined && owner !== tenantUid(scope)) throw codeInUse(scope, `stream ${desired.name}`, owner);
+  const drift = streamDrift(actual, desired);
+  if (drift.length === 0) return;
+  const frozen = drift.filter((field) => IMMUTABLE.has(field));
+  if (frozen.length > 0) {
+    throw new InputError(
+      'StreamConflict',
+      `stream ${desired.name} exists with a different ${frozen.join(', ')}, which cannot be changed in place`,
+    );
+  }
+  const metadata = { ...actual.metadata, ...desired.metadata };
+  try {
+    await session.jsm.streams.update(desired.name, { ...actual, ...desired, metadata });
+  } catch (err) {
+    throw jsErrCode(err) === JS_ERR.insufficientStorage ? noStorage(desired, err) : err;
+  }
+  scope.log.info({ step: 'streams', stream: desired.name, drift }, 'stream configuration updated');
+}
+
+function overlap(desired: OwnedStreamConfig, err: unknown): InputError {
+  return new InputError(
+    'StreamSubjectsOverlap',
+    `another stream already captures ${desired.subjects.join(', ')}, so ${desired.name} cannot be created`,
+    { cause: err },
+  );
+}
+
+/** JetStream reserves max_bytes up front: a full server refuses new or grown streams. */
+function noStorage(desired: OwnedStreamConfig, err: unknown): DependencyError {
+  return new DependencyError(
+    'NatsStorageExhausted',
+    `NATS cannot reserve ${desired.max_bytes} bytes for stream ${desired.name}: its JetStream storage is fully reserved`,
+    { cause: err },
+  );
+}
+
+async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+  await deps.nats.run(async (session) => {
+    for (const kind of STREAM_KINDS) await ensureStream(scope, session, kind);
+  });
+}
+
+async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+  return deps.nats.run(async (session) => {
+    for (const kind of STREAM_KINDS) {
+      const desired = desiredStreamConfig(scope, kind);
+      const actual = await info(session, desired.name);
+      if (!actual) return notReady('StreamMissing', `stream ${desired.name} does not exist`);
+      const drift = streamDrift(actual.config, desired);
+      if (drift.length > 0) return notReady('StreamDrifted', `stream ${desired.name} differs in ${drift.join(', ')}`);
+    }
+    return READY;
+  });
+}
+
+async function removeStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+  const uid = tenantUid(scope);
+  await deps.nats.run(async (session) => {
+    for (const kind of STREAM_KINDS) {
+      const name = streamName(scope.code, kind);
+      const actual = await info(session, name);
+      const owner = ownerOf(actual?.config.metadata);
+      if (!actual || (owner !== undefined && owner !== uid)) continue;
+      await deleteIfPresent(session, name);
+    }
+  });
+}
+
+async function deleteIfPresent(session: NatsSession, name: string): Promise<void> {
+  try {
+    await session.jsm.streams.delete(name);
+  } catch (err) {
+    if (jsErrCode(err) !== JS_ERR.streamNotFound) throw err;
+  }
+}
+
+async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+  const uid = tenantUid(scope);
+  return deps.nats.run(async (session) => {
+    for (const kind of STREAM_KINDS) {
+      const actual = await info(session, streamName(scope.code, kind));
+      const owner = ownerOf(actual?.config.metadata);
+      if (actual && (owner === undefined || owner === uid)) {
+        return notReady('StreamPresent', `stream ${actual.config.name} still exists`);
+      }
+    }
+    return READY;
+  });
+}
+
+export const streamsStep: Step<NatsStepDeps> = {
+  name: 'streams',
+  ensure: ensureStreams,
+  verify: verifyStreams,
+  remove: removeStreams,
+  verifyRemoved: verifyStreamsRemoved,
+};
