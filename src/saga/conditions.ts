@@ -129,13 +129,12 @@ export function mergeConditions(
 ): Condition[] {
   return Object.entries(desired).map(([type, state]) => {
     const before = previous.find((c) => c.type === type);
-    const transitioned = before?.status !== state.status;
     const condition: Condition = {
       type,
       status: state.status,
       reason: state.reason,
       message: state.message.slice(0, 32_000),
-      lastTransitionTime: transitioned || !before ? now : before.lastTransitionTime,
+      lastTransitionTime: before?.status === state.status ? before.lastTransitionTime : now,
     };
     if (generation !== undefined) condition.observedGeneration = generation;
     return condition;

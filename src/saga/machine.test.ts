@@ -11,15 +11,14 @@ function harness(behaviour: Behaviour = () => ({ kind: 'done' }), drift: () => D
   const counts = new Map<StepName, number>();
   const machine = tenantSagaMachine.provide({
     actors: {
-      runStep: fromPromise<StepOutcome, { step: StepName }>(async ({ input }) => {
+      runStep: fromPromise<StepOutcome, { step: StepName }>(({ input }) => {
         const call = (counts.get(input.step) ?? 0) + 1;
         counts.set(input.step, call);
         calls.push(input.step);
         const result = behaviour(input.step, call);
-        if (result instanceof Error) throw result;
-        return result;
+        return result instanceof Error ? Promise.reject(result) : Promise.resolve(result);
       }),
-      checkDrift: fromPromise<DriftReport>(async () => drift()),
+      checkDrift: fromPromise<DriftReport>(() => Promise.resolve(drift())),
     },
   });
   return { machine, calls };
