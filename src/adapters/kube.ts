@@ -35,6 +35,25 @@ export function httpStatusOf(err: unknown): number | undefined {
 export const isNotFound = (err: unknown): boolean => httpStatusOf(err) === 404;
 export const isConflict = (err: unknown): boolean => httpStatusOf(err) === 409;
 
+/** Reads something that may legitimately be absent: 404 becomes undefined, other errors propagate. */
+export async function readOptional<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Deletes idempotently: already gone is success. */
+export async function deleteIgnoringNotFound(remove: () => Promise<unknown>): Promise<void> {
+  try {
+    await remove();
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}
+
 /** The message the API server gave (its Status.message), for conditions and logs. */
 export function apiMessage(err: unknown): string {
   if (err instanceof ApiException) {

@@ -32,3 +32,20 @@ export const STREAM_LIMITS_BY_TIER: Readonly<Record<Tier, StreamLimits>> = {
   Enterprise: { ...COMMON, maxMsgs: 10_000_000, maxBytes: 1 * GIB, maxAgeSeconds: 30 * DAY_SECONDS, maxMsgSize: 1 * MIB },
   Platform: { ...COMMON, maxMsgs: 10_000_000, maxBytes: 1 * GIB, maxAgeSeconds: 30 * DAY_SECONDS, maxMsgSize: 1 * MIB },
 };
+
+/** Namespace quota per tier; Enterprise and Platform are unrestricted (no ResourceQuota at all). */
+export interface NamespaceQuota {
+  readonly requestsCpu: string;
+  readonly requestsMemory: string;
+  readonly pods: string;
+}
+
+export const QUOTA_BY_TIER: Readonly<Record<Tier, NamespaceQuota | undefined>> = {
+  Starter: { requestsCpu: '2', requestsMemory: '4Gi', pods: '20' },
+  Customer: { requestsCpu: '4', requestsMemory: '8Gi', pods: '40' },
+  Enterprise: undefined,
+  Platform: undefined,
+};
+
+/** LimitRange container defaults, for every tier: containers that omit resources still get bounds. */
+export const CONTAINER_DEFAULTS = { cpu: '500m', memory: '512Mi' } as const;

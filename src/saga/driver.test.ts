@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import type { StepName } from '../steps/step.ts';
+import type { SagaView } from './conditions.ts';
+import { runSaga, type SagaIo } from './driver.ts';
+import type { SagaEmitted, StepOutcome } from './machine.ts';
+
+function io(outcome: (step: StepName) => StepOutcome = () => ({ kind: 'done' })) {
+  const progress: SagaView[] = [];
+  const emitted: SagaEmitted[] = [];
+  const steps: StepName[] = [];
+  const sagaIo: SagaIo = {
+    runStep: (step) => {
+      steps.push(step);
+      return Promise.resolve(outcome(step));
+    },
+    checkDrift: () => Promise.resolve({ inSync: true }),
+    onProgress: (view) => {
+      progress.push(view);
+      return Promise.resolve();
+    },
+    onEmitted: (e) => emitted.push(e),
+  };
+  return { sagaIo, progress, emitted, steps };
+}
+
+describe('runSaga', () => {
+  it('reports progress at every step boundary and rests in active', async () => {
+    const t = io();
+    const result = await runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo);
+    expect(result.view).toEqual({ stage: 'active', wasActive: true });
+    expect(t.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
+      'requested', 'namespace', 'quotas', 'streams', 'record', 'seed', 'modules', 'ingress', 'active',
+    ]);
+    expect(t.emitted.at(-1)?.type).toBe('ProvisioningComplete');
+  });
+
+  it('resumes from the persisted snapshot of an earlier run (JSON round trip, as in status)', async () => {
+    const first = io((step) => (step === 'modules' ? { kind: 'pending', reason: 'NotAvailable', message: 'm' } : { kind: 'done' }));
+    const waiting = await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo);
+    expect(waiting.view.stage).toBe('waiting');
+    const stored = JSON.parse(JSON.stringify(waiting.persisted)) as unknown;
+
+    const second = io();
+    const done = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
+    expect(done.view.stage).toBe('active');
+    expect(second.steps).toEqual(['modules', 'ingress']);
+  });
+
+  it('starts over when the persisted snapshot is unreadable', async () => {
+    const t = io();
+    const result = await runSaga({ value: { nonsense: true }, status: 'weird' }, { type: 'RECONCILE' }, t.sagaIo);
+    expect(result.view.stage).toBe('active');
+    expect(t.steps[0]).toBe('namespace');
+  });
+
+  it('propagates a failed status write so the reconcile is retried', async () => {
+    const t = io();
+    let writes = 0;
+    t.sagaIo.onProgress = () => (++writes === 3 ? Promise.reject(new Error('conflict')) : Promise.resolve());
+    await expect(runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo)).rejects.toThrow('conflict');
+    // Writes: requested, namespace, quotas (fails). The quotas step must not start unannounced.
+    expect(t.steps).toEqual(['namespace']);
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * Runs the saga for one reconcile: restores the machine from the snapshot persisted in the tenant's
+ * status, sends it one event, lets it run until it rests, and reports progress at every step
+ * boundary so status (and the snapshot) is persisted before the next side effect starts. A crash at
+ * any point resumes at the step that was running, which is safe because every step is idempotent.
+ */
+import { type AnyMachineSnapshot, createActor, fromPromise, waitFor } from 'xstate';
+import type { StepName } from '../steps/step.ts';
+import type { SagaStage, SagaView } from './conditions.ts';
+import {
+  type DriftReport,
+  REST_TAG,
+  type SagaEmitted,
+  ShutdownError,
+  type SagaEvent,
+  type StepOutcome,
+  tenantSagaMachine,
+} from './machine.ts';
+
+export interface SagaIo {
+  runStep(step: StepName): Promise<StepOutcome>;
+  checkDrift(): Promise<DriftReport>;
+  /** Called (serially, awaited before the saga rests) whenever the saga moved to another state. */
+  onProgress(view: SagaView, persisted: unknown): Promise<void>;
+  onEmitted(event: SagaEmitted): void;
+}
+
+export interface SagaResult {
+  view: SagaView;
+  persisted: unknown;
+}
+
+const STAGES: readonly SagaStage[] = ['requested', 'provisioning', 'waiting', 'failed', 'interrupted', 'active', 'checking', 'degraded'];
+
+function isStage(value: string): value is SagaStage {
+  return (STAGES as readonly string[]).includes(value);
+}
+
+export function viewOf(snapshot: AnyMachineSnapshot): SagaView {
+  const value: unknown = snapshot.value;
+  const context = snapshot.context as { problem?: SagaView['problem']; wasActive?: boolean };
+  const view: SagaView = { stage: 'requested', wasActive: context.wasActive === true };
+  if (context.problem) view.problem = context.problem;
+  if (typeof value === 'string' && isStage(value)) view.stage = value;
+  if (typeof value === 'object' && value !== null && 'provisioning' in value) {
+    view.stage = 'provisioning';
+    view.currentStep = value.provisioning as StepName;
+  }
+  return view;
+}
+
+function machineFor(io: SagaIo): typeof tenantSagaMachine {
+  return tenantSagaMachine.provide({
+    actors: {
+      runStep: fromPromise<StepOutcome, { step: StepName }>(({ input }) => io.runStep(input.step)),
+      checkDrift: fromPromise<DriftReport>(() => io.checkDrift()),
+    },
+  });
+}
+
+/**
+ * Restores an actor from a persisted snapshot. A snapshot this machine cannot read (e.g. written
+ * by another operator version) is dropped: the saga starts over, which idempotent steps make safe.
+ */
+function restore(machine: typeof tenantSagaMachine, persisted: unknown): ReturnType<typeof createActor<typeof tenantSagaMachine>> {
+  if (persisted !== undefined && persisted !== null) {
+    try {
+      const actor = createActor(machine, { snapshot: persisted as never });
+      const value: unknown = actor.getSnapshot().value;
+      if (value !== undefined) return actor;
+    } catch {
+      // fall through to a fresh start
+    }
+  }
+  return createActor(machine);
+}
+
+export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo): Promise<SagaResult> {
+  // Every step waits until the status write announcing it is done: progress is persisted before
+  // the side effect starts (the subscription below queues the write in the same transition).
+  const persistedFirst = async (): Promise<void> => {
+    await new Promise((resolve) => setImmediate(resolve));
+    await progress;
+    if (writeFailure !== undefined) throw new ShutdownError('status could not be persisted');
+  };
+  const gated: SagaIo = {
+    ...io,
+    runStep: async (step) => {
+      await persistedFirst();
+      return io.runStep(step);
+    },
+  };
+  const actor = restore(machineFor(gated), persisted);
+  actor.on('*', (emitted) => io.onEmitted(emitted));
+  let progress: Promise<void> = Promise.resolve();
+  let writeFailure: unknown;
+  let lastValue = '';
+  actor.subscribe((snapshot) => {
+    const value = JSON.stringify(snapshot.value);
+    if (value === lastValue) return;
+    lastValue = value;
+    const view = viewOf(snapshot);
+    const saved: unknown = actor.getPersistedSnapshot();
+    progress = progress
+      .then(() => io.onProgress(view, saved))
+      .catch((err: unknown) => {
+        // Without persisted progress no further side effect may start: the next step refuses to
+        // run (the saga rests as interrupted) and the reconcile is retried.
+        writeFailure ??= err;
+      });
+  });
+  actor.start();
+  actor.send(event);
+  try {
+    const rested = await waitFor(actor, (s) => s.hasTag(REST_TAG) || s.status !== 'active', { timeout: Infinity });
+    await progress;
+    if (writeFailure !== undefined) throw writeFailure;
+    return { view: viewOf(rested), persisted: actor.getPersistedSnapshot() };
+  } finally {
+    actor.stop();
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * IngressReady: one Ingress per tenant, host `<code>.<EVA_BASE_DOMAIN>`, one path per installed
+ * module (to the module's Service, named after its release). Ready once the ingress controller gave
+ * it an address, or, with INGRESS_READY_ON_CREATE, as soon as it exists.
+ */
+import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
+import type { OperatorConfig } from '../config.ts';
+import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export const INGRESS_NAME = 'eva-tenant';
+const MODULE_PORT = 8080;
+
+export interface IngressStepDeps {
+  kube: Kube;
+  config: Pick<OperatorConfig, 'baseDomain' | 'ingressClass' | 'ingressReadyOnCreate'>;
+}
+
+export const tenantHost = (code: string, baseDomain: string): string => `${code.toLowerCase()}.${baseDomain}`;
+
+export function desiredIngressSpec(scope: TenantScope, config: IngressStepDeps['config']): V1IngressSpec {
+  const spec: V1IngressSpec = {
+    rules: [
+      {
+        host: tenantHost(scope.code, config.baseDomain),
+        http: {
+          paths: scope.modules.map((module) => ({
+            path: `/${module}`,
+            pathType: 'Prefix',
+            backend: { service: { name: module, port: { number: MODULE_PORT } } },
+          })),
+        },
+      },
+    ],
+  };
+  if (config.ingressClass) spec.ingressClassName = config.ingressClass;
+  return spec;
+}
+
+function desiredIngress(scope: TenantScope, config: IngressStepDeps['config']): V1Ingress {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name: INGRESS_NAME, namespace: scope.namespace, labels: { [LABELS.capsuleCode]: scope.code, [LABELS.managedBy]: MANAGED_BY } },
+    spec: desiredIngressSpec(scope, config),
+  };
+}
+
+/** The parts of the spec this operator owns, in a comparable form. */
+function routes(spec: V1IngressSpec | undefined): string {
+  const rules = (spec?.rules ?? []).map((r) => ({
+    host: r.host,
+    paths: (r.http?.paths ?? []).map((p) => [p.path, p.pathType, p.backend.service?.name, p.backend.service?.port?.number]),
+  }));
+  return JSON.stringify({ cls: spec?.ingressClassName ?? null, rules });
+}
+
+const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> =>
+  readOptional(() => kube.networking.readNamespacedIngress({ name: INGRESS_NAME, namespace }));
+
+async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<void> {
+  const current = await readIngress(kube, scope.namespace);
+  const desired = desiredIngress(scope, config);
+  if (!current || routes(current.spec) !== routes(desired.spec)) await kube.apply(desired);
+}
+
+async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
+  const current = await readIngress(kube, scope.namespace);
+  if (!current) return notReady('IngressMissing', `Ingress ${INGRESS_NAME} does not exist`);
+  if (routes(current.spec) !== routes(desiredIngressSpec(scope, config))) {
+    return notReady('IngressDrifted', `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
+  }
+  if (config.ingressReadyOnCreate) return READY;
+  const addresses = current.status?.loadBalancer?.ingress ?? [];
+  if (addresses.length === 0) return notReady('WaitingForAddress', `Ingress ${INGRESS_NAME} has no load-balancer address yet`);
+  return READY;
+}
+
+async function remove(scope: TenantScope, { kube }: IngressStepDeps): Promise<void> {
+  await deleteIgnoringNotFound(() => kube.networking.deleteNamespacedIngress({ name: INGRESS_NAME, namespace: scope.namespace }));
+}
+
+async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Promise<Verdict> {
+  return (await readIngress(kube, scope.namespace)) ? notReady('IngressPresent', `Ingress ${INGRESS_NAME} still exists`) : READY;
+}
+
+export const ingressStep: Step<IngressStepDeps> = { name: 'ingress', ensure, verify, remove, verifyRemoved };

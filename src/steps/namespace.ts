@@ -1,0 +1,116 @@
+/**
+ * NamespaceReady, part 1: the tenant's namespace, labelled with its code, tier, wave and the owning
+ * EvaTenant's UID, under Pod Security `restricted`. A namespace that belongs to another tenant (same
+ * capsuleCode) or to nobody we know is never adopted: the step fails with a clear condition instead.
+ */
+import type { V1Namespace } from '@kubernetes/client-node';
+import { API_VERSION, KIND } from '../api/constants.ts';
+import { isConflict, type Kube, readOptional } from '../adapters/kube.ts';
+import { InputError } from './errors.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export interface KubeStepDeps {
+  kube: Kube;
+}
+
+const POD_SECURITY = {
+  'pod-security.kubernetes.io/enforce': 'restricted',
+  'pod-security.kubernetes.io/enforce-version': 'latest',
+  'pod-security.kubernetes.io/warn': 'restricted',
+  'pod-security.kubernetes.io/audit': 'restricted',
+};
+
+export function namespaceLabels(scope: TenantScope): Record<string, string> {
+  return {
+    [LABELS.capsuleCode]: scope.code,
+    [LABELS.tier]: scope.tenant.spec.tier,
+    [LABELS.wave]: String(scope.tenant.spec.wave),
+    [LABELS.tenantUid]: scope.tenant.metadata.uid ?? '',
+    [LABELS.managedBy]: MANAGED_BY,
+    ...POD_SECURITY,
+  };
+}
+
+function desiredNamespace(scope: TenantScope): V1Namespace {
+  return {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: {
+      name: scope.namespace,
+      labels: namespaceLabels(scope),
+      // A safety net: should the EvaTenant vanish without its finalizer, the namespace goes with it.
+      ownerReferences: [
+        { apiVersion: API_VERSION, kind: KIND, name: scope.tenant.metadata.name, uid: scope.tenant.metadata.uid ?? '', controller: true },
+      ],
+    },
+  };
+}
+
+const readNamespace = (kube: Kube, name: string): Promise<V1Namespace | undefined> =>
+  readOptional(() => kube.core.readNamespace({ name }));
+
+/** Refuses a namespace that is not this tenant's. */
+function assertOwned(scope: TenantScope, ns: V1Namespace): void {
+  const labels = ns.metadata?.labels ?? {};
+  const ownerUid = labels[LABELS.tenantUid];
+  if (ownerUid === scope.tenant.metadata.uid) return;
+  if (labels[LABELS.managedBy] === MANAGED_BY && ownerUid) {
+    const owner = ns.metadata?.ownerReferences?.[0]?.name ?? `uid ${ownerUid}`;
+    throw new InputError(
+      'CapsuleCodeInUse',
+      `capsuleCode ${scope.code} is already used by EvaTenant ${owner}; namespace ${scope.namespace} belongs to it and was left untouched`,
+    );
+  }
+  throw new InputError(
+    'NamespaceNotOwned',
+    `namespace ${scope.namespace} exists but was not created by eva-operator; it was left untouched (delete or rename it to use capsuleCode ${scope.code})`,
+  );
+}
+
+async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+  let existing = await readNamespace(kube, scope.namespace);
+  if (!existing) {
+    try {
+      // Create, not apply: two tenants racing for one code must not both "win" a server-side apply.
+      existing = await kube.core.createNamespace({ body: desiredNamespace(scope) });
+      scope.log.info({ namespace: scope.namespace }, 'namespace created');
+      return;
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+      existing = await readNamespace(kube, scope.namespace);
+      if (!existing) throw err;
+    }
+  }
+  assertOwned(scope, existing);
+  if (!labelsMatch(existing, namespaceLabels(scope))) await kube.apply(desiredNamespace(scope));
+}
+
+function labelsMatch(ns: V1Namespace, desired: Record<string, string>): boolean {
+  const labels = ns.metadata?.labels ?? {};
+  return Object.entries(desired).every(([k, v]) => labels[k] === v);
+}
+
+async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
+  const ns = await readNamespace(kube, scope.namespace);
+  if (!ns) return notReady('NamespaceMissing', `namespace ${scope.namespace} does not exist`);
+  assertOwned(scope, ns);
+  if (ns.status?.phase === 'Terminating') return notReady('NamespaceTerminating', `namespace ${scope.namespace} is being deleted`);
+  if (!labelsMatch(ns, namespaceLabels(scope))) return notReady('NamespaceLabelsDrifted', `namespace ${scope.namespace} labels differ from the tenant`);
+  return READY;
+}
+
+async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+  const ns = await readNamespace(kube, scope.namespace);
+  if (!ns || ns.metadata?.labels?.[LABELS.tenantUid] !== scope.tenant.metadata.uid) return;
+  if (ns.metadata?.deletionTimestamp) return;
+  await kube.core.deleteNamespace({ name: scope.namespace });
+}
+
+async function verifyRemoved(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
+  const ns = await readNamespace(kube, scope.namespace);
+  if (!ns || ns.metadata?.labels?.[LABELS.tenantUid] !== scope.tenant.metadata.uid) return READY;
+  return notReady('NamespaceTerminating', `namespace ${scope.namespace} is still being deleted`);
+}
+
+export const namespaceStep: Step<KubeStepDeps> = { name: 'namespace', ensure, verify, remove, verifyRemoved };

@@ -1,0 +1,86 @@
+/**
+ * NamespaceReady, part 2: the tier's ResourceQuota and the LimitRange with container defaults.
+ * Enterprise and Platform have no quota: a quota left over from a lower tier is removed.
+ */
+import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
+import { CONTAINER_DEFAULTS, QUOTA_BY_TIER } from '../api/tiers.ts';
+import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
+import type { KubeStepDeps } from './namespace.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export const QUOTA_NAME = 'eva-tier-quota';
+export const LIMIT_RANGE_NAME = 'eva-container-defaults';
+
+function labels(scope: TenantScope): Record<string, string> {
+  return { [LABELS.capsuleCode]: scope.code, [LABELS.tier]: scope.tenant.spec.tier, [LABELS.managedBy]: MANAGED_BY };
+}
+
+export function desiredQuotaHard(scope: TenantScope): Record<string, string> | undefined {
+  const quota = QUOTA_BY_TIER[scope.tenant.spec.tier];
+  if (!quota) return undefined;
+  return { 'requests.cpu': quota.requestsCpu, 'requests.memory': quota.requestsMemory, pods: quota.pods };
+}
+
+function desiredQuota(scope: TenantScope, hard: Record<string, string>): V1ResourceQuota {
+  return { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: QUOTA_NAME, namespace: scope.namespace, labels: labels(scope) }, spec: { hard } };
+}
+
+const defaults = { cpu: CONTAINER_DEFAULTS.cpu, memory: CONTAINER_DEFAULTS.memory };
+
+function desiredLimitRange(scope: TenantScope): V1LimitRange {
+  return {
+    apiVersion: 'v1',
+    kind: 'LimitRange',
+    metadata: { name: LIMIT_RANGE_NAME, namespace: scope.namespace, labels: labels(scope) },
+    spec: { limits: [{ type: 'Container', _default: defaults, defaultRequest: defaults }] },
+  };
+}
+
+const readQuota = (kube: Kube, namespace: string): Promise<V1ResourceQuota | undefined> =>
+  readOptional(() => kube.core.readNamespacedResourceQuota({ name: QUOTA_NAME, namespace }));
+const readLimitRange = (kube: Kube, namespace: string): Promise<V1LimitRange | undefined> =>
+  readOptional(() => kube.core.readNamespacedLimitRange({ name: LIMIT_RANGE_NAME, namespace }));
+
+function sameMap(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
+  const left = a ?? {};
+  return Object.keys(left).length === Object.keys(b).length && Object.entries(b).every(([k, v]) => left[k] === v);
+}
+
+function limitRangeMatches(lr: V1LimitRange | undefined): boolean {
+  const limit = lr?.spec?.limits.find((l) => l.type === 'Container');
+  return !!limit && sameMap(limit._default, defaults) && sameMap(limit.defaultRequest, defaults);
+}
+
+async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
+  const hard = desiredQuotaHard(scope);
+  const quota = await readQuota(kube, scope.namespace);
+  if (hard && !quota) return notReady('QuotaMissing', `ResourceQuota ${QUOTA_NAME} is missing`);
+  if (hard && !sameMap(quota?.spec?.hard, hard)) return notReady('QuotaDrifted', `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
+  if (!hard && quota) return notReady('QuotaNotExpected', `the ${scope.tenant.spec.tier} tier is unrestricted but ResourceQuota ${QUOTA_NAME} exists`);
+  if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) {
+    return notReady('LimitRangeDrifted', `LimitRange ${LIMIT_RANGE_NAME} is missing or differs`);
+  }
+  return READY;
+}
+
+async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+  const hard = desiredQuotaHard(scope);
+  const quota = await readQuota(kube, scope.namespace);
+  if (hard && !sameMap(quota?.spec?.hard, hard)) await kube.apply(desiredQuota(scope, hard));
+  if (!hard && quota) await kube.core.deleteNamespacedResourceQuota({ name: QUOTA_NAME, namespace: scope.namespace });
+  if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) await kube.apply(desiredLimitRange(scope));
+}
+
+async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+  await deleteIgnoringNotFound(() => kube.core.deleteNamespacedResourceQuota({ name: QUOTA_NAME, namespace: scope.namespace }));
+  await deleteIgnoringNotFound(() => kube.core.deleteNamespacedLimitRange({ name: LIMIT_RANGE_NAME, namespace: scope.namespace }));
+}
+
+async function verifyRemoved(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
+  if (await readQuota(kube, scope.namespace)) return notReady('QuotaPresent', `ResourceQuota ${QUOTA_NAME} still exists`);
+  if (await readLimitRange(kube, scope.namespace)) return notReady('LimitRangePresent', `LimitRange ${LIMIT_RANGE_NAME} still exists`);
+  return READY;
+}
+
+export const quotasStep: Step<KubeStepDeps> = { name: 'quotas', ensure, verify, remove, verifyRemoved };
