@@ -91,7 +91,9 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
     },
   };
   const actor = restore(machineFor(gated), persisted);
-  actor.on('*', (emitted) => io.onEmitted(emitted));
+  actor.on('*', (emitted) => {
+    io.onEmitted(emitted);
+  });
   let progress: Promise<void> = Promise.resolve();
   let writeFailure: unknown;
   let lastValue = '';
@@ -114,7 +116,7 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
   try {
     const rested = await waitFor(actor, (s) => s.hasTag(REST_TAG) || s.status !== 'active', { timeout: Infinity });
     await progress;
-    if (writeFailure !== undefined) throw writeFailure;
+    if (writeFailure !== undefined) throw writeFailure instanceof Error ? writeFailure : new Error(String(writeFailure));
     return { view: viewOf(rested), persisted: actor.getPersistedSnapshot() };
   } finally {
     actor.stop();
