@@ -95,7 +95,7 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
     io.onEmitted(emitted);
   });
   let progress: Promise<void> = Promise.resolve();
-  let writeFailure: unknown;
+  let writeFailure: Error | undefined;
   let lastValue = '';
   actor.subscribe((snapshot) => {
     const value = JSON.stringify(snapshot.value);
@@ -108,7 +108,7 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
       .catch((err: unknown) => {
         // Without persisted progress no further side effect may start: the next step refuses to
         // run (the saga rests as interrupted) and the reconcile is retried.
-        writeFailure ??= err;
+        writeFailure ??= err instanceof Error ? err : new Error('status write failed', { cause: err });
       });
   });
   actor.start();
@@ -116,7 +116,7 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
   try {
     const rested = await waitFor(actor, (s) => s.hasTag(REST_TAG) || s.status !== 'active', { timeout: Infinity });
     await progress;
-    if (writeFailure !== undefined) throw writeFailure instanceof Error ? writeFailure : new Error(String(writeFailure));
+    if (writeFailure !== undefined) throw writeFailure;
     return { view: viewOf(rested), persisted: actor.getPersistedSnapshot() };
   } finally {
     actor.stop();
