@@ -1,0 +1,256 @@
+/**
+ * The helm wrapper against a stand-in binary (a shell script that records its arguments and
+ * environment): argument building, environment filtering, error routing and redaction. The wrapper
+ * against the real helm and a real cluster is tested in test/steps/modules.test.ts.
+ */
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DependencyError, InputError, type StepError } from '../steps/errors.ts';
+import {
+  classifyHelmFailure,
+  Helm,
+  helmErrorText,
+  lastGoodRevision,
+  parseHistory,
+  parseStatus,
+  recoverPendingRelease,
+  scrubHelmText,
+} from './helm.ts';
+
+let dir: string;
+let counter = 0;
+
+interface FakeResult {
+  stdout?: string;
+  stderr?: string;
+  exit?: number;
+  sleepSeconds?: number;
+}
+
+/** A fake helm: appends "<args>\t<env>" to a log and answers per subcommand. */
+function fakeHelm(answers: Record<string, FakeResult> = {}): { binary: string; calls: () => { args: string[]; env: string }[] } {
+  counter += 1;
+  const binary = join(dir, `helm-${counter}`);
+  const log = join(dir, `log-${counter}`);
+  const cases = Object.entries(answers)
+    .map(([sub, r]) => {
+      // Answers go through files: no quoting of helm's text in the script.
+      const out = join(dir, `${counter}-${sub}.out`);
+      const err = join(dir, `${counter}-${sub}.err`);
+      writeFileSync(out, r.stdout ?? '');
+      writeFileSync(err, r.stderr ?? '');
+      const sleep = r.sleepSeconds === undefined ? '' : `sleep ${r.sleepSeconds};`;
+      return `  ${sub}) ${sleep} cat ${out}; cat ${err} >&2; exit ${r.exit ?? 0} ;;`;
+    })
+    .join('\n');
+  writeFileSync(
+    binary,
+    `#!/usr/bin/env bash\n{ printf '%s\\x1f' "$@"; printf '\\t'; env | tr '\\n' ' '; printf '\\n'; } >> ${log}\ncase "$1" in\n${cases}\n  *) exit 0 ;;\nesac\n`,
+  );
+  chmodSync(binary, 0o755);
+  return {
+    binary,
+    calls: () =>
+      readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const [args = '', env = ''] = line.split('\t');
+          return { args: args.split('\x1f').filter((a) => a !== ''), env };
+        }),
+  };
+}
+
+function caught(run: () => Promise<unknown>): Promise<StepError> {
+  return run().then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (err: unknown) => err as StepError,
+  );
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'eva-helm-test-'));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('Helm (stand-in binary)', () => {
+  const savedPassword = process.env['NATS_PASSWORD'];
+  afterEach(() => {
+    if (savedPassword === undefined) delete process.env['NATS_PASSWORD'];
+    else process.env['NATS_PASSWORD'] = savedPassword;
+  });
+
+  it('runs upgrade --install with values files and labels only, and reports every spawn', async () => {
+    const fake = fakeHelm();
+    const spawned: (readonly string[])[] = [];
+    const helm = new Helm({ binary: fake.binary, kubeconfig: '/k/config', onSpawn: (args) => spawned.push(args) });
+    await helm.upgradeInstall({
+      release: 'orbit-crm',
+      namespace: 'eva-tenant-abcdef',
+      chart: '/charts/modules/orbit-crm',
+      valuesFiles: ['/run/helm-secrets/eva-values-x.yaml'],
+      labels: { 'app.kubernetes.io/managed-by': 'eva-operator', 'eva.aidonow.com/values-hash': 'abc123' },
+      timeoutSeconds: 90,
+    });
+    const expected = [
+      'upgrade', 'orbit-crm', '/charts/modules/orbit-crm', '--install', '--namespace', 'eva-tenant-abcdef',
+      '--values', '/run/helm-secrets/eva-values-x.yaml',
+      '--labels', 'app.kubernetes.io/managed-by=eva-operator,eva.aidonow.com/values-hash=abc123',
+      '--timeout', '90s', '--history-max', '5',
+    ];
+    expect(fake.calls()[0]?.args).toEqual(expected);
+    expect(spawned).toEqual([expected]);
+  });
+
+  it('uses Helm 4 flags: --wait=watcher when asked, no --atomic, no --set', async () => {
+    const fake = fakeHelm();
+    const helm = new Helm({ binary: fake.binary });
+    await helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: ['v.yaml'], wait: true });
+    const args = fake.calls()[0]?.args ?? [];
+    expect(args).toContain('--wait=watcher');
+    expect(args.some((a) => a.startsWith('--set') || a === '--atomic')).toBe(false);
+  });
+
+  it('gives helm KUBECONFIG but not the operator’s own secrets', async () => {
+    process.env['NATS_PASSWORD'] = 'operator-nats-secret';
+    const fake = fakeHelm();
+    await new Helm({ binary: fake.binary, kubeconfig: '/k/config' }).uninstall('r', 'n');
+    const env = fake.calls()[0]?.env ?? '';
+    expect(env).toContain('KUBECONFIG=/k/config');
+    expect(env).not.toContain('operator-nats-secret');
+    expect(fake.calls()[0]?.args).toEqual(['uninstall', 'r', '--namespace', 'n', '--ignore-not-found', '--timeout', '300s']);
+  });
+
+  it('turns a chart that does not render into an InputError with helm’s message, redacted', async () => {
+    const fake = fakeHelm({
+      upgrade: {
+        exit: 1,
+        stderr:
+          'level=WARN msg="upgrade failed"\nError: UPGRADE FAILED: execution error at (orbit-crm/templates/deployment.yaml:1:4): image.digest must look like sha256:<64 hex digits>, got "s3cr3t-generated-value password=hunter2"',
+      },
+    });
+    const helm = new Helm({ binary: fake.binary });
+    const err = await caught(() =>
+      helm.upgradeInstall({ release: 'orbit-crm', namespace: 'n', chart: 'c', valuesFiles: [], sensitive: ['s3cr3t-generated-value'] }),
+    );
+    expect(err).toBeInstanceOf(InputError);
+    expect(err.reason).toBe('ChartRenderFailed');
+    expect(err.message).toBe(
+      'helm upgrade orbit-crm: execution error at (orbit-crm/templates/deployment.yaml:1:4): image.digest must look like sha256:<64 hex digits>, got "[REDACTED] password=[REDACTED]"',
+    );
+  });
+
+  it('terminates a helm that outlives its timeout and reports HelmTimeout', async () => {
+    const fake = fakeHelm({ upgrade: { sleepSeconds: 5 } });
+    const helm = new Helm({ binary: fake.binary, processGraceMs: 200 });
+    const started = Date.now();
+    const err = await caught(() => helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: [], timeoutSeconds: 0 }));
+    expect(err).toBeInstanceOf(DependencyError);
+    expect(err.reason).toBe('HelmTimeout');
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('reads history and status as JSON, and treats a missing release as empty', async () => {
+    const history = JSON.stringify([
+      { revision: 1, status: 'superseded', chart: 'orbit-crm-1.0.0', app_version: '1.0.0', description: 'Install complete' },
+      { revision: 2, status: 'deployed', chart: 'orbit-crm-1.0.0', app_version: '1.0.0', description: 'Upgrade complete' },
+    ]);
+    const status = JSON.stringify({ name: 'r', namespace: 'n', version: 2, info: { status: 'deployed', description: 'ok' }, config: { nats: { password: 'x' } } });
+    const helm = new Helm({ binary: fakeHelm({ history: { stdout: history }, status: { stdout: status } }).binary });
+    expect((await helm.history('r', 'n')).map((e) => [e.revision, e.status])).toEqual([[1, 'superseded'], [2, 'deployed']]);
+    expect(await helm.status('r', 'n')).toEqual({ name: 'r', namespace: 'n', version: 2, status: 'deployed', description: 'ok' });
+    const missing = new Helm({ binary: fakeHelm({ history: { exit: 1, stderr: 'Error: release: not found' }, status: { exit: 1, stderr: 'Error: release: not found' } }).binary });
+    expect(await missing.history('r', 'n')).toEqual([]);
+    expect(await missing.status('r', 'n')).toBeUndefined();
+  });
+
+  it('refuses a label that would break helm’s comma-separated --labels', async () => {
+    const helm = new Helm({ binary: fakeHelm().binary });
+    await expect(helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: [], labels: { a: 'x,b=y' } })).rejects.toThrow(/invalid release label/);
+  });
+
+  describe('recoverPendingRelease', () => {
+    const history = (statuses: string[]): string =>
+      JSON.stringify(statuses.map((status, i) => ({ revision: i + 1, status, chart: 'c-1.0.0', app_version: '1', description: '' })));
+
+    it('uninstalls a release stuck in pending-install', async () => {
+      const fake = fakeHelm();
+      const action = await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', { name: 'r', version: 1, status: 'pending-install', labels: {} });
+      expect(action).toBe('uninstalled');
+      expect(fake.calls().map((c) => c.args[0])).toEqual(['uninstall']);
+    });
+
+    it('rolls a pending upgrade back to the deployed revision', async () => {
+      const fake = fakeHelm({ history: { stdout: history(['superseded', 'deployed', 'failed', 'pending-upgrade']) } });
+      const action = await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', { name: 'r', version: 4, status: 'pending-upgrade', labels: {} });
+      expect(action).toBe('rolled-back');
+      expect(fake.calls().map((c) => c.args.slice(0, 3))).toEqual([['history', 'r', '--namespace'], ['rollback', 'r', '2']]);
+    });
+
+    it('uninstalls a pending rollback with no good revision to return to', async () => {
+      const fake = fakeHelm({ history: { stdout: history(['failed', 'pending-rollback']) } });
+      const action = await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', { name: 'r', version: 2, status: 'pending-rollback', labels: {} });
+      expect(action).toBe('uninstalled');
+    });
+
+    it('leaves a settled release alone', async () => {
+      const fake = fakeHelm();
+      const helm = new Helm({ binary: fake.binary });
+      expect(await recoverPendingRelease(helm, 'n', { name: 'r', version: 3, status: 'deployed', labels: {} })).toBe('none');
+    });
+  });
+});
+
+describe('helm failure routing', () => {
+  it.each([
+    ['execution error at (orbit-crm/templates/deployment.yaml:1:4): tenant.code is required', InputError, 'ChartRenderFailed'],
+    ['template: orbit-crm/templates/x.yaml:3:7: executing "x" at <.Values.a.b>: nil pointer', InputError, 'ChartRenderFailed'],
+    ['YAML parse error on orbit-crm/templates/deployment.yaml: error converting YAML to JSON', InputError, 'ChartRenderFailed'],
+    ["values don't meet the specifications of the schema(s) in the following chart(s):\norbit-crm:\n- replicaCount: Invalid type", InputError, 'InvalidHelmValues'],
+    ['server-side apply failed for object n/orbit-crm /v1, Kind=Service: Service "orbit-crm" is invalid: spec.ports[0].port: Invalid value: 0', InputError, 'InvalidHelmValues'],
+    ["failed to convert new object (n/x; apps/v1, Kind=Deployment) to proper version: quantities must match the regular expression", InputError, 'InvalidHelmValues'],
+    ['failed to create resource: secrets "x" is forbidden: exceeded quota: q, requested: secrets=1, used: secrets=2, limited: secrets=2', InputError, 'QuotaExceeded'],
+    ['another operation (install/upgrade/rollback) is in progress', DependencyError, 'ReleasePending'],
+    ['Kubernetes cluster unreachable: Get "https://127.0.0.1:6443/version": dial tcp: connection refused', DependencyError, 'KubernetesUnreachable'],
+    ['context deadline exceeded', DependencyError, 'HelmTimeout'],
+    ['something nobody expected', DependencyError, 'HelmFailed'],
+  ])('%s', (message, kind, reason) => {
+    const err = classifyHelmFailure(message);
+    expect(err).toBeInstanceOf(kind);
+    expect(err.reason).toBe(reason);
+    expect(err.message).toBe(message);
+  });
+
+  it('keeps helm’s Error text without slog lines and the operation prefix', () => {
+    expect(helmErrorText('level=WARN msg="x"\nError: INSTALLATION FAILED: boom\nsecond line\n')).toBe('boom\nsecond line');
+    expect(helmErrorText('plain failure')).toBe('plain failure');
+  });
+
+  it('scrubs the given secrets, longest first, and the shapes the logger knows', () => {
+    expect(scrubHelmText('a abcdefgh abcd nats://u:pw@host x', ['abcd', 'abcdefgh', 'a'])).toBe('a [REDACTED] [REDACTED] nats://[REDACTED]@host x');
+    expect(scrubHelmText('x'.repeat(5000)).length).toBeLessThan(2100);
+  });
+});
+
+describe('history parsing', () => {
+  it('parses history and status, ignoring values and resources', () => {
+    expect(parseHistory('[{"revision":3,"status":"deployed","chart":"c-1","app_version":"1","description":"d"}]')).toEqual([
+      { revision: 3, status: 'deployed', chart: 'c-1', appVersion: '1', description: 'd' },
+    ]);
+    expect(() => parseHistory('{}')).toThrow(/JSON list/);
+    expect(parseStatus('{"name":"r","info":{"status":"failed"},"version":4,"namespace":"n"}').status).toBe('failed');
+  });
+
+  it('finds the last good revision before a pending one', () => {
+    const entries = (statuses: string[]) => statuses.map((status, i) => ({ revision: i + 1, status, chart: '', appVersion: '', description: '' }));
+    expect(lastGoodRevision(entries(['superseded', 'deployed', 'pending-upgrade']), 3)).toBe(2);
+    expect(lastGoodRevision(entries(['superseded', 'superseded', 'failed', 'pending-upgrade']), 4)).toBe(2);
+    expect(lastGoodRevision(entries(['failed', 'pending-upgrade']), 2)).toBeUndefined();
+  });
+});

@@ -1,0 +1,237 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { V1Deployment } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { EvaTenant } from '../api/evatenant.ts';
+import { MODULES_BY_TIER } from '../api/modules.ts';
+import { ImageCatalog } from '../adapters/images.ts';
+import { createLogger } from '../log.ts';
+import { DependencyError, InputError } from './errors.ts';
+import {
+  chartFingerprint,
+  chartPath,
+  combineFailures,
+  credentialsSecretName,
+  deepMerge,
+  deploymentProblem,
+  type ModuleStepDeps,
+  moduleValues,
+  releaseProblems,
+  secretStrings,
+  undesiredReleases,
+  VALUES_HASH_LABEL,
+  valuesFileContent,
+  valuesHash,
+} from './modules.ts';
+import type { TenantScope } from './step.ts';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const DIGEST = 'c'.repeat(64);
+
+function scopeFor(spec: Partial<EvaTenant['spec']> = {}): TenantScope {
+  const tenant: EvaTenant = {
+    apiVersion: 'eva.aidonow.com/v1alpha1',
+    kind: 'EvaTenant',
+    metadata: { name: 'acme', uid: 'uid-1' },
+    spec: { capsuleCode: 'ACMECO', tier: 'Starter', lifecycle: 'Active', wave: 1, seedsVersion: '1.0.0', ...spec },
+  };
+  return {
+    tenant,
+    code: 'ACMECO',
+    namespace: 'eva-tenant-acmeco',
+    modules: MODULES_BY_TIER[tenant.spec.tier],
+    log: createLogger('silent'),
+    signal: new AbortController().signal,
+  };
+}
+
+const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {
+  images: ImageCatalog.parse(
+    `ghcr.io/aidonow/orbit-crm:1.0.0@sha256:PLACEHOLDER\nghcr.io/aidonow/orbit-crm:1.1.0@sha256:${DIGEST}\nghcr.io/aidonow/orbit-itsm:1.0.0@sha256:PLACEHOLDER\n`,
+  ),
+  config: {
+    chartBasePath: join(repoRoot, 'charts'),
+    seedsBasePath: join(repoRoot, 'seeds'),
+    helmSecretsDir: '/dev/shm',
+    allowNonTmpfsSecrets: false,
+    moduleOtelEndpoint: 'http://otel.eva-system:4318',
+    nats: { url: 'nats://nats.eva-system:4222', user: 'eva', password: 'nats-pass-123' },
+  },
+};
+
+const credentials = { 'db-password': 'db-secret-value', 'api-key': 'api-secret-value', 'jwt-secret': 'jwt-secret-value' };
+
+describe('module values', () => {
+  it('sets image, tenant, otel and seed, and keeps secrets apart', () => {
+    const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, credentials });
+    expect(values.plain).toEqual({
+      image: { repository: 'ghcr.io/aidonow/orbit-crm', tag: '1.1.0', digest: `sha256:${DIGEST}` },
+      tenant: { code: 'ACMECO', tier: 'Starter' },
+      otel: { endpoint: 'http://otel.eva-system:4318' },
+      seed: { enabled: true, version: '1.0.0' },
+    });
+    expect(values.secret).toEqual({ credentials, nats: { url: 'nats://nats.eva-system:4222', user: 'eva', password: 'nats-pass-123' } });
+    expect(JSON.stringify(values.plain)).not.toMatch(/secret-value|nats-pass/);
+  });
+
+  it('honours spec.versions and rejects an unknown pin as input', () => {
+    const pinned = moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '1.0.0' } }), deps, credentials });
+    expect(pinned.plain['image']).toEqual({ repository: 'ghcr.io/aidonow/orbit-crm', tag: '1.0.0', digest: '' });
+    expect(() => moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '9.9.9' } }), deps, credentials })).toThrow(
+      'orbit-crm 9.9.9 is not in images.txt; available: 1.0.0, 1.1.0',
+    );
+  });
+
+  it('lets the tenant’s helmValues win, verbatim, deep', () => {
+    const scope = scopeFor({ helmValues: { 'orbit-crm': { replicaCount: 3, image: { pullPolicy: 'Always' }, config: { currency: 'USD' }, seed: null } } });
+    const values = moduleValues({ module: 'orbit-crm', scope, deps, credentials });
+    expect(values.plain).toMatchObject({ replicaCount: 3, image: { tag: '1.1.0', pullPolicy: 'Always' }, config: { currency: 'USD' }, seed: null });
+  });
+
+  it('refuses secret values in an EvaTenant', () => {
+    const scope = scopeFor({ helmValues: { 'orbit-crm': { nats: { password: 'x' } } } });
+    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, credentials })).toThrow(InputError);
+    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, credentials })).toThrow(/helmValues.orbit-crm sets nats/);
+  });
+
+  it('puts the operator’s secret values last in the file, and lists every secret string for scrubbing', () => {
+    const values = moduleValues({ module: 'orbit-itsm', scope: scopeFor(), deps, credentials });
+    expect(Object.keys(valuesFileContent(values)).slice(-2)).toEqual(['credentials', 'nats']);
+    expect(secretStrings(values).sort()).toEqual(
+      ['api-secret-value', 'db-secret-value', 'eva', 'jwt-secret-value', 'nats-pass-123', 'nats://nats.eva-system:4222'].sort(),
+    );
+  });
+
+  it('deep-merges objects, replaces arrays and scalars', () => {
+    expect(deepMerge({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, e: 2 })).toEqual({ a: { b: 1, c: [3] }, d: 1, e: 2 });
+  });
+});
+
+describe('values hash', () => {
+  const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, credentials });
+
+  it('is a label value that ignores key order', () => {
+    const hash = valuesHash('1.0.0+abc', values);
+    expect(hash).toMatch(/^[a-f0-9]{48}$/);
+    const reordered = { plain: Object.fromEntries(Object.entries(values.plain).reverse()), secret: values.secret };
+    expect(valuesHash('1.0.0+abc', reordered)).toBe(hash);
+  });
+
+  it('changes with a credential, a value or the chart', () => {
+    const hash = valuesHash('1.0.0+abc', values);
+    const rotated = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, credentials: { ...credentials, 'db-password': 'new' } });
+    expect(valuesHash('1.0.0+abc', rotated)).not.toBe(hash);
+    expect(valuesHash('1.0.1+abc', values)).not.toBe(hash);
+    const scaled = moduleValues({ module: 'orbit-crm', scope: scopeFor({ helmValues: { 'orbit-crm': { replicaCount: 2 } } }), deps, credentials });
+    expect(valuesHash('1.0.0+abc', scaled)).not.toBe(hash);
+  });
+});
+
+describe('chart fingerprint', () => {
+  it('names the chart version and changes when any chart file changes', () => {
+    const copy = mkdtempSync(join(tmpdir(), 'eva-chart-'));
+    try {
+      cpSync(chartPath(deps.config.chartBasePath, 'orbit-crm'), copy, { recursive: true });
+      const before = chartFingerprint(copy);
+      expect(before).toMatch(/^1\.0\.0\+[a-f0-9]{16}$/);
+      expect(chartFingerprint(copy)).toBe(before);
+      writeFileSync(join(copy, 'templates', 'service.yaml'), '{{- include "eva-module-lib.service" . }}\n# changed\n');
+      expect(chartFingerprint(copy)).not.toBe(before);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  it('reports a missing chart as the operator’s problem', () => {
+    expect(() => chartFingerprint('/nonexistent/chart')).toThrow(DependencyError);
+  });
+});
+
+function deployment(status: V1Deployment['status'], generation = 1, replicas = 1): V1Deployment {
+  const d: V1Deployment = { metadata: { name: 'orbit-crm', generation }, spec: { replicas, selector: {}, template: {} }, status };
+  return d;
+}
+
+describe('deployment readiness', () => {
+  const available = { type: 'Available', status: 'True' };
+
+  it('is ready when available, current and fully updated', () => {
+    expect(deploymentProblem(deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }))).toBeUndefined();
+  });
+
+  it('names a quota that keeps pods from being created', () => {
+    const failure = {
+      type: 'ReplicaFailure',
+      status: 'True',
+      reason: 'FailedCreate',
+      message: 'pods "orbit-crm-5d-x" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1',
+    };
+    expect(deploymentProblem(deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available, failure] }, 1, 3))).toEqual({
+      reason: 'QuotaExceeded',
+      message: `orbit-crm: ${failure.message}`,
+    });
+  });
+
+  it.each([
+    ['an unobserved spec', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }, 2), 'DeploymentProgressing'],
+    ['a rollout under way', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }, 1, 2), 'DeploymentProgressing'],
+    ['no availability', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [{ type: 'Available', status: 'False' }] }), 'DeploymentUnavailable'],
+    ['a stalled rollout', deployment({ observedGeneration: 1, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] }), 'DeploymentStalled'],
+    ['another pod failure', deployment({ observedGeneration: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'violates PodSecurity' }] }), 'ReplicaFailure'],
+  ])('is not ready with %s', (_what, d, reason) => {
+    expect(deploymentProblem(d)?.reason).toBe(reason);
+  });
+});
+
+describe('release checks', () => {
+  const ours = { 'app.kubernetes.io/managed-by': 'eva-operator' };
+  const desired = new Map([['orbit-crm', 'h1'], ['orbit-itsm', 'h2']] as const);
+
+  it('accepts deployed releases with the desired hashes', () => {
+    const releases = [
+      { name: 'orbit-crm', version: 1, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'h1' } },
+      { name: 'orbit-itsm', version: 4, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'h2' } },
+      { name: 'someone-elses', version: 1, status: 'deployed', labels: {} },
+    ];
+    expect(releaseProblems(desired, releases)).toEqual([]);
+  });
+
+  it('reports missing, unsettled, outdated and undesired releases', () => {
+    const releases = [
+      { name: 'orbit-crm', version: 2, status: 'pending-upgrade', labels: { ...ours, [VALUES_HASH_LABEL]: 'h1' } },
+      { name: 'eva-shell', version: 1, status: 'deployed', labels: ours },
+    ];
+    expect(releaseProblems(desired, releases).map((p) => p.reason)).toEqual(['ReleaseNotDeployed', 'ReleaseMissing', 'UndesiredRelease']);
+    const outdated = [{ name: 'orbit-crm', version: 1, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'old' } }];
+    expect(releaseProblems(new Map([['orbit-crm', 'h1']]), outdated)[0]?.reason).toBe('ReleaseOutdated');
+  });
+
+  it('only calls the operator’s own module releases undesired', () => {
+    const releases = [
+      { name: 'eva-shell', version: 1, status: 'deployed', labels: ours },
+      { name: 'eva-shell-x', version: 1, status: 'deployed', labels: ours },
+      { name: 'eva-forge', version: 1, status: 'deployed', labels: {} },
+    ];
+    expect(undesiredReleases(new Set(['orbit-crm']), releases).map((r) => r.name)).toEqual(['eva-shell']);
+  });
+});
+
+describe('failures of several modules', () => {
+  it('surfaces an InputError first and names every module', () => {
+    const err = combineFailures([
+      { module: 'orbit-crm', error: new DependencyError('HelmFailed', 'api down') },
+      { module: 'orbit-itsm', error: new InputError('ChartRenderFailed', 'bad value') },
+    ]);
+    expect(err).toBeInstanceOf(InputError);
+    expect(err?.reason).toBe('ChartRenderFailed');
+    expect(err?.message).toBe('orbit-crm: api down; orbit-itsm: bad value');
+    expect(combineFailures([])).toBeUndefined();
+    expect(combineFailures([{ module: 'x', error: new Error('plain') }])).toBeInstanceOf(DependencyError);
+  });
+
+  it('names the credentials Secret after the code', () => {
+    expect(credentialsSecretName('ACMECO')).toBe('eva-acmeco-credentials');
+  });
+});

@@ -1,0 +1,442 @@
+/**
+ * ModulesDeployed: one Helm release per module of the tenant's tier (release name = module name, in
+ * the tenant namespace), from the charts bundled under <chartBasePath>/modules/<module>.
+ *
+ * Values: the operator's (image from images.txt honouring spec.versions, tenant, otel, seed) deep-merged
+ * with spec.helmValues[module] (the tenant's win), plus the secret values (the tenant's generated
+ * credentials and the NATS connection) that only ever reach helm through a tmpfs values file.
+ * A hash of chart + values is stored as a release label, so a repeat ensure compares labels and starts
+ * no helm process, and verify (the drift check) reads release Secrets' labels and Deployments only.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { V1Deployment, V1Secret } from '@kubernetes/client-node';
+import { parse as parseYaml } from 'yaml';
+import { GROUP } from '../api/constants.ts';
+import { isModuleName, type ModuleName } from '../api/modules.ts';
+import type { OperatorConfig } from '../config.ts';
+import { type Helm, isPending, readReleases, recoverPendingRelease, type ReleaseRecord } from '../adapters/helm.ts';
+import type { ImageCatalog } from '../adapters/images.ts';
+import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
+import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
+import { DependencyError, InputError, StepError } from './errors.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
+import { desiredSeedsVersion } from './record.ts';
+import { canonicalJson } from './seed.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export interface ModuleStepDeps {
+  kube: Kube;
+  helm: Helm;
+  images: ImageCatalog;
+  config: Pick<
+    OperatorConfig,
+    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'nats'
+  >;
+}
+
+export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;
+export const MODULE_LABEL = `${GROUP}/module`;
+/** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
+export const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
+/** Set by the operator from the credentials Secret and its NATS settings; never from the EvaTenant. */
+const OPERATOR_SECRET_KEYS = ['credentials', 'nats'];
+const HELM_TIMEOUT_SECONDS = 120;
+
+export const credentialsSecretName = (code: string): string => `eva-${code.toLowerCase()}-credentials`;
+
+type Values = Record<string, unknown>;
+
+// ---- pure helpers ---------------------------------------------------------------------------------
+
+function isPlainObject(value: unknown): value is Values {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Deep merge where `override` wins; objects merge key by key, anything else (arrays, null) replaces. */
+export function deepMerge(base: Values, override: Values): Values {
+  const merged: Values = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    const current = merged[key];
+    merged[key] = isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : value;
+  }
+  return merged;
+}
+
+export interface ModuleValues {
+  /** Safe to log and show. */
+  readonly plain: Values;
+  /** Only ever written to the tmpfs values file. */
+  readonly secret: Values;
+}
+
+export interface ValuesInput {
+  module: ModuleName;
+  scope: TenantScope;
+  deps: Pick<ModuleStepDeps, 'images' | 'config'>;
+  credentials: Readonly<Record<string, string>>;
+}
+
+/** The non-secret values the operator sets for a module, merged with the tenant's helmValues. */
+export function moduleValues({ module, scope, deps, credentials }: ValuesInput): ModuleValues {
+  const { spec } = scope.tenant;
+  const user = spec.helmValues?.[module] ?? {};
+  const reserved = OPERATOR_SECRET_KEYS.filter((key) => key in user);
+  if (reserved.length > 0) {
+    throw new InputError(
+      'InvalidHelmValues',
+      `helmValues.${module} sets ${reserved.join(' and ')}: secret values are set by the operator and never belong in an EvaTenant`,
+    );
+  }
+  const image = deps.images.resolveModule(module, spec.versions?.[module]);
+  const operator: Values = {
+    image: { repository: image.repository, tag: image.tag, digest: image.digest ?? '' },
+    tenant: { code: scope.code, tier: spec.tier },
+    otel: { endpoint: deps.config.moduleOtelEndpoint ?? '' },
+    seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
+  };
+  const { nats } = deps.config;
+  return {
+    plain: deepMerge(operator, user),
+    secret: { credentials: { ...credentials }, nats: { url: nats.url, user: nats.user ?? '', password: nats.password ?? '' } },
+  };
+}
+
+/** What goes into the values file: everything, the operator's secret values last so they win. */
+export const valuesFileContent = (values: ModuleValues): Values => ({ ...values.plain, ...values.secret });
+
+/**
+ * The release label that says "this release has exactly these values on exactly this chart". Secrets
+ * are included so rotated credentials trigger an upgrade; a label value holds at most 63 characters,
+ * so the hex digest is cut to 48 (192 bits; it only has to tell revisions apart).
+ */
+export function valuesHash(chartFingerprint: string, values: ModuleValues): string {
+  return createHash('sha256').update(canonicalJson({ chart: chartFingerprint, values: valuesFileContent(values) })).digest('hex').slice(0, 48);
+}
+
+/** The strings to scrub from helm's messages: every secret value the operator passed. */
+export function secretStrings(values: ModuleValues): string[] {
+  const out: string[] = [];
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string' && value !== '') out.push(value);
+    else if (isPlainObject(value)) Object.values(value).forEach(walk);
+  };
+  walk(values.secret);
+  return out;
+}
+
+type Problem = { reason: string; message: string };
+type DeploymentCondition = NonNullable<NonNullable<V1Deployment['status']>['conditions']>[number];
+
+/** Pods the ReplicaSet could not create (a quota, a LimitRange, Pod Security) or a stalled rollout. */
+function conditionProblem(name: string, conditions: readonly DeploymentCondition[]): Problem | undefined {
+  const failure = conditions.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
+  if (failure !== undefined) {
+    const message = `${name}: ${failure.message ?? failure.reason ?? 'cannot create pods'}`;
+    return { reason: message.includes('exceeded quota') ? 'QuotaExceeded' : 'ReplicaFailure', message };
+  }
+  const progressing = conditions.find((c) => c.type === 'Progressing');
+  if (progressing?.reason !== 'ProgressDeadlineExceeded') return undefined;
+  return { reason: 'DeploymentStalled', message: `${name}: ${progressing.message ?? 'progress deadline exceeded'}` };
+}
+
+/** The controller has seen the current spec and every wanted replica runs the current template. */
+function rolloutProblem(name: string, deployment: V1Deployment): Problem | undefined {
+  const { metadata, spec, status } = deployment;
+  if ((status?.observedGeneration ?? 0) < (metadata?.generation ?? 0)) {
+    return { reason: 'DeploymentProgressing', message: `${name}: the new spec is not observed yet` };
+  }
+  const wanted = spec?.replicas ?? 1;
+  const updated = status?.updatedReplicas ?? 0;
+  if (updated < wanted) return { reason: 'DeploymentProgressing', message: `${name}: ${updated}/${wanted} replicas updated` };
+  return undefined;
+}
+
+/** Why a release's Deployment is not serving yet, or undefined when it is. */
+export function deploymentProblem(deployment: V1Deployment): Problem | undefined {
+  const name = deployment.metadata?.name ?? '?';
+  const conditions = deployment.status?.conditions ?? [];
+  const problem = conditionProblem(name, conditions) ?? rolloutProblem(name, deployment);
+  if (problem !== undefined) return problem;
+  const available = conditions.find((c) => c.type === 'Available');
+  if (available?.status === 'True') return undefined;
+  return { reason: 'DeploymentUnavailable', message: `${name}: ${available?.message ?? 'not available yet'}` };
+}
+
+/** What is wrong with the releases against the desired hashes (in module order), if anything. */
+export function releaseProblems(
+  desired: ReadonlyMap<ModuleName, string>,
+  releases: readonly ReleaseRecord[],
+): Problem[] {
+  const byName = new Map(releases.map((r) => [r.name, r]));
+  const problems: Problem[] = [];
+  for (const [module, hash] of desired) {
+    const release = byName.get(module);
+    if (release === undefined) problems.push({ reason: 'ReleaseMissing', message: `${module} is not installed` });
+    else if (release.status !== 'deployed') problems.push({ reason: 'ReleaseNotDeployed', message: `${module} revision ${release.version} is ${release.status}` });
+    else if (release.labels[VALUES_HASH_LABEL] !== hash) problems.push({ reason: 'ReleaseOutdated', message: `${module} revision ${release.version} has other values or chart than desired` });
+  }
+  for (const release of undesiredReleases(desired, releases)) {
+    problems.push({ reason: 'UndesiredRelease', message: `${release.name} is installed but not part of the tier` });
+  }
+  return problems;
+}
+
+/** Releases this operator installed for modules the tenant no longer has (e.g. after a tier downgrade). */
+export function undesiredReleases(desired: ReadonlyMap<ModuleName, string> | ReadonlySet<string>, releases: readonly ReleaseRecord[]): ReleaseRecord[] {
+  return releases.filter((r) => isOurs(r) && !desired.has(r.name as ModuleName));
+}
+
+const isOurs = (release: ReleaseRecord): boolean =>
+  release.labels[LABELS.managedBy] === MANAGED_BY && isModuleName(release.name);
+
+function verdictOf(problems: readonly Problem[]): Verdict {
+  const first = problems[0];
+  if (first === undefined) return READY;
+  return notReady(first.reason, problems.map((p) => p.message).join('; '));
+}
+
+// ---- chart fingerprint ----------------------------------------------------------------------------
+
+export const chartPath = (chartBasePath: string, module: ModuleName): string => join(chartBasePath, 'modules', module);
+
+/**
+ * Chart version plus a digest of every file in the chart folder: an operator upgrade that ships a
+ * changed chart under the same version still upgrades its releases.
+ */
+export function chartFingerprint(dir: string): string {
+  let version: unknown;
+  try {
+    version = (parseYaml(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as { version?: unknown } | null)?.version;
+  } catch (err) {
+    throw new DependencyError('ChartMissing', `cannot read the module chart at ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => statSync(join(dir, f)).isFile()).sort();
+  const digest = createHash('sha256');
+  for (const file of files) digest.update(file).update('\0').update(readFileSync(join(dir, file))).update('\0');
+  return `${String(version)}+${digest.digest('hex').slice(0, 16)}`;
+}
+
+// ---- credentials ----------------------------------------------------------------------------------
+
+/** The shape createNamespacedSecret sends; a plain interface because the client's V1Secret is a class. */
+interface SecretBody {
+  apiVersion: 'v1';
+  kind: 'Secret';
+  type: 'Opaque';
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  stringData: Record<string, string>;
+}
+
+function credentialsSecret(scope: TenantScope): SecretBody {
+  // 24 random bytes = 192 bits, URL-safe base64: no character needs quoting in YAML, env or URLs.
+  const data = Object.fromEntries(CREDENTIAL_KEYS.map((key) => [key, randomBytes(24).toString('base64url')]));
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name: credentialsSecretName(scope.code),
+      namespace: scope.namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.capsuleCode]: scope.code },
+    },
+    stringData: data,
+  };
+}
+
+function decodeSecret(secret: V1Secret): Record<string, string> {
+  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+}
+
+async function readCredentials(kube: Kube, scope: TenantScope): Promise<Record<string, string> | undefined> {
+  try {
+    return decodeSecret(await kube.core.readNamespacedSecret({ name: credentialsSecretName(scope.code), namespace: scope.namespace }));
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** The tenant's credentials: generated once; an existing Secret (possibly rotated by hand) is never replaced. */
+async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record<string, string>> {
+  const existing = await readCredentials(kube, scope);
+  if (existing !== undefined) return existing;
+  try {
+    // Create, not apply: a lost race must keep the winner's values, never overwrite them.
+    const body = credentialsSecret(scope);
+    await kube.objects.create(body, undefined, undefined, FIELD_MANAGER);
+    scope.log.info({ secret: credentialsSecretName(scope.code) }, 'module credentials generated');
+    return body.stringData;
+  } catch (err) {
+    if (!isConflict(err)) throw err;
+    const winner = await readCredentials(kube, scope);
+    if (winner === undefined) throw err;
+    return winner;
+  }
+}
+
+// ---- ensure ---------------------------------------------------------------------------------------
+
+interface DesiredRelease {
+  module: ModuleName;
+  chart: string;
+  values: ModuleValues;
+  hash: string;
+}
+
+function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, credentials: Record<string, string>): DesiredRelease {
+  const chart = chartPath(deps.config.chartBasePath, module);
+  const values = moduleValues({ module, scope, deps, credentials });
+  return { module, chart, values, hash: valuesHash(chartFingerprint(chart), values) };
+}
+
+function assertNotShuttingDown(scope: TenantScope): void {
+  if (scope.signal.aborted) throw new DependencyError('ShuttingDown', 'the operator is shutting down; helm was not started');
+}
+
+async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: DesiredRelease, current?: ReleaseRecord): Promise<void> {
+  const log = scope.log.child({ module: desired.module });
+  if (current?.status === 'deployed' && current.labels[VALUES_HASH_LABEL] === desired.hash) return;
+  if (current !== undefined && isPending(current.status)) {
+    assertNotShuttingDown(scope);
+    const action = await recoverPendingRelease(deps.helm, scope.namespace, current);
+    log.warn({ status: current.status, revision: current.version, action }, 'recovered a release left pending by an interrupted helm');
+  }
+  assertNotShuttingDown(scope);
+  using file = writeSecretValuesFile(valuesFileContent(desired.values), {
+    dir: deps.config.helmSecretsDir,
+    allowNonTmpfs: deps.config.allowNonTmpfsSecrets,
+    log,
+  });
+  const started = Date.now();
+  await deps.helm.upgradeInstall({
+    release: desired.module,
+    namespace: scope.namespace,
+    chart: desired.chart,
+    valuesFiles: [file.path],
+    labels: {
+      [LABELS.managedBy]: MANAGED_BY,
+      [LABELS.capsuleCode]: scope.code,
+      [MODULE_LABEL]: desired.module,
+      [VALUES_HASH_LABEL]: desired.hash,
+    },
+    timeoutSeconds: HELM_TIMEOUT_SECONDS,
+    sensitive: secretStrings(desired.values),
+  });
+  log.info({ previousRevision: current?.version, ms: Date.now() - started }, current === undefined ? 'module installed' : 'module upgraded');
+}
+
+async function uninstallRelease(scope: TenantScope, deps: ModuleStepDeps, release: ReleaseRecord): Promise<void> {
+  assertNotShuttingDown(scope);
+  await deps.helm.uninstall(release.name, scope.namespace, { timeoutSeconds: HELM_TIMEOUT_SECONDS });
+  scope.log.info({ module: release.name, revision: release.version }, 'module uninstalled');
+}
+
+/**
+ * One error for several modules: the first InputError wins (the tenant must act, so its message must
+ * surface), else the first failure; the message names every module that failed.
+ */
+export function combineFailures(failures: readonly { module: string; error: unknown }[]): StepError | undefined {
+  if (failures.length === 0) return undefined;
+  const lead = failures.find((f) => f.error instanceof InputError) ?? failures[0];
+  const message = failures.map((f) => `${f.module}: ${f.error instanceof Error ? f.error.message : String(f.error)}`).join('; ');
+  const reason = lead?.error instanceof StepError ? lead.error.reason : 'ModuleDeployFailed';
+  return lead?.error instanceof InputError
+    ? new InputError(reason, message, { cause: lead.error })
+    : new DependencyError(reason, message, { cause: lead?.error });
+}
+
+async function settleAll(jobs: readonly { module: string; run: () => Promise<void> }[]): Promise<void> {
+  const results = await Promise.allSettled(jobs.map((job) => job.run()));
+  const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ module: jobs[i]?.module ?? '?', error: r.reason as unknown }] : []));
+  const error = combineFailures(failures);
+  if (error !== undefined) throw error;
+}
+
+async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
+  const credentials = await ensureCredentials(deps.kube, scope);
+  const releases = await readReleases(deps.kube, scope.namespace);
+  const byName = new Map(releases.map((r) => [r.name, r]));
+  const desired = new Map<ModuleName, DesiredRelease>();
+  const jobs: { module: string; run: () => Promise<void> }[] = [];
+  for (const module of scope.modules) {
+    try {
+      desired.set(module, desiredRelease(module, scope, deps, credentials));
+    } catch (err) {
+      jobs.push({ module, run: () => Promise.reject(err instanceof Error ? err : new Error(String(err))) });
+    }
+  }
+  for (const release of desired.values()) jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module)) });
+  for (const release of undesiredReleases(new Set<string>(scope.modules), releases)) {
+    jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
+  }
+  await settleAll(jobs);
+}
+
+// ---- verify / remove ------------------------------------------------------------------------------
+
+async function listModuleDeployments(kube: Kube, namespace: string): Promise<V1Deployment[]> {
+  const list = await kube.apps.listNamespacedDeployment({ namespace, labelSelector: MODULE_LABEL });
+  return list.items;
+}
+
+async function deploymentProblems(kube: Kube, namespace: string, modules: readonly ModuleName[]): Promise<Problem[]> {
+  const deployments = await listModuleDeployments(kube, namespace);
+  const problems: Problem[] = [];
+  for (const module of modules) {
+    const own = deployments.filter((d) => d.metadata?.labels?.['app.kubernetes.io/instance'] === module);
+    if (own.length === 0) problems.push({ reason: 'DeploymentMissing', message: `${module} has no Deployment` });
+    for (const deployment of own) {
+      const problem = deploymentProblem(deployment);
+      if (problem !== undefined) problems.push(problem);
+    }
+  }
+  // Quota first: it will not fix itself, and it is the message the tenant's owner needs.
+  return problems.sort((a, b) => Number(b.reason === 'QuotaExceeded') - Number(a.reason === 'QuotaExceeded'));
+}
+
+/** Read-only: release Secrets' labels, the credentials Secret and Deployments; never starts helm. */
+async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
+  const credentials = await readCredentials(deps.kube, scope);
+  if (credentials === undefined) return notReady('CredentialsMissing', `Secret ${credentialsSecretName(scope.code)} does not exist`);
+  const desired = new Map<ModuleName, string>();
+  for (const module of scope.modules) {
+    try {
+      desired.set(module, desiredRelease(module, scope, deps, credentials).hash);
+    } catch (err) {
+      // A spec ensure would refuse (unknown version pin, secret helmValues) is a verdict, not a crash.
+      if (err instanceof InputError) return notReady(err.reason, `${module}: ${err.message}`);
+      throw err;
+    }
+  }
+  const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace));
+  if (problems.length > 0) return verdictOf(problems);
+  return verdictOf(await deploymentProblems(deps.kube, scope.namespace, scope.modules));
+}
+
+async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
+  const ours = (await readReleases(deps.kube, scope.namespace)).filter(isOurs);
+  await settleAll(ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })));
+  try {
+    await deps.kube.core.deleteNamespacedSecret({ name: credentialsSecretName(scope.code), namespace: scope.namespace });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}
+
+async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
+  const problems: Problem[] = [];
+  const ours = (await readReleases(deps.kube, scope.namespace)).filter(isOurs);
+  if (ours.length > 0) problems.push({ reason: 'ReleasesRemain', message: `releases remain: ${ours.map((r) => r.name).join(', ')}` });
+  const deployments = await listModuleDeployments(deps.kube, scope.namespace);
+  if (deployments.length > 0) {
+    problems.push({ reason: 'ModuleResourcesRemain', message: `Deployments remain: ${deployments.map((d) => d.metadata?.name ?? '?').join(', ')}` });
+  }
+  if ((await readCredentials(deps.kube, scope)) !== undefined) {
+    problems.push({ reason: 'CredentialsRemain', message: `Secret ${credentialsSecretName(scope.code)} still exists` });
+  }
+  return verdictOf(problems);
+}
+
+export const modulesStep: Step<ModuleStepDeps> = { name: 'modules', ensure, verify, remove, verifyRemoved };
