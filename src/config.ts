@@ -26,6 +26,7 @@ export interface OperatorConfig {
   ingressClass?: string;
   ingressReadyOnCreate: boolean;
   metricsPort: number;
+  metricsBindAddress: string;
   concurrency: number;
   driftIntervalSeconds: number;
   moduleOtelEndpoint?: string;
@@ -128,7 +129,8 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     allowNonTmpfsSecrets: env.boolean('HELM_SECRETS_ALLOW_NON_TMPFS'),
     baseDomain,
     ingressReadyOnCreate: env.boolean('INGRESS_READY_ON_CREATE'),
-    metricsPort: env.integer('METRICS_PORT', 8080, 1, 65535),
+    metricsPort: env.integer('METRICS_PORT', 8080, 0, 65535),
+    metricsBindAddress: env.string('METRICS_BIND_ADDRESS', '0.0.0.0'),
     concurrency: env.integer('RECONCILE_CONCURRENCY', 8, 1, 256),
     driftIntervalSeconds: env.integer('DRIFT_INTERVAL_SECONDS', 300, 1, 86_400),
     maxWave: env.integer('MAX_WAVE', 3, 1, 3),

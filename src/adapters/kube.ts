@@ -75,6 +75,11 @@ function safeJson(text: string): unknown {
 }
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
+export type JsonPatchOperation =
+  | { op: 'test' | 'add' | 'replace'; path: string; value: unknown }
+  | { op: 'remove'; path: string };
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -137,6 +142,14 @@ export class Kube {
       mergePatch,
     );
     return parseEvaTenant(updated);
+  }
+
+  /** Applies a JSON patch to the tenant; `test` operations make it fail (422) if the object moved on. */
+  async jsonPatchTenant(name: string, operations: JsonPatchOperation[]): Promise<void> {
+    await this.custom.patchClusterCustomObject(
+      { group: GROUP, version: VERSION, plural: PLURAL, name, body: operations, fieldManager: FIELD_MANAGER },
+      jsonPatch,
+    );
   }
 
   /** Records a core/v1 Event on the tenant (cluster-scoped objects keep theirs in `default`). */

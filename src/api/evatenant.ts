@@ -106,6 +106,11 @@ export const EvaTenantStatusSchema = Type.Object(
     saga: Type.Optional(
       FreeFormObject({ description: 'The persisted saga snapshot, so a restarted operator resumes where it was.' }),
     ),
+    decommission: Type.Optional(
+      StringKeyedMap(Type.String(), {
+        description: 'Per decommission step: Removed, or why it is not removed yet.',
+      }),
+    ),
   },
   { description: 'What the operator observed and did.' },
 );

@@ -5,6 +5,7 @@
  * Each registers a check so that the same schema also validates objects at run time.
  */
 import {
+  FormatRegistry,
   Kind,
   type SchemaOptions,
   type Static,
@@ -38,6 +39,9 @@ TypeRegistry.Set<MapSchema>(
 );
 
 TypeRegistry.Set('FreeForm', (_schema, value) => isPlainObject(value));
+
+// RFC 3339 timestamps, as the API server writes them (it validates the format itself).
+FormatRegistry.Set('date-time', (value) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value));
 
 export function StringEnum<const T extends readonly string[]>(
   values: T,

@@ -266,7 +266,7 @@ async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record
     // Create, not apply: a lost race must keep the winner's values, never overwrite them.
     const body = credentialsSecret(scope);
     await kube.objects.create(body, undefined, undefined, FIELD_MANAGER);
-    scope.log.info({ secret: credentialsSecretName(scope.code) }, 'module credentials generated');
+    scope.log.info({ credentialsSecretName: credentialsSecretName(scope.code) }, 'module credentials generated');
     return body.stringData;
   } catch (err) {
     if (!isConflict(err)) throw err;

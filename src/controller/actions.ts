@@ -1,0 +1,48 @@
+/**
+ * What happens to a key after a reconcile (kube-rs's Action), and the error policy: the single
+ * place where outcomes and errors become requeue decisions.
+ */
+import { isConflict } from '../adapters/kube.ts';
+import type { SagaView } from '../saga/conditions.ts';
+import { InputError } from '../steps/errors.ts';
+
+export type Action =
+  | { kind: 'done' }
+  /** Run again after this delay (drift check, slow retries). */
+  | { kind: 'requeue'; afterMs: number }
+  /** Run again with the key's growing backoff (waiting on something, transient failure, lost race). */
+  | { kind: 'backoff' };
+
+export const DONE: Action = { kind: 'done' };
+
+/** A tenant a human must fix is re-checked at this pace; fixing the spec triggers a watch event anyway. */
+export const USER_ERROR_RECHECK_MS = 60_000;
+
+export function actionFor(view: SagaView, driftIntervalSeconds: number): Action {
+  switch (view.stage) {
+    case 'active': {
+      // Spread drift checks so tenants created together do not all check at once.
+      const jitter = 0.9 + Math.random() * 0.2;
+      return { kind: 'requeue', afterMs: Math.round(driftIntervalSeconds * 1000 * jitter) };
+    }
+    case 'interrupted':
+      return DONE;
+    case 'failed':
+      return view.problem?.needsUser ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS } : { kind: 'backoff' };
+    default:
+      return { kind: 'backoff' };
+  }
+}
+
+export type ErrorClass = 'conflict' | 'input' | 'transient';
+
+export function classifyError(err: unknown): ErrorClass {
+  if (isConflict(err)) return 'conflict';
+  if (err instanceof InputError) return 'input';
+  return 'transient';
+}
+
+/** Errors that escaped a reconcile. A conflict is a retry (someone wrote first), not a failure. */
+export function errorPolicy(err: unknown): Action {
+  return classifyError(err) === 'input' ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS } : { kind: 'backoff' };
+}

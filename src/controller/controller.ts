@@ -1,0 +1,144 @@
+/**
+ * The controller loop: an informer feeds tenant names into the work queue; N workers reconcile
+ * distinct tenants in parallel; each outcome becomes forget / requeue-after / backoff. A watch that
+ * fails (e.g. 410 Gone after its resourceVersion expired) is restarted, which re-lists.
+ */
+import { type Informer, type KubernetesObject, makeInformer, type ObjectCache } from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION } from '../api/constants.ts';
+import type { Kube } from '../adapters/kube.ts';
+import type { Logger } from '../log.ts';
+import { type Action, classifyError, errorPolicy } from './actions.ts';
+import type { TenantReconciler } from './reconciler.ts';
+import { WorkQueue } from './workqueue.ts';
+
+export interface ControllerMetrics {
+  observeReconcile(result: 'success' | 'requeue' | 'error', seconds: number): void;
+  setWorkqueueDepth(depth: number): void;
+}
+
+export interface ControllerOptions {
+  kube: Kube;
+  reconciler: TenantReconciler;
+  concurrency: number;
+  log: Logger;
+  metrics: ControllerMetrics;
+}
+
+const WATCH_RESTART_MS = 2_000;
+
+/** What, besides the spec (generation), makes a tenant worth reconciling again. */
+function fingerprint(obj: KubernetesObject): string {
+  const m = obj.metadata;
+  return JSON.stringify([m?.generation, m?.annotations, m?.labels, m?.finalizers, m?.deletionTimestamp]);
+}
+
+export class Controller {
+  readonly queue: WorkQueue;
+  private readonly options: ControllerOptions;
+  private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
+  private readonly seen = new Map<string, string>();
+  private stopped = false;
+  private synced = false;
+
+  constructor(options: ControllerOptions) {
+    this.options = options;
+    this.queue = new WorkQueue({
+      onDepthChange: (depth) => {
+        options.metrics.setWorkqueueDepth(depth);
+      },
+      onHandlerError: (key, err) => {
+        options.log.error({ err, evatenant: key }, 'reconcile handler crashed');
+      },
+    });
+  }
+
+  get hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Tenants by status.phase, from the informer's cache (no API call). */
+  tenantsByPhase(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    for (const obj of this.informer?.list() ?? []) {
+      const status = (obj as { status?: { phase?: unknown } }).status;
+      const phase = typeof status?.phase === 'string' ? status.phase : 'Requested';
+      counts[phase] = (counts[phase] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  async start(): Promise<void> {
+    const { kube } = this.options;
+    const informer = makeInformer<KubernetesObject>(
+      kube.config,
+      `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+      () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
+    );
+    informer.on('add', (obj) => {
+      this.enqueue(obj, true);
+    });
+    informer.on('update', (obj) => {
+      this.enqueue(obj, false);
+    });
+    informer.on('delete', (obj) => {
+      const name = obj.metadata?.name;
+      if (name) this.seen.delete(name);
+    });
+    informer.on('error', (err: unknown) => {
+      this.options.log.warn({ err }, 'watch failed; re-listing');
+      setTimeout(() => {
+        if (this.stopped) return;
+        informer.start().catch((e: unknown) => {
+          this.options.log.error({ err: e }, 'could not restart the watch');
+        });
+      }, WATCH_RESTART_MS).unref();
+    });
+    this.informer = informer;
+    await informer.start();
+    this.synced = true;
+    void this.queue.run(this.options.concurrency, (key, signal) => this.handle(key, signal));
+  }
+
+  /** Stops watching, lets running reconciles finish their current step, and waits for them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.informer?.stop();
+    await this.queue.shutDown();
+  }
+
+  private enqueue(obj: KubernetesObject, always: boolean): void {
+    const name = obj.metadata?.name;
+    if (!name) return;
+    const print = fingerprint(obj);
+    // Our own status writes change only status: they are not a reason to reconcile again.
+    if (!always && this.seen.get(name) === print) return;
+    this.seen.set(name, print);
+    this.queue.add(name);
+  }
+
+  private async handle(key: string, signal: AbortSignal): Promise<void> {
+    const started = performance.now();
+    let action: Action;
+    let result: 'success' | 'requeue' | 'error';
+    try {
+      action = await this.options.reconciler.reconcile(key, signal);
+      result = action.kind === 'backoff' ? 'requeue' : 'success';
+    } catch (err) {
+      action = errorPolicy(err);
+      const kind = classifyError(err);
+      result = kind === 'conflict' ? 'requeue' : 'error';
+      this.options.log[kind === 'conflict' ? 'debug' : 'warn']({ err, evatenant: key }, 'reconcile failed; will retry');
+    }
+    this.options.metrics.observeReconcile(result, (performance.now() - started) / 1000);
+    this.apply(key, action);
+  }
+
+  private apply(key: string, action: Action): void {
+    if (action.kind === 'backoff') {
+      this.queue.addRateLimited(key);
+      return;
+    }
+    this.queue.forget(key);
+    if (action.kind === 'requeue') this.queue.addAfter(key, action.afterMs);
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Wires the operator together and runs it until SIGTERM/SIGINT: configuration, adapters, metrics
+ * server, controller. On a signal: stop watching, let each running reconcile finish its current step
+ * and persist status, close connections, exit 0.
+ */
+import { mkdirSync } from 'node:fs';
+import type { Phase } from './api/constants.ts';
+import { type OperatorConfig } from './config.ts';
+import { Controller } from './controller/controller.ts';
+import { TenantReconciler } from './controller/reconciler.ts';
+import { Helm } from './adapters/helm.ts';
+import { ImageCatalog } from './adapters/images.ts';
+import { Kube, loadKubeConfig } from './adapters/kube.ts';
+import { createNatsClient } from './adapters/nats.ts';
+import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
+import type { Logger } from './log.ts';
+import { OperatorMetrics, startMetricsServer } from './metrics/metrics.ts';
+import type { OperatorDeps } from './steps/registry.ts';
+
+export interface RunningOperator {
+  stop(): Promise<void>;
+  metricsPort: number;
+}
+
+function prepareSecretsDir(config: OperatorConfig, log: Logger): void {
+  mkdirSync(config.helmSecretsDir, { recursive: true, mode: 0o700 });
+  assertSecretsDirIsTmpfs(config.helmSecretsDir, config.allowNonTmpfsSecrets, log);
+  const stale = removeStaleSecretFiles(config.helmSecretsDir);
+  if (stale > 0) log.warn({ count: stale }, 'removed secret values files left by an earlier crash');
+}
+
+export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
+  prepareSecretsDir(config, log);
+  const kube = new Kube(loadKubeConfig());
+  const deps: OperatorDeps = {
+    kube,
+    nats: createNatsClient(config.nats, { log }),
+    helm: new Helm({ binary: config.helmBinary, ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}) }),
+    images: ImageCatalog.fromFile(config.imagesFile, config.airGapRegistry),
+    config,
+    seedsBasePath: config.seedsBasePath,
+  };
+  const tenantsByPhase = { read: (): Record<string, number> => ({}) };
+  const metrics = new OperatorMetrics({ tenantsByPhase: () => tenantsByPhase.read() as Record<Phase, number> });
+  const reconciler = new TenantReconciler({ deps, config, log, metrics });
+  const controller = new Controller({ kube, reconciler, concurrency: config.concurrency, log, metrics });
+  tenantsByPhase.read = () => controller.tenantsByPhase();
+  const server = await startMetricsServer({ port: config.metricsPort, host: config.metricsBindAddress, metrics, isReady: () => controller.hasSynced, log });
+  await controller.start();
+  log.info({ version: config.operatorVersion, concurrency: config.concurrency, metricsPort: server.port }, 'eva-operator started');
+  return {
+    metricsPort: server.port,
+    async stop(): Promise<void> {
+      log.info('stopping: finishing running steps');
+      await controller.stop();
+      await deps.nats.close();
+      await server.close();
+      log.info('stopped');
+    },
+  };
+}

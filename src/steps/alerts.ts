@@ -1,0 +1,265 @@
+/**
+ * Step 'alerts': the tenant's queue-depth alert, one rule per stream, firing when a stream has held
+ * more than 80% of its tier's max messages for 5 minutes (at 100% JetStream silently discards the
+ * oldest messages, so this is the last warning before data loss). The rules watch capsule_queue_depth,
+ * which the operator exports (see queue-depth.ts).
+ *
+ * Where the Prometheus Operator is installed (its PrometheusRule CRD exists) the rules are a
+ * PrometheusRule; elsewhere they are a ConfigMap labelled for a rule-file sidecar to pick up. Both
+ * have the same name in the tenant namespace, and only one of them exists once ensure has run.
+ */
+import { ApiextensionsV1Api, type KubernetesObject, type V1ConfigMap, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { parse, stringify } from 'yaml';
+import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '../adapters/kube.ts';
+import { GROUP } from '../api/constants.ts';
+import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
+import type { Logger } from '../log.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { STREAM_KINDS, streamName } from './streams.ts';
+
+export interface AlertStepDeps {
+  readonly kube: Kube;
+}
+
+/**
+ * 'alerts' is not in STEP_NAMES (adding it there adds a saga state and a condition), so the step's
+ * name is typed on its own; once it is a StepName this type is assignable to Step<AlertStepDeps>.
+ */
+export type AlertsStep = Omit<Step<AlertStepDeps>, 'name'> & { readonly name: 'alerts' };
+
+export const PROMETHEUS_RULE = {
+  group: 'monitoring.coreos.com',
+  version: 'v1',
+  kind: 'PrometheusRule',
+  plural: 'prometheusrules',
+  crd: 'prometheusrules.monitoring.coreos.com',
+} as const;
+
+/** Marks rule ConfigMaps (and PrometheusRules) for whatever loads rule files into Prometheus. */
+export const ALERT_RULES_LABEL = `${GROUP}/alert-rules`;
+export const QUEUE_DEPTH_ALERT = 'CapsuleQueueDepthHigh';
+
+export const alertRulesName = (code: string): string => `eva-${code.toLowerCase()}-queue-depth`;
+export const alertRulesFileKey = (code: string): string => `eva-${code}-queue-depth.yaml`;
+
+/** 80% of the tier's max messages per stream, in integer arithmetic (0.8 is not exact in binary). */
+export function queueDepthThreshold(scope: TenantScope): number {
+  return Math.floor((STREAM_LIMITS_BY_TIER[scope.tenant.spec.tier].maxMsgs * 4) / 5);
+}
+
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface RuleGroup {
+  name: string;
+  rules: AlertRule[];
+}
+
+export function desiredRuleGroup(scope: TenantScope): RuleGroup {
+  const { code } = scope;
+  const threshold = queueDepthThreshold(scope);
+  const max = STREAM_LIMITS_BY_TIER[scope.tenant.spec.tier].maxMsgs;
+  const rules = STREAM_KINDS.map((kind): AlertRule => {
+    const stream = streamName(code, kind);
+    return {
+      alert: QUEUE_DEPTH_ALERT,
+      expr: `capsule_queue_depth{capsule="${code}",stream="${stream}"} > ${threshold}`,
+      for: '5m',
+      labels: { severity: 'warning', capsule: code },
+      annotations: {
+        summary: `Capsule ${code}: stream ${stream} is above 80% of its message limit`,
+        description:
+          `Stream ${stream} of capsule ${code} (tier ${scope.tenant.spec.tier}) has held more than ${threshold} ` +
+          `of its ${max} messages for 5 minutes (now {{ $value }}); at the limit JetStream discards the oldest messages.`,
+      },
+    };
+  });
+  return { name: `eva-${code}-queue-depth`, rules };
+}
+
+/** The rule group as a Prometheus rule file. */
+export function ruleFileYaml(scope: TenantScope): string {
+  // lineWidth 0: no folding, so the file reads like the rule (and diffs stay one line per field).
+  return stringify({ groups: [desiredRuleGroup(scope)] }, { lineWidth: 0 });
+}
+
+function labels(scope: TenantScope): Record<string, string> {
+  return {
+    [LABELS.capsuleCode]: scope.code,
+    [LABELS.tier]: scope.tenant.spec.tier,
+    [LABELS.managedBy]: MANAGED_BY,
+    [ALERT_RULES_LABEL]: 'true',
+  };
+}
+
+interface PrometheusRuleObject extends KubernetesObject {
+  spec: { groups: RuleGroup[] };
+}
+
+function desiredPrometheusRule(scope: TenantScope): PrometheusRuleObject {
+  return {
+    apiVersion: `${PROMETHEUS_RULE.group}/${PROMETHEUS_RULE.version}`,
+    kind: PROMETHEUS_RULE.kind,
+    metadata: { name: alertRulesName(scope.code), namespace: scope.namespace, labels: labels(scope) },
+    spec: { groups: [desiredRuleGroup(scope)] },
+  };
+}
+
+function desiredConfigMap(scope: TenantScope): V1ConfigMap {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: alertRulesName(scope.code), namespace: scope.namespace, labels: labels(scope) },
+    data: { [alertRulesFileKey(scope.code)]: ruleFileYaml(scope) },
+  };
+}
+
+// ---- Is the Prometheus Operator there? ----
+
+const SUPPORT_CACHE_MS = 60_000;
+interface SupportAnswer {
+  readonly supported: boolean;
+  readonly at: number;
+}
+/** Per Kube (i.e. per cluster connection): a CRD lookup per tenant per drift check would be wasteful. */
+const supportCache = new WeakMap<Kube, SupportAnswer>();
+const apiextensionsClients = new WeakMap<Kube, ApiextensionsV1Api>();
+
+function apiextensions(kube: Kube): ApiextensionsV1Api {
+  const client = apiextensionsClients.get(kube) ?? kube.config.makeApiClient(ApiextensionsV1Api);
+  apiextensionsClients.set(kube, client);
+  return client;
+}
+
+/** Usable means: established, serving v1 and not being deleted (creating objects would fail otherwise). */
+function usable(crd: V1CustomResourceDefinition): boolean {
+  const established = crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
+  const servesV1 = crd.spec.versions.some((v) => v.name === PROMETHEUS_RULE.version && v.served);
+  return established && servesV1 && !crd.metadata?.deletionTimestamp;
+}
+
+async function lookUpSupport(kube: Kube, log: Logger): Promise<boolean> {
+  try {
+    const crd = await readOptional(() => apiextensions(kube).readCustomResourceDefinition({ name: PROMETHEUS_RULE.crd }));
+    return crd !== undefined && usable(crd);
+  } catch (err) {
+    // Without RBAC to read CRDs the answer is unknowable; the ConfigMap works everywhere.
+    if (httpStatusOf(err) !== 403) throw err;
+    log.warn({ crd: PROMETHEUS_RULE.crd }, 'not allowed to read CRDs: writing alert rules as a ConfigMap');
+    return false;
+  }
+}
+
+/** Whether PrometheusRule objects can be created; the answer is reused for 60 s. */
+export async function prometheusRulesSupported(kube: Kube, log: Logger): Promise<boolean> {
+  const cached = supportCache.get(kube);
+  if (cached && Date.now() - cached.at < SUPPORT_CACHE_MS) return cached.supported;
+  const supported = await lookUpSupport(kube, log);
+  supportCache.set(kube, { supported, at: Date.now() });
+  return supported;
+}
+
+// ---- Reading and comparing ----
+
+const customRef = (scope: TenantScope): { group: string; version: string; plural: string; namespace: string; name: string } => ({
+  group: PROMETHEUS_RULE.group,
+  version: PROMETHEUS_RULE.version,
+  plural: PROMETHEUS_RULE.plural,
+  namespace: scope.namespace,
+  name: alertRulesName(scope.code),
+});
+
+/** The PrometheusRule as stored; also undefined when the CRD itself is absent (the API answers 404). */
+function readPrometheusRule(kube: Kube, scope: TenantScope): Promise<unknown> {
+  return readOptional(() => kube.custom.getNamespacedCustomObject(customRef(scope)));
+}
+
+function readConfigMap(kube: Kube, scope: TenantScope): Promise<V1ConfigMap | undefined> {
+  return readOptional(() => kube.core.readNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
+}
+
+/** Sorts object keys recursively: the API server re-encodes custom objects with its own key order. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]));
+  }
+  return value;
+}
+
+const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+
+function hasLabels(actual: Record<string, string> | undefined, desired: Record<string, string>): boolean {
+  return Object.entries(desired).every(([k, v]) => actual?.[k] === v);
+}
+
+function prometheusRuleMatches(actual: unknown, scope: TenantScope): boolean {
+  const object = actual as Partial<PrometheusRuleObject> | undefined;
+  return hasLabels(object?.metadata?.labels, labels(scope)) && sameJson(object?.spec?.groups, [desiredRuleGroup(scope)]);
+}
+
+function parseYaml(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Compares the parsed rule file, not its text: a different YAML layout of the same rules is no drift. */
+function configMapMatches(actual: V1ConfigMap | undefined, scope: TenantScope): boolean {
+  const file = parseYaml(actual?.data?.[alertRulesFileKey(scope.code)]);
+  return hasLabels(actual?.metadata?.labels, labels(scope)) && sameJson(file, { groups: [desiredRuleGroup(scope)] });
+}
+
+// ---- The step ----
+
+const deleteConfigMap = (kube: Kube, scope: TenantScope): Promise<void> =>
+  deleteIgnoringNotFound(() => kube.core.deleteNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
+
+async function ensure(scope: TenantScope, { kube }: AlertStepDeps): Promise<void> {
+  if (await prometheusRulesSupported(kube, scope.log)) {
+    if (!prometheusRuleMatches(await readPrometheusRule(kube, scope), scope)) await kube.apply(desiredPrometheusRule(scope));
+    // The Prometheus Operator arrived after the ConfigMap was written: one source of rules, not two.
+    await deleteConfigMap(kube, scope);
+    return;
+  }
+  if (!configMapMatches(await readConfigMap(kube, scope), scope)) await kube.apply(desiredConfigMap(scope));
+}
+
+async function verify(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
+  const name = alertRulesName(scope.code);
+  if (await prometheusRulesSupported(kube, scope.log)) {
+    const rule = await readPrometheusRule(kube, scope);
+    if (!rule) return notReady('AlertRulesMissing', `PrometheusRule ${name} is missing`);
+    if (!prometheusRuleMatches(rule, scope)) return notReady('AlertRulesDrifted', `PrometheusRule ${name} differs from the ${scope.tenant.spec.tier} tier`);
+    if (await readConfigMap(kube, scope)) return notReady('AlertRulesDuplicated', `ConfigMap ${name} is left over next to PrometheusRule ${name}`);
+    return READY;
+  }
+  const configMap = await readConfigMap(kube, scope);
+  if (!configMap) return notReady('AlertRulesMissing', `ConfigMap ${name} is missing`);
+  if (!configMapMatches(configMap, scope)) return notReady('AlertRulesDrifted', `ConfigMap ${name} differs from the ${scope.tenant.spec.tier} tier`);
+  return READY;
+}
+
+/** Deletes whichever exists; needs no CRD lookup, since a missing CRD answers 404 like a missing object. */
+async function remove(scope: TenantScope, { kube }: AlertStepDeps): Promise<void> {
+  await deleteIgnoringNotFound(() => kube.custom.deleteNamespacedCustomObject(customRef(scope)));
+  await deleteConfigMap(kube, scope);
+}
+
+async function verifyRemoved(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
+  const name = alertRulesName(scope.code);
+  if (await readPrometheusRule(kube, scope)) return notReady('AlertRulesPresent', `PrometheusRule ${name} still exists`);
+  if (await readConfigMap(kube, scope)) return notReady('AlertRulesPresent', `ConfigMap ${name} still exists`);
+  return READY;
+}
+
+export const alertsStep: AlertsStep = { name: 'alerts', ensure, verify, remove, verifyRemoved };

@@ -1,0 +1,76 @@
+/**
+ * The steps in saga order, and the two operations the saga needs from them: run one step (ensure,
+ * then verify) and check them all for drift (verify only: no write, no helm process).
+ */
+import type { OperatorConfig } from '../config.ts';
+import type { Helm } from '../adapters/helm.ts';
+import type { ImageCatalog } from '../adapters/images.ts';
+import type { Kube } from '../adapters/kube.ts';
+import type { NatsClient } from '../adapters/nats.ts';
+import { type DriftReport, ShutdownError, type StepOutcome } from '../saga/machine.ts';
+import { DependencyError, InputError } from './errors.ts';
+import { ingressStep } from './ingress.ts';
+import { modulesStep } from './modules.ts';
+import { namespaceStep } from './namespace.ts';
+import { quotasStep } from './quotas.ts';
+import { recordStep } from './record.ts';
+import { seedStep } from './seed.ts';
+import { type Step, STEP_NAMES, type StepName, type TenantScope, type Verdict } from './step.ts';
+import { streamsStep } from './streams.ts';
+
+/** Everything any step may use; each step declares (and receives) only the part it needs. */
+export interface OperatorDeps {
+  kube: Kube;
+  nats: NatsClient;
+  helm: Helm;
+  images: ImageCatalog;
+  config: OperatorConfig;
+  seedsBasePath: string;
+}
+
+export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
+  namespace: namespaceStep,
+  quotas: quotasStep,
+  streams: streamsStep,
+  record: recordStep,
+  seed: seedStep,
+  modules: modulesStep,
+  ingress: ingressStep,
+};
+
+export interface StepTimer {
+  observe(step: StepName, seconds: number): void;
+}
+
+export async function runStep(step: StepName, scope: TenantScope, deps: OperatorDeps, timer?: StepTimer): Promise<StepOutcome> {
+  if (scope.signal.aborted) throw new ShutdownError(`operator is shutting down; step ${step} not started`);
+  const started = performance.now();
+  try {
+    await STEPS[step].ensure(scope, deps);
+    const verdict = await STEPS[step].verify(scope, deps);
+    return verdict.ready ? { kind: 'done' } : { kind: 'pending', reason: verdict.reason, message: verdict.message };
+  } finally {
+    timer?.observe(step, (performance.now() - started) / 1000);
+  }
+}
+
+async function verifySafely(step: StepName, scope: TenantScope, deps: OperatorDeps): Promise<Verdict | DriftReport> {
+  try {
+    return await STEPS[step].verify(scope, deps);
+  } catch (err) {
+    if (err instanceof InputError) return { inSync: false, step, reason: err.reason, message: err.message, unavailable: false };
+    const reason = err instanceof DependencyError ? err.reason : 'CheckFailed';
+    const message = err instanceof Error ? err.message : String(err);
+    return { inSync: false, step, reason, message, unavailable: true };
+  }
+}
+
+/** Read-only: the first step whose world is not right, or in sync. */
+export async function checkDrift(scope: TenantScope, deps: OperatorDeps): Promise<DriftReport> {
+  for (const step of STEP_NAMES) {
+    const result = await verifySafely(step, scope, deps);
+    if ('inSync' in result) return result;
+    if (!result.ready) return { inSync: false, step, reason: result.reason, message: result.message, unavailable: false };
+  }
+  return { inSync: true };
+}
