@@ -1,0 +1,112 @@
+/**
+ * The main job, end to end on the local control plane: the real operator process provisions each
+ * sample tier to Active, isolates tenants, and decommissions them without residue.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import { connect, type NatsConnection, StringCodec } from 'nats';
+import { MODULES_BY_TIER } from '../src/api/modules.ts';
+import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
+import { repoRoot, tool } from '../test/support/tools.ts';
+import { spawnSync } from 'node:child_process';
+import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
+import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
+
+const SAMPLES = [
+  { name: 'acmeco', code: 'ACMECO', tier: 'Starter', file: 'evatenant-starter.yaml' },
+  { name: 'betain', code: 'BETAIN', tier: 'Customer', file: 'evatenant-customer.yaml' },
+  { name: 'globex', code: 'GLOBEX', tier: 'Enterprise', file: 'evatenant-enterprise.yaml' },
+  { name: 'platfm', code: 'PLATFM', tier: 'Platform', file: 'evatenant-platform.yaml' },
+] as const;
+
+function helmReleases(namespace: string): string[] {
+  const out = spawnSync(tool('helm'), ['list', '-n', namespace, '-o', 'json'], { encoding: 'utf8', env: process.env });
+  return (JSON.parse(out.stdout) as { name: string; status: string }[]).filter((r) => r.status === 'deployed').map((r) => r.name).sort();
+}
+
+describe('provisioning the samples to Active', () => {
+  let operator: OperatorProcess;
+  let nats: NatsConnection;
+
+  beforeAll(async () => {
+    kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
+    kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
+    operator = startOperator();
+    nats = await connect({ servers: process.env['NATS_URL'] });
+    for (const s of SAMPLES) kubectlOk(['apply', '-f', join(repoRoot, 'samples', s.file)]);
+  });
+
+  afterAll(async () => {
+    await nats.close();
+    await operator.stop();
+    removeSecretsDir(operator);
+  });
+
+  it.each(SAMPLES)('$tier sample $name reaches Active with five True conditions', async ({ name }) => {
+    const tenant = await waitForPhase(name, 'Active', 90_000);
+    for (const type of ['NamespaceReady', 'Provisioned', 'SeedLoaded', 'ModulesDeployed', 'IngressReady', 'Ready']) {
+      expect(tenant.conditions[type]?.status, `${type}: ${JSON.stringify(tenant.conditions[type])}`).toBe('True');
+    }
+    expect(Object.keys(tenant.elapsedSeconds).sort()).toEqual(['IngressReady', 'ModulesDeployed', 'NamespaceReady', 'Provisioned', 'Ready', 'SeedLoaded']);
+    console.log(`${name}: seconds to each condition ${JSON.stringify(tenant.elapsedSeconds)}`);
+  });
+
+  it.each(SAMPLES)('$tier sample $name has exactly its tier modules installed', ({ code, tier }) => {
+    expect(helmReleases(`eva-tenant-${code.toLowerCase()}`)).toEqual([...MODULES_BY_TIER[tier]].sort());
+  });
+
+  it('shows the provisioning events in kubectl describe', () => {
+    const described = kubectlOk(['describe', 'evt', 'acmeco']);
+    for (const reason of ['ProvisioningStarted', 'NamespaceCreated', 'SeedLoaded', 'ModuleDeployStarted', 'ModuleDeployComplete', 'IngressProvisioned', 'ProvisioningComplete']) {
+      expect(described).toContain(reason);
+    }
+  });
+
+  it('gives each tenant its two streams, and a tenant\'s messages never land in another\'s streams', async () => {
+    const jsm = await nats.jetstreamManager();
+    for (const { code } of SAMPLES) {
+      for (const kind of ['events', 'commands']) {
+        const info = await jsm.streams.info(`eva-${code}-${kind}`);
+        expect(info.config.subjects).toEqual([`capsule.${code}.${kind}.>`]);
+      }
+    }
+    const js = nats.jetstream();
+    const before = await Promise.all(SAMPLES.map(async ({ code }) => (await jsm.streams.info(`eva-${code}-events`)).state.messages));
+    await js.publish('capsule.ACMECO.events.order.created', StringCodec().encode('{"id":1}'));
+    const after = await Promise.all(SAMPLES.map(async ({ code }) => (await jsm.streams.info(`eva-${code}-events`)).state.messages));
+    expect(after.map((n, i) => n - (before[i] ?? 0))).toEqual([1, 0, 0, 0]);
+    await expect(js.publish('capsule.NOBODY.events.x', StringCodec().encode('x'))).rejects.toThrow();
+  });
+
+  it('records the tenant in the eva-tenants bucket with its applied seed digest', async () => {
+    const kv = await nats.jetstream().views.kv('eva-tenants');
+    const entry = await kv.get('GLOBEX');
+    const record = entry?.json<{ code: string; tier: string; seed?: { version: string; digest: string } }>();
+    expect(record).toMatchObject({ code: 'GLOBEX', tier: 'Enterprise', seed: { version: '1.0.0' } });
+    expect(record?.seed?.digest).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it('leaves no secret values file behind', () => {
+    expect(operator.secretFilesLeft()).toEqual([]);
+  });
+
+  it('decommissions every sample without residue when deleted', async () => {
+    const started = Date.now();
+    for (const { name } of SAMPLES) kubectlOk(['delete', 'evt', name, '--wait=false']);
+    for (const { name } of SAMPLES) expect(await waitForGone(name, 60_000)).toBe(true);
+    console.log(`all samples gone after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const jsm = await nats.jetstreamManager();
+    const kv = await nats.jetstream().views.kv('eva-tenants');
+    for (const { code } of SAMPLES) {
+      const ns = `eva-tenant-${code.toLowerCase()}`;
+      expect(kubectl(['get', 'namespace', ns]).status, `${ns} still exists`).not.toBe(0);
+      await expect(jsm.streams.info(`eva-${code}-events`)).rejects.toThrow();
+      await expect(jsm.streams.info(`eva-${code}-commands`)).rejects.toThrow();
+      // A purged key reads back as a PURGE marker (or nothing once compacted): no value remains.
+      const entry = await kv.get(code);
+      expect(entry === null || entry.operation !== 'PUT').toBe(true);
+      expect(readTenant(code.toLowerCase())).toBeUndefined();
+    }
+    expect(spawnSync(tool('helm'), ['list', '-A', '-q'], { encoding: 'utf8', env: process.env }).stdout.trim()).toBe('');
+  });
+});

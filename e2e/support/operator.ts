@@ -1,0 +1,70 @@
+/** Runs the real operator (node src/cli.ts on Node 24) as a child process against the local control plane. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../../test/support/tools.ts';
+
+export interface OperatorProcess {
+  readonly secretsDir: string;
+  logs(): string;
+  /** Graceful stop (SIGTERM); resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: no cleanup of any kind, as a crashed pod. */
+  kill(): Promise<void>;
+  secretFilesLeft(): string[];
+}
+
+function requiredEnv(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: the cluster test setup did not run`);
+  return value;
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => { resolve(code); });
+  });
+}
+
+export function startOperator(env: Record<string, string> = {}, secretsDir?: string): OperatorProcess {
+  const dir = secretsDir ?? mkdtempSync('/dev/shm/eva-e2e-secrets-');
+  const child = spawn(process.execPath, [join(repoRoot, 'src/cli.ts'), 'run'], {
+    cwd: repoRoot,
+    env: {
+      PATH: process.env['PATH'] ?? '',
+      HOME: process.env['HOME'] ?? '/root',
+      KUBECONFIG: requiredEnv('KUBECONFIG'),
+      NATS_URL: requiredEnv('NATS_URL'),
+      OPERATOR_VERSION: '1.0.0',
+      HELM_BINARY: join(requiredEnv('EVA_TOOLS_DIR'), 'helm'),
+      HELM_SECRETS_DIR: dir,
+      INGRESS_CLASS: 'eva-lb',
+      METRICS_PORT: '0',
+      METRICS_BIND_ADDRESS: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return {
+    secretsDir: dir,
+    logs: () => output,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited(child);
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await exited(child);
+    },
+    secretFilesLeft: () => readdirSync(dir),
+  };
+}
+
+export function removeSecretsDir(op: OperatorProcess): void {
+  rmSync(op.secretsDir, { recursive: true, force: true });
+}
