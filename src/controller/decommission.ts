@@ -6,7 +6,7 @@
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
 import type { StepName, TenantScope } from '../steps/step.ts';
 
-export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'quotas', 'namespace'];
+export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'quotas', 'namespace'];
 
 export const REMOVED = 'Removed';
 

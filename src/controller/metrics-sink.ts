@@ -5,4 +5,7 @@ import type { StepName } from '../steps/step.ts';
 export interface OperatorMetricsSink {
   observeStep(step: StepName, tier: Tier, seconds: number): void;
   observeTimeToActive(tier: Tier, seconds: number): void;
+  setQueueDepth(code: string, stream: string, messages: number): void;
+  forgetQueueDepth(code: string, stream: string): void;
+  forgetTenant(code: string): void;
 }

@@ -12,6 +12,7 @@ import type { OperatorMetricsSink } from './metrics-sink.ts';
 import { runSaga } from '../saga/driver.ts';
 import type { SagaEmitted, SagaEvent } from '../saga/machine.ts';
 import type { SagaView } from '../saga/conditions.ts';
+import { refreshQueueDepth } from '../steps/queue-depth.ts';
 import { checkDrift, type OperatorDeps, runStep } from '../steps/registry.ts';
 import type { TenantScope } from '../steps/step.ts';
 import { tenantNamespace } from '../steps/names.ts';
@@ -85,8 +86,9 @@ export class TenantReconciler {
       },
     });
     await writer.flushEvents();
-    if (result.view.stage === 'active' && writer.becameActiveAfterSeconds !== undefined) {
-      metrics.observeTimeToActive(tenant.spec.tier, writer.becameActiveAfterSeconds);
+    if (result.view.stage === 'active') {
+      if (writer.becameActiveAfterSeconds !== undefined) metrics.observeTimeToActive(tenant.spec.tier, writer.becameActiveAfterSeconds);
+      await refreshQueueDepth(scope, deps.nats, metrics);
     }
     return actionFor(result.view, this.ctx.config.driftIntervalSeconds);
   }
@@ -101,6 +103,7 @@ export class TenantReconciler {
     const deleting = tenant.metadata.deletionTimestamp !== undefined;
     const phase: Phase = result.complete && !deleting ? 'Decommissioned' : 'Decommissioning';
     if (result.complete) await writer.event('Normal', 'DeprovisionComplete', `every resource of tenant ${scope.code} is gone`);
+    if (result.complete) this.ctx.metrics.forgetTenant(scope.code);
     if (result.complete && deleting) {
       await removeFinalizer(deps.kube, writer.current);
       return DONE;

@@ -17,6 +17,7 @@ export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>
   namespace: 'NamespaceReady',
   quotas: 'NamespaceReady',
   streams: 'Provisioned',
+  alerts: 'Provisioned',
   record: 'Provisioned',
   seed: 'SeedLoaded',
   modules: 'ModulesDeployed',

@@ -29,7 +29,7 @@ describe('runSaga', () => {
     const result = await runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo);
     expect(result.view).toEqual({ stage: 'active', wasActive: true });
     expect(t.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'requested', 'namespace', 'quotas', 'streams', 'record', 'seed', 'modules', 'ingress', 'active',
+      'requested', 'namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress', 'active',
     ]);
     expect(t.emitted.at(-1)?.type).toBe('ProvisioningComplete');
   });

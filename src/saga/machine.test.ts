@@ -39,9 +39,9 @@ describe('tenant saga machine', () => {
     actor.send({ type: 'RECONCILE' });
     const snap = await settle(actor);
     expect(snap.value).toBe('active');
-    expect(calls).toEqual(['namespace', 'quotas', 'streams', 'record', 'seed', 'modules', 'ingress']);
+    expect(calls).toEqual(['namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress']);
     expect(emitted).toEqual([
-      'ProvisioningStarted', 'done:namespace', 'done:quotas', 'done:streams', 'done:record', 'done:seed',
+      'ProvisioningStarted', 'done:namespace', 'done:quotas', 'done:streams', 'done:alerts', 'done:record', 'done:seed',
       'ModuleDeployStarted', 'done:modules', 'done:ingress', 'ProvisioningComplete',
     ]);
     expect(snap.context.wasActive).toBe(true);
@@ -58,7 +58,7 @@ describe('tenant saga machine', () => {
     expect(waiting.context.problem).toMatchObject({ step: 'modules', reason: 'DeploymentsNotAvailable', needsUser: false });
     actor.send({ type: 'RECONCILE' });
     expect((await settle(actor)).value).toBe('active');
-    expect(calls.slice(5)).toEqual(['modules', 'modules', 'ingress']);
+    expect(calls.slice(6)).toEqual(['modules', 'modules', 'ingress']);
   });
 
   it('marks input errors as needing the user, dependency errors as retryable', async () => {
@@ -122,7 +122,7 @@ describe('tenant saga machine', () => {
     calls.length = 0;
     actor.send({ type: 'RECONCILE' });
     expect((await settle(actor)).value).toBe('active');
-    expect(calls).toHaveLength(7);
+    expect(calls).toHaveLength(8);
     expect(emitted).toEqual(['ProvisioningComplete']);
 
     report = { inSync: false, step: 'streams', reason: 'NatsUnavailable', message: 'down', unavailable: true };
@@ -144,6 +144,6 @@ describe('tenant saga machine', () => {
     actor.send({ type: 'SPEC_CHANGED' });
     expect((await settle(actor)).value).toBe('active');
     expect(calls[0]).toBe('namespace');
-    expect(calls).toHaveLength(7);
+    expect(calls).toHaveLength(8);
   });
 });

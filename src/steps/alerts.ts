@@ -22,12 +22,6 @@ export interface AlertStepDeps {
   readonly kube: Kube;
 }
 
-/**
- * 'alerts' is not in STEP_NAMES (adding it there adds a saga state and a condition), so the step's
- * name is typed on its own; once it is a StepName this type is assignable to Step<AlertStepDeps>.
- */
-export type AlertsStep = Omit<Step<AlertStepDeps>, 'name'> & { readonly name: 'alerts' };
-
 export const PROMETHEUS_RULE = {
   group: 'monitoring.coreos.com',
   version: 'v1',
@@ -262,4 +256,4 @@ async function verifyRemoved(scope: TenantScope, { kube }: AlertStepDeps): Promi
   return READY;
 }
 
-export const alertsStep: AlertsStep = { name: 'alerts', ensure, verify, remove, verifyRemoved };
+export const alertsStep: Step<AlertStepDeps> = { name: 'alerts', ensure, verify, remove, verifyRemoved };

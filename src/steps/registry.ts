@@ -8,6 +8,7 @@ import type { ImageCatalog } from '../adapters/images.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { NatsClient } from '../adapters/nats.ts';
 import { type DriftReport, ShutdownError, type StepOutcome } from '../saga/machine.ts';
+import { alertsStep } from './alerts.ts';
 import { DependencyError, InputError } from './errors.ts';
 import { ingressStep } from './ingress.ts';
 import { modulesStep } from './modules.ts';
@@ -32,6 +33,7 @@ export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
   namespace: namespaceStep,
   quotas: quotasStep,
   streams: streamsStep,
+  alerts: alertsStep,
   record: recordStep,
   seed: seedStep,
   modules: modulesStep,

@@ -8,7 +8,7 @@ import type { EvaTenant } from '../api/evatenant.ts';
 import type { ModuleName } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
 
-export const STEP_NAMES = ['namespace', 'quotas', 'streams', 'record', 'seed', 'modules', 'ingress'] as const;
+export const STEP_NAMES = ['namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
 export type Verdict = { ready: true } | { ready: false; reason: string; message: string };
