@@ -9,6 +9,7 @@
 #   scripts/dev-cluster.sh down     stop everything and remove its state
 #   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... PATH=...` (use with eval)
 #   scripts/dev-cluster.sh status   tell what runs (exit 0 when everything is up, 3 otherwise)
+#   scripts/dev-cluster.sh stop-operator   stop the operator that scripts/quickstart.sh --local started
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -135,8 +136,21 @@ stop_processes_under() { # <folder>: kill anything still running from it (crash 
   kill -9 $pids 2>/dev/null || true
 }
 
+cmd_stop_operator() {
+  local pidfile="$state/operator.pid" pid
+  [[ -f "$pidfile" ]] || return 0
+  pid=$(cat "$pidfile")
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping the local operator (pid $pid)"
+    kill "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  rm -f "$pidfile"
+}
+
 cmd_down() {
   [[ -d "$state" ]] || { log "nothing to stop"; return; }
+  cmd_stop_operator
   exec 8>"$state/.lock"
   flock -w 300 8 || die "another dev-cluster.sh has held the lock for 5 minutes"
   bin=$(bin_dir)
@@ -179,5 +193,6 @@ case "${1:-}" in
   down) cmd_down ;;
   env) cmd_env ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up|down|env|status" >&2; exit 2 ;;
+  stop-operator) cmd_stop_operator ;;
+  *) echo "usage: $0 up|down|env|status|stop-operator" >&2; exit 2 ;;
 esac

@@ -17,8 +17,14 @@ function exportedVariables(envScript: string): Record<string, string> {
   return vars;
 }
 
+/** A quickstart operator would claim the tenants the tests create: the tests own the cluster. */
+function stopQuickstartOperator(): void {
+  execFileSync('bash', [script, 'stop-operator'], { stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
 export default function setup(): void {
   execFileSync('bash', [script, 'up'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  stopQuickstartOperator();
   const envScript = execFileSync('bash', [script, 'env'], { encoding: 'utf8' });
   const vars = exportedVariables(envScript);
   Object.assign(process.env, vars);
