@@ -1,7 +1,8 @@
 // @ts-check
+import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
+export default defineConfig(
   { ignores: ['dist/**', 'node_modules/**', 'charts/**', 'coverage/**'] },
   ...tseslint.configs.strictTypeChecked,
   {

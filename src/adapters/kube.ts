@@ -126,11 +126,16 @@ export class Kube {
    * makes this fail with 409 (retry), never silently overwrites it. Returns the updated tenant.
    */
   async writeTenantStatus(tenant: EvaTenant, status: EvaTenantStatus): Promise<EvaTenant> {
-    const body = { metadata: { resourceVersion: tenant.metadata.resourceVersion }, status };
-    const updated: unknown = await this.custom.patchClusterCustomObjectStatus(
-      { group: GROUP, version: VERSION, plural: PLURAL, name: tenant.metadata.name, body, fieldManager: FIELD_MANAGER },
-      mergePatch,
-    );
+    // PUT, not a merge patch: the status is replaced whole, so fields we drop really go away.
+    const body = { apiVersion: tenant.apiVersion, kind: tenant.kind, metadata: tenant.metadata, spec: tenant.spec, status };
+    const updated: unknown = await this.custom.replaceClusterCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      plural: PLURAL,
+      name: tenant.metadata.name,
+      body,
+      fieldManager: FIELD_MANAGER,
+    });
     return parseEvaTenant(updated);
   }
 

@@ -96,21 +96,29 @@ export class TenantReconciler {
   private async decommission(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
     const { deps } = this.ctx;
     const writer = new StatusWriter(deps, tenant, scope.log);
-    if (tenant.status?.phase !== 'Decommissioning' && tenant.status?.phase !== 'Decommissioned') {
+    const phaseBefore = tenant.status?.phase;
+    if (phaseBefore !== 'Decommissioning' && phaseBefore !== 'Decommissioned') {
       await writer.event('Normal', 'DeprovisionStarted', `decommissioning tenant ${scope.code}`);
     }
     const result = await decommission(scope, deps);
-    const deleting = tenant.metadata.deletionTimestamp !== undefined;
-    const phase: Phase = result.complete && !deleting ? 'Decommissioned' : 'Decommissioning';
-    if (result.complete) await writer.event('Normal', 'DeprovisionComplete', `every resource of tenant ${scope.code} is gone`);
-    if (result.complete) this.ctx.metrics.forgetTenant(scope.code);
-    if (result.complete && deleting) {
-      await removeFinalizer(deps.kube, writer.current);
-      return DONE;
+    if (!result.complete) {
+      await writer.write(decommissionStatus(tenant, 'Decommissioning', result.states));
+      return { kind: 'backoff' };
     }
-    await writer.write({ phase, decommission: result.states, ...(tenant.metadata.generation === undefined ? {} : { observedGeneration: tenant.metadata.generation }) });
-    return result.complete ? DONE : { kind: 'backoff' };
+    this.ctx.metrics.forgetTenant(scope.code);
+    if (phaseBefore !== 'Decommissioned') await writer.event('Normal', 'DeprovisionComplete', `every resource of tenant ${scope.code} is gone`);
+    // Deleted: the finalizer comes off last. Kept (lifecycle Decommissioned): the CR stays, empty.
+    if (tenant.metadata.deletionTimestamp !== undefined) await removeFinalizer(deps.kube, writer.current);
+    else if (phaseBefore !== 'Decommissioned') await writer.write(decommissionStatus(tenant, 'Decommissioned', result.states));
+    return DONE;
   }
+}
+
+/** The status of a tenant being (or done being) decommissioned; the saga starts over afterwards. */
+function decommissionStatus(tenant: EvaTenant, phase: Phase, states: Record<string, string>): EvaTenant['status'] {
+  const status: EvaTenant['status'] = { phase, decommission: states };
+  if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
+  return status;
 }
 
 /** Serialises status writes and events for one reconcile, always on the latest resourceVersion. */
