@@ -1,0 +1,165 @@
+/**
+ * Provisioning benchmark on the local control plane (a benchmark that prints figures, not a test).
+ *
+ *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16]
+ *
+ * Starts the real operator as a process, creates `count` tenants of `tier` at once, waits until all
+ * are Active, then prints per-condition times (from status.elapsedSeconds), the wall time to the last
+ * Active, releases per second, API writes per tenant (from the API server's audit log, by client),
+ * and the operator's resident memory. Tenants are pinned to the benchmark's own operator version
+ * and deleted afterwards.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { TIERS, type Tier } from '../src/api/constants.ts';
+import { MODULES_BY_TIER } from '../src/api/modules.ts';
+import { startOperator } from '../e2e/support/operator.ts';
+import { tenantYaml, waitForGone } from '../e2e/support/tenants.ts';
+import setupCluster from '../test/support/cluster-setup.ts';
+import { kubectlOk } from '../test/support/kubectl.ts';
+import { repoRoot } from '../test/support/tools.ts';
+
+const VERSION = '9.9.0';
+const CONDITIONS = ['NamespaceReady', 'Provisioned', 'SeedLoaded', 'ModulesDeployed', 'IngressReady', 'Ready'] as const;
+
+function options(): { tier: Tier; count: number; concurrency: number } {
+  const { values } = parseArgs({ options: { tier: { type: 'string', default: 'Starter' }, count: { type: 'string', default: '1' }, concurrency: { type: 'string', default: '16' } } });
+  const tier = values.tier as Tier;
+  if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
+  return { tier, count: Number(values.count), concurrency: Number(values.concurrency) };
+}
+
+/** Codes BAAAAA, BAAAAB, ...: six uppercase letters, unique per index. */
+function codeFor(index: number): string {
+  let n = index;
+  let suffix = '';
+  for (let i = 0; i < 5; i += 1) {
+    suffix = String.fromCharCode(65 + (n % 26)) + suffix;
+    n = Math.floor(n / 26);
+  }
+  return `B${suffix}`;
+}
+
+function quantile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+function auditLogPath(): string {
+  const kubeconfig = process.env['KUBECONFIG'] ?? '';
+  return join(kubeconfig, '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
+}
+
+interface AuditLine {
+  verb: string;
+  userAgent?: string;
+  objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string };
+}
+
+function clientOf(userAgent = ''): string {
+  if (userAgent.startsWith('Helm/')) return 'helm';
+  if (userAgent.startsWith('kubectl/')) return 'kubectl';
+  if (userAgent.startsWith('kube-') || userAgent.startsWith('kwok')) return 'control-plane';
+  return 'operator';
+}
+
+/** The tenant an audited write concerns (its namespace, its EvaTenant or its Namespace object). */
+function tenantOf(ref: NonNullable<AuditLine['objectRef']>): string | undefined {
+  const prefix = 'eva-tenant-';
+  if (ref.namespace?.startsWith(prefix)) return ref.namespace.slice(prefix.length).toUpperCase();
+  if (ref.resource === 'evatenants') return ref.name?.toUpperCase();
+  if (ref.resource === 'namespaces' && ref.name?.startsWith(prefix)) return ref.name.slice(prefix.length).toUpperCase();
+  return undefined;
+}
+
+/** Writes concerning the benchmark's tenants, by client, read from the audit log after `offset`. */
+function auditWrites(offset: number, codes: Set<string>): Record<string, number> {
+  const counts: Record<string, number> = {};
+  const log = readFileSync(auditLogPath());
+  // A log shorter than the offset was recreated (a new cluster): read it whole.
+  const text = log.subarray(offset <= log.length ? offset : 0).toString('utf8');
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const event = JSON.parse(line) as AuditLine;
+    const code = tenantOf(event.objectRef ?? {});
+    if (!code || !codes.has(code)) continue;
+    const key = clientOf(event.userAgent);
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}
+
+function rssMiB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+interface TenantItem {
+  spec: { capsuleCode: string };
+  status?: { phase?: string; elapsedSeconds?: Record<string, number> };
+}
+
+/** Polls until every tenant is Active (or 10 minutes pass); returns per-condition seconds and the stragglers. */
+async function waitAllActive(codes: string[]): Promise<{ elapsed: Record<string, number[]>; pending: Set<string> }> {
+  const pending = new Set(codes);
+  const elapsed: Record<string, number[]> = Object.fromEntries(CONDITIONS.map((c) => [c, []]));
+  const deadline = Date.now() + 600_000;
+  while (pending.size > 0 && Date.now() < deadline) {
+    const list = JSON.parse(kubectlOk(['get', 'evt', '-o', 'json'])) as { items: TenantItem[] };
+    for (const item of list.items.filter((t) => pending.has(t.spec.capsuleCode) && t.status?.phase === 'Active')) {
+      pending.delete(item.spec.capsuleCode);
+      for (const c of CONDITIONS) elapsed[c]?.push(item.status?.elapsedSeconds?.[c] ?? Number.NaN);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { elapsed, pending };
+}
+
+function report(title: string, wall: number, releases: number, elapsed: Record<string, number[]>, extra: string[]): void {
+  console.log(`\n${title}`);
+  console.log(`all Active after ${wall.toFixed(1)} s wall (${(releases / wall).toFixed(2)} releases/s)`);
+  console.log('seconds from provisioning start to condition True (per tenant): median / p95 / max');
+  for (const c of CONDITIONS) {
+    const sorted = [...(elapsed[c] ?? [])].sort((a, b) => a - b);
+    console.log(`  ${c.padEnd(16)} ${quantile(sorted, 0.5).toFixed(2)} / ${quantile(sorted, 0.95).toFixed(2)} / ${(sorted.at(-1) ?? Number.NaN).toFixed(2)}`);
+  }
+  for (const line of extra) console.log(line);
+}
+
+async function main(): Promise<void> {
+  const { tier, count, concurrency } = options();
+  setupCluster();
+  kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
+  const operator = startOperator({ OPERATOR_VERSION: VERSION, RECONCILE_CONCURRENCY: String(concurrency) });
+  const codes = Array.from({ length: count }, (_, i) => codeFor(i));
+  await operator.ready();
+  // Leftovers of an interrupted run would read as instantly Active: remove them first.
+  kubectlOk(['delete', 'evt', ...codes.map((c) => c.toLowerCase()), '--ignore-not-found', '--wait=false']);
+  for (const code of codes) await waitForGone(code.toLowerCase(), 180_000);
+
+  const auditOffset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
+  const started = Date.now();
+  // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
+  const manifests = codes.map((code) => tenantYaml(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
+  kubectlOk(['apply', '-f', '-'], manifests.join('\n'));
+  const { elapsed, pending } = await waitAllActive(codes);
+  const wall = (Date.now() - started) / 1000;
+  const memory = rssMiB(operator.pid);
+  const writes = auditWrites(auditOffset, new Set(codes));
+  const perTenant = Object.entries(writes).map(([client, n]) => `${client} ${(n / count).toFixed(1)}`).join(', ');
+  report(`${count} × ${tier} (${count * MODULES_BY_TIER[tier].length} releases), operator concurrency ${concurrency}`, wall, count * MODULES_BY_TIER[tier].length, elapsed, [
+    `not Active: ${pending.size}`,
+    `API writes per tenant (audit log, by client): ${perTenant}`,
+    `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak`,
+    `secret values files left: ${operator.secretFilesLeft().length}`,
+  ]);
+
+  kubectlOk(['delete', 'evt', ...codes.map((c) => c.toLowerCase()), '--wait=false']);
+  for (const code of codes) await waitForGone(code.toLowerCase(), 180_000);
+  await operator.stop();
+  if (pending.size > 0) process.exitCode = 1;
+}
+
+await main();
