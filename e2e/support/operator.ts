@@ -6,7 +6,10 @@ import { repoRoot } from '../../test/support/tools.ts';
 
 export interface OperatorProcess {
   readonly secretsDir: string;
+  readonly pid: number;
   logs(): string;
+  /** Resolves once the operator watches (it logged "eva-operator started"). */
+  ready(timeoutMs?: number): Promise<void>;
   /** Graceful stop (SIGTERM); resolves with the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL: no cleanup of any kind, as a crashed pod. */
@@ -52,7 +55,15 @@ export function startOperator(env: Record<string, string> = {}, secretsDir?: str
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return {
     secretsDir: dir,
+    pid: child.pid ?? -1,
     logs: () => output,
+    ready: async (timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!output.includes('"msg":"eva-operator started"')) {
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`operator did not start:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     stop: async () => {
       child.kill('SIGTERM');
       return exited(child);

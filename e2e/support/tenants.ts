@@ -1,5 +1,5 @@
 /** Reading EvaTenants and their conditions as a user would, through kubectl. */
-import { eventually, kubectl } from '../../test/support/kubectl.ts';
+import { eventually, kubectl, kubectlOk } from '../../test/support/kubectl.ts';
 
 export interface TenantView {
   phase?: string;
@@ -52,4 +52,56 @@ export async function waitForGone(name: string, timeoutMs = 60_000): Promise<boo
 
 export function tenantYaml(name: string, spec: Record<string, unknown>): string {
   return JSON.stringify({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name }, spec });
+}
+
+/**
+ * Polls (once a second: every poll is a kubectl process on a busy machine) until `check` holds for
+ * the tenant; returns the view and the milliseconds it took. Throws with `what` and the last view.
+ */
+export async function waitForTenant(
+  name: string,
+  what: string,
+  check: (tenant: TenantView) => boolean,
+  timeoutMs = 180_000,
+): Promise<{ tenant: TenantView; ms: number }> {
+  const started = Date.now();
+  let last: TenantView | undefined;
+  const reached = await eventually(() => {
+    last = readTenant(name);
+    return last !== undefined && check(last);
+  }, timeoutMs, 1_000);
+  if (!reached || last === undefined) throw new Error(`EvaTenant ${name}: ${what} not seen in ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`);
+  return { tenant: last, ms: Date.now() - started };
+}
+
+/** Active on the current generation, with all five conditions True. */
+export const isActive = (t: TenantView): boolean => t.phase === 'Active' && t.observedGeneration === t.generation;
+
+/**
+ * The condition `type` is False with `reason` (and the phase is `phase`, when given: a tenant that
+ * failed shows Provisioning while a retry runs, so a settled phase needs waiting for too).
+ */
+export const conditionFalse = (type: string, reason: string, phase?: string) => (t: TenantView): boolean =>
+  t.conditions[type]?.status === 'False' && t.conditions[type].reason === reason && (phase === undefined || t.phase === phase);
+
+/** Creates (or updates) a tenant from a spec, as `kubectl apply` does. */
+export function applyTenant(name: string, spec: Record<string, unknown>): void {
+  kubectlOk(['apply', '-f', '-'], tenantYaml(name, spec));
+}
+
+/** `kubectl patch evt <name> --type merge`: fields set to null are removed. */
+export function patchTenantSpec(name: string, spec: Record<string, unknown>): void {
+  kubectlOk(['patch', 'evt', name, '--type', 'merge', '-p', JSON.stringify({ spec })]);
+}
+
+/** Whether `kubectl describe evt <name>` lists a Warning event with this reason. */
+export function describeShowsWarning(name: string, reason: string): boolean {
+  const described = kubectl(['describe', 'evt', name]).stdout;
+  return new RegExp(`^\\s*Warning\\s+${reason}\\s`, 'm').test(described);
+}
+
+/** The spec.operatorVersion of a tenant, or undefined when it does not exist (or is unpinned). */
+export function pinnedVersion(name: string): string | undefined {
+  const result = kubectl(['get', 'evt', name, '-o', 'jsonpath={.spec.operatorVersion}']);
+  return result.status === 0 && result.stdout !== '' ? result.stdout : undefined;
 }

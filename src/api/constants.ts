@@ -12,6 +12,11 @@ export const CRD_NAME = `${PLURAL}.${GROUP}`;
 export const FINALIZER = `${GROUP}/tenant-protection`;
 export const OWNER_ANNOTATION = `${GROUP}/operator-version`;
 export const WAVE_LABEL = `${GROUP}/wave`;
+/**
+ * Set by a cluster operator to force a decommission past steps that can never finish (e.g. a NATS
+ * server that is gone for good): a comma-separated list of step names, or `all`. Recorded in an Event.
+ */
+export const FORCE_DECOMMISSION_ANNOTATION = `${GROUP}/force-decommission`;
 
 export const TIERS = ['Starter', 'Customer', 'Enterprise', 'Platform'] as const;
 export type Tier = (typeof TIERS)[number];

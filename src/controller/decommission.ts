@@ -3,12 +3,25 @@
  * failed (a NATS outage must not hold back the helm uninstall), then every step verifies that its
  * resources are gone. Only when all are gone may the finalizer come off: zero residue.
  */
+import { readOptional } from '../adapters/kube.ts';
+import { LABELS } from '../steps/names.ts';
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
 import type { StepName, TenantScope } from '../steps/step.ts';
 
 export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'quotas', 'namespace'];
 
 export const REMOVED = 'Removed';
+
+/** Steps named in the force annotation; unknown names are returned apart so they can be reported. */
+export function forcedSteps(annotation: string | undefined): { skip: Set<StepName>; unknown: string[] } {
+  const names = (annotation ?? '').split(',').map((n) => n.trim()).filter(Boolean);
+  if (names.includes('all')) return { skip: new Set(DECOMMISSION_ORDER), unknown: [] };
+  const known = new Set<string>(DECOMMISSION_ORDER);
+  return {
+    skip: new Set(names.filter((n): n is StepName => known.has(n))),
+    unknown: names.filter((n) => !known.has(n)),
+  };
+}
 
 export interface DecommissionResult {
   /** Per step: REMOVED, or why not yet. */
@@ -40,17 +53,43 @@ async function verifyStep(step: StepName, scope: TenantScope, deps: OperatorDeps
   }
 }
 
+/**
+ * Steps whose objects live in the tenant namespace under fixed names (Ingress, releases, credentials,
+ * alert rules, quota and limit range): nothing on them says which EvaTenant made them, the namespace does.
+ */
+const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'alerts', 'quotas']);
+
+/**
+ * The state of the in-namespace steps when they must not run, or undefined when the namespace is this
+ * tenant's (or gone). A namespace of another tenant (a second EvaTenant asked for a capsule code in
+ * use) or of nobody we know never let this tenant past the namespace step: nothing in it is ours, and
+ * removing by name would delete the owner's objects.
+ */
+async function foreignNamespaceState(scope: TenantScope, deps: OperatorDeps): Promise<string | undefined> {
+  try {
+    const ns = await readOptional(() => deps.kube.core.readNamespace({ name: scope.namespace }));
+    if (ns === undefined || ns.metadata?.labels?.[LABELS.tenantUid] === scope.tenant.metadata.uid) return undefined;
+    return `${REMOVED} (namespace ${scope.namespace} is not this tenant's; left untouched)`;
+  } catch (err) {
+    return describe(err);
+  }
+}
+
 /** Steps named in `skip` (forced past by a cluster operator) count as removed without checking. */
 export async function decommission(scope: TenantScope, deps: OperatorDeps, skip: ReadonlySet<StepName> = new Set()): Promise<DecommissionResult> {
+  const foreign = await foreignNamespaceState(scope, deps);
+  const leftAlone = (step: StepName): string | undefined => (IN_TENANT_NAMESPACE.has(step) ? foreign : undefined);
   const failures = new Map<StepName, string>();
   for (const step of DECOMMISSION_ORDER) {
-    if (skip.has(step)) continue;
+    if (skip.has(step) || leftAlone(step) !== undefined) continue;
     const failure = await removeStep(step, scope, deps);
     if (failure) failures.set(step, failure);
   }
   const states: Record<string, string> = {};
   for (const step of DECOMMISSION_ORDER) {
+    const alone = leftAlone(step);
     if (skip.has(step)) states[step] = `${REMOVED} (forced)`;
+    else if (alone !== undefined) states[step] = alone;
     else {
       const verified = await verifyStep(step, scope, deps);
       states[step] = verified === REMOVED ? REMOVED : (failures.get(step) ?? verified);

@@ -5,7 +5,7 @@
  */
 import { MODULES_BY_TIER } from '../api/modules.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
-import type { Phase } from '../api/constants.ts';
+import { FORCE_DECOMMISSION_ANNOTATION, type Phase } from '../api/constants.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Logger, tenantLogger } from '../log.ts';
 import type { OperatorMetricsSink } from './metrics-sink.ts';
@@ -16,7 +16,7 @@ import { refreshQueueDepth } from '../steps/queue-depth.ts';
 import { checkDrift, type OperatorDeps, runStep } from '../steps/registry.ts';
 import type { TenantScope } from '../steps/step.ts';
 import { tenantNamespace } from '../steps/names.ts';
-import { decommission } from './decommission.ts';
+import { decommission, forcedSteps } from './decommission.ts';
 import { decideOwnership, removeFinalizer, syncMetadata } from './metadata.ts';
 import { buildStatus, persistedSnapshotOf, sameStatus } from './tenant-status.ts';
 import { type Action, DONE, actionFor } from './actions.ts';
@@ -100,7 +100,9 @@ export class TenantReconciler {
     if (phaseBefore !== 'Decommissioning' && phaseBefore !== 'Decommissioned') {
       await writer.event('Normal', 'DeprovisionStarted', `decommissioning tenant ${scope.code}`);
     }
-    const result = await decommission(scope, deps);
+    const forced = forcedSteps(tenant.metadata.annotations?.[FORCE_DECOMMISSION_ANNOTATION]);
+    await reportForced(writer, forced);
+    const result = await decommission(scope, deps, forced.skip);
     if (!result.complete) {
       await writer.write(decommissionStatus(tenant, 'Decommissioning', result.states));
       return { kind: 'backoff' };
@@ -112,6 +114,13 @@ export class TenantReconciler {
     else if (phaseBefore !== 'Decommissioned') await writer.write(decommissionStatus(tenant, 'Decommissioned', result.states));
     return DONE;
   }
+}
+
+/** Forcing past a step is an exceptional human decision: it is always recorded in an Event. */
+async function reportForced(writer: StatusWriter, forced: ReturnType<typeof forcedSteps>): Promise<void> {
+  if (forced.skip.size === 0 && forced.unknown.length === 0) return;
+  const unknown = forced.unknown.length > 0 ? `; unknown steps ignored: ${forced.unknown.join(', ')}` : '';
+  await writer.event('Warning', 'DecommissionForced', `forced past: ${[...forced.skip].join(', ') || 'nothing'}${unknown}`);
 }
 
 /** The status of a tenant being (or done being) decommissioned; the saga starts over afterwards. */
