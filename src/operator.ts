@@ -43,7 +43,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const tenantsByPhase = { read: (): Record<string, number> => ({}) };
   const metrics = new OperatorMetrics({ tenantsByPhase: () => tenantsByPhase.read() as Record<Phase, number> });
   const reconciler = new TenantReconciler({ deps, config, log, metrics });
-  const controller = new Controller({ kube, reconciler, concurrency: config.concurrency, log, metrics });
+  const controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics });
   tenantsByPhase.read = () => controller.tenantsByPhase();
   const server = await startMetricsServer({ port: config.metricsPort, host: config.metricsBindAddress, metrics, isReady: () => controller.hasSynced, log });
   await controller.start();

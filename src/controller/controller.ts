@@ -18,6 +18,8 @@ export interface ControllerMetrics {
 
 export interface ControllerOptions {
   kube: Kube;
+  /** This operator's version: a tenant pinned elsewhere while we work on it is handed over. */
+  operatorVersion: string;
   reconciler: TenantReconciler;
   concurrency: number;
   log: Logger;
@@ -37,6 +39,8 @@ export class Controller {
   private readonly options: ControllerOptions;
   private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
   private readonly seen = new Map<string, string>();
+  /** Per tenant being reconciled: aborting it stops the saga at the next step boundary. */
+  private readonly inFlight = new Map<string, AbortController>();
   private stopped = false;
   private synced = false;
 
@@ -113,21 +117,32 @@ export class Controller {
     // Our own status writes change only status: they are not a reason to reconcile again.
     if (!always && this.seen.get(name) === print) return;
     this.seen.set(name, print);
+    // Pinned to another version while we work on it: finish the running step, persist, hand over.
+    if (this.pinnedElsewhere(obj)) this.inFlight.get(name)?.abort();
     this.queue.add(name);
+  }
+
+  private pinnedElsewhere(obj: KubernetesObject): boolean {
+    const pin = (obj as { spec?: { operatorVersion?: unknown } }).spec?.operatorVersion;
+    return typeof pin === 'string' && pin !== this.options.operatorVersion;
   }
 
   private async handle(key: string, signal: AbortSignal): Promise<void> {
     const started = performance.now();
     let action: Action;
     let result: 'success' | 'requeue' | 'error';
+    const local = new AbortController();
+    this.inFlight.set(key, local);
     try {
-      action = await this.options.reconciler.reconcile(key, signal);
+      action = await this.options.reconciler.reconcile(key, AbortSignal.any([signal, local.signal]));
       result = action.kind === 'backoff' ? 'requeue' : 'success';
     } catch (err) {
       action = errorPolicy(err);
       const kind = classifyError(err);
       result = kind === 'conflict' ? 'requeue' : 'error';
       this.options.log[kind === 'conflict' ? 'debug' : 'warn']({ err, evatenant: key }, 'reconcile failed; will retry');
+    } finally {
+      this.inFlight.delete(key);
     }
     this.options.metrics.observeReconcile(result, (performance.now() - started) / 1000);
     this.apply(key, action);

@@ -45,7 +45,8 @@ export interface StepTimer {
 }
 
 export async function runStep(step: StepName, scope: TenantScope, deps: OperatorDeps, timer?: StepTimer): Promise<StepOutcome> {
-  if (scope.signal.aborted) throw new ShutdownError(`operator is shutting down; step ${step} not started`);
+  // Aborted on shutdown, or when the tenant is being handed to another operator version.
+  if (scope.signal.aborted) throw new ShutdownError(`stopping at a step boundary; step ${step} not started`);
   const started = performance.now();
   try {
     await STEPS[step].ensure(scope, deps);
