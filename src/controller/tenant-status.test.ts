@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import type { EvaTenant } from '../api/evatenant.ts';
+import { buildStatus, sameStatus } from './tenant-status.ts';
+
+const base: EvaTenant = {
+  apiVersion: 'eva.aidonow.com/v1alpha1',
+  kind: 'EvaTenant',
+  metadata: { name: 't', generation: 3 },
+  spec: { capsuleCode: 'ABCDEF', tier: 'Starter', lifecycle: 'Active', wave: 1 },
+};
+
+describe('buildStatus', () => {
+  it('records when provisioning started and the seconds to each condition, once', () => {
+    const t0 = new Date('2026-01-01T00:00:00.000Z');
+    const first = buildStatus(base, { stage: 'provisioning', currentStep: 'namespace', wasActive: false }, { s: 1 }, t0);
+    expect(first.provisioningStartedAt).toBe(t0.toISOString());
+    expect(first.elapsedSeconds).toEqual({});
+    const t1 = new Date('2026-01-01T00:00:01.500Z');
+    const second = buildStatus({ ...base, status: first }, { stage: 'provisioning', currentStep: 'streams', wasActive: false }, { s: 2 }, t1);
+    expect(second.elapsedSeconds).toEqual({ NamespaceReady: 1.5 });
+    const t2 = new Date('2026-01-01T00:00:04.000Z');
+    const active = buildStatus({ ...base, status: second }, { stage: 'active', wasActive: true }, { s: 3 }, t2);
+    expect(active.elapsedSeconds).toMatchObject({ NamespaceReady: 1.5, Ready: 4, IngressReady: 4 });
+    expect(active).toMatchObject({ phase: 'Active', observedGeneration: 3 });
+  });
+
+  it('produces an identical status for an unchanged tenant (so no write happens)', () => {
+    const now = new Date('2026-01-01T00:00:00Z');
+    const active = buildStatus(base, { stage: 'active', wasActive: true }, { snapshot: 1 }, now);
+    const again = buildStatus({ ...base, status: active }, { stage: 'active', wasActive: true }, { snapshot: 1 }, new Date('2026-01-01T01:00:00Z'));
+    expect(sameStatus(active, again)).toBe(true);
+  });
+});
