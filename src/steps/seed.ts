@@ -9,6 +9,8 @@
  * desired one (any module). Listing the bucket instead would also delete what modules wrote there
  * themselves, which is tenant data; a seed-owned key the module also writes is the accepted overlap.
  */
+import type { Kube } from '../adapters/kube.ts';
+import { seededByInitContainers } from './seed-init-containers.ts';
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -253,7 +255,7 @@ async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void>
   });
 }
 
-async function verifySeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdict> {
   let desired: Desired;
   try {
     desired = desiredSeed(scope, deps.seedsBasePath);
@@ -265,6 +267,8 @@ async function verifySeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdi
     const stored = await readTenantRecord(session, scope.code);
     const seed = stored?.record.seed;
     if (seed?.version !== desired.version || seed.digest !== desired.digest) {
+      // Either the operator applied the seeds, or every module's seed init container did.
+      if (deps.kube && (await seededByInitContainers(deps.kube, scope.namespace, scope.modules, desired.version))) return READY;
       const applied = seed?.version ?? 'none';
       return notReady('SeedPending', `seeds version ${desired.version} is not applied yet (applied: ${applied})`);
     }
@@ -301,7 +305,10 @@ async function verifySeedRemoved(scope: TenantScope, deps: NatsStepDeps): Promis
   });
 }
 
-export const seedStep: Step<NatsStepDeps> = {
+/** The seed step also reads pods (init containers) when it has the Kubernetes adapter. */
+export type SeedStepDeps = NatsStepDeps & { readonly kube?: Kube };
+
+export const seedStep: Step<SeedStepDeps> = {
   name: 'seed',
   ensure: ensureSeed,
   verify: verifySeed,
