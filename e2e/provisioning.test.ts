@@ -66,7 +66,9 @@ describe('provisioning the samples to Active', () => {
     const jsm = await nats.jetstreamManager();
     for (const { code } of SAMPLES) {
       for (const kind of ['events', 'commands']) {
-        const info = await jsm.streams.info(`eva-${code}-${kind}`);
+        const info = await jsm.streams.info(`eva-${code}-${kind}`).catch((err: unknown) => {
+          throw new Error(`stream eva-${code}-${kind}: ${String(err)}; tenant: ${JSON.stringify(readTenant(code.toLowerCase()))}`);
+        });
         expect(info.config.subjects).toEqual([`capsule.${code}.${kind}.>`]);
       }
     }

@@ -50,6 +50,13 @@ export function startOperator(env: Record<string, string> = {}, secretsDir?: str
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Never outlive the test or benchmark that started it (a crashed runner must not leave an
+  // operator claiming tenants on the shared local cluster).
+  const killChild = (): void => {
+    child.kill('SIGKILL');
+  };
+  process.once('exit', killChild);
+  child.once('exit', () => process.removeListener('exit', killChild));
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
