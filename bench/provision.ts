@@ -61,7 +61,8 @@ function clientOf(userAgent = ''): string {
   if (userAgent.startsWith('Helm/')) return 'helm';
   if (userAgent.startsWith('kubectl/')) return 'kubectl';
   if (userAgent.startsWith('kube-') || userAgent.startsWith('kwok')) return 'control-plane';
-  return 'operator';
+  if (userAgent.startsWith('eva-operator/')) return 'operator';
+  return `other (${userAgent.split(' ')[0] ?? ''})`;
 }
 
 /** The tenant an audited write concerns (its namespace, its EvaTenant or its Namespace object). */

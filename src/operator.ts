@@ -31,7 +31,7 @@ function prepareSecretsDir(config: OperatorConfig, log: Logger): void {
 
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
-  const kube = new Kube(loadKubeConfig());
+  const kube = new Kube(loadKubeConfig(config.operatorVersion));
   const deps: OperatorDeps = {
     kube,
     nats: createNatsClient(config.nats, { log }),

@@ -13,6 +13,7 @@ import {
   type KubernetesObject,
   NetworkingV1Api,
   PatchStrategy,
+  type RequestContext,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
@@ -21,9 +22,23 @@ import { parseEvaTenant } from '../api/parse.ts';
 
 export const FIELD_MANAGER = 'eva-operator';
 
-export function loadKubeConfig(): KubeConfig {
-  const kc = new KubeConfig();
+/**
+ * A KubeConfig whose requests say which operator version made them (User-Agent), so the API
+ * server's audit log shows which of two coexisting versions wrote what.
+ */
+class IdentifiedKubeConfig extends KubeConfig {
+  userAgent = FIELD_MANAGER;
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    context.setHeaderParam('User-Agent', this.userAgent);
+  }
+}
+
+export function loadKubeConfig(operatorVersion?: string): KubeConfig {
+  const kc = new IdentifiedKubeConfig();
   kc.loadFromDefault();
+  if (operatorVersion) kc.userAgent = `${FIELD_MANAGER}/${operatorVersion}`;
   return kc;
 }
 
