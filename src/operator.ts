@@ -40,11 +40,13 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     config,
     seedsBasePath: config.seedsBasePath,
   };
-  const tenantsByPhase = { read: (): Record<string, number> => ({}) };
-  const metrics = new OperatorMetrics({ tenantsByPhase: () => tenantsByPhase.read() as Record<Phase, number> });
+  // Scrapes read the controller's informer cache; the closure runs only after both exist.
+  const metrics = new OperatorMetrics({ tenantsByPhase: () => controller.tenantsByPhase() as Record<Phase, number> });
   const reconciler = new TenantReconciler({ deps, config, log, metrics });
   const controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics });
-  tenantsByPhase.read = () => controller.tenantsByPhase();
+  reconciler.onOwnWrite = (name, rv) => {
+    controller.noteOwnWrite(name, rv);
+  };
   const server = await startMetricsServer({ port: config.metricsPort, host: config.metricsBindAddress, metrics, isReady: () => controller.hasSynced, log });
   await controller.start();
   log.info({ version: config.operatorVersion, concurrency: config.concurrency, metricsPort: server.port }, 'eva-operator started');

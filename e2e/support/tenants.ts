@@ -56,22 +56,23 @@ export function tenantYaml(name: string, spec: Record<string, unknown>): string 
 
 /**
  * Polls (once a second: every poll is a kubectl process on a busy machine) until `check` holds for
- * the tenant; returns the view and the milliseconds it took. Throws with `what` and the last view.
+ * the tenant; returns the view and the milliseconds since `since` (default: the call). Throws with
+ * `what` and the last view.
  */
 export async function waitForTenant(
   name: string,
   what: string,
   check: (tenant: TenantView) => boolean,
   timeoutMs = 180_000,
+  since = Date.now(),
 ): Promise<{ tenant: TenantView; ms: number }> {
-  const started = Date.now();
   let last: TenantView | undefined;
   const reached = await eventually(() => {
     last = readTenant(name);
     return last !== undefined && check(last);
   }, timeoutMs, 1_000);
   if (!reached || last === undefined) throw new Error(`EvaTenant ${name}: ${what} not seen in ${timeoutMs} ms; last seen: ${JSON.stringify(last)}`);
-  return { tenant: last, ms: Date.now() - started };
+  return { tenant: last, ms: Date.now() - since };
 }
 
 /** Active on the current generation, with all five conditions True. */

@@ -39,6 +39,8 @@ export class Controller {
   private readonly options: ControllerOptions;
   private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
   private readonly seen = new Map<string, string>();
+  /** resourceVersions our own metadata writes produced: their watch events need no reconcile. */
+  private readonly ownWrites = new Map<string, string>();
   /** Per tenant being reconciled: aborting it stops the saga at the next step boundary. */
   private readonly inFlight = new Map<string, AbortController>();
   private stopped = false;
@@ -58,6 +60,11 @@ export class Controller {
 
   get hasSynced(): boolean {
     return this.synced;
+  }
+
+  /** The reconciler wrote this tenant's metadata (finalizer, owner, wave label) itself. */
+  noteOwnWrite(name: string, resourceVersion: string | undefined): void {
+    if (resourceVersion) this.ownWrites.set(name, resourceVersion);
   }
 
   /** Tenants by status.phase, from the informer's cache (no API call). */
@@ -86,7 +93,9 @@ export class Controller {
     });
     informer.on('delete', (obj) => {
       const name = obj.metadata?.name;
-      if (name) this.seen.delete(name);
+      if (!name) return;
+      this.seen.delete(name);
+      this.ownWrites.delete(name);
     });
     informer.on('error', (err: unknown) => {
       this.options.log.warn({ err }, 'watch failed; re-listing');
@@ -117,6 +126,7 @@ export class Controller {
     // Our own status writes change only status: they are not a reason to reconcile again.
     if (!always && this.seen.get(name) === print) return;
     this.seen.set(name, print);
+    if (!always && obj.metadata?.resourceVersion !== undefined && this.ownWrites.get(name) === obj.metadata.resourceVersion) return;
     // Pinned to another version while we work on it: finish the running step, persist, hand over.
     if (this.pinnedElsewhere(obj)) this.inFlight.get(name)?.abort();
     this.queue.add(name);

@@ -36,6 +36,8 @@ const EVENT_OF_STEP: Partial<Record<string, string>> = {
 };
 
 export class TenantReconciler {
+  /** Told about each metadata write this reconciler made, so its watch event is not a new reason to reconcile. */
+  onOwnWrite: (name: string, resourceVersion: string | undefined) => void = () => undefined;
   private readonly ctx: ReconcilerContext;
 
   constructor(ctx: ReconcilerContext) {
@@ -55,6 +57,7 @@ export class TenantReconciler {
     }
     // Finalizer first, before any side effect; claiming is the same guarded write.
     const tenant = await syncMetadata(this.ctx.deps.kube, found, { finalizer: !deleting, owner: this.ctx.config.operatorVersion });
+    if (tenant !== found) this.onOwnWrite(name, tenant.metadata.resourceVersion);
     const scope = this.scopeFor(tenant, signal);
     if (deleting || tenant.spec.lifecycle === 'Decommissioned') return this.decommission(tenant, scope);
     return this.provision(tenant, scope);
@@ -185,7 +188,9 @@ class StatusWriter {
   private warnOnNewProblem(view: SagaView): void {
     const reason = view.problem?.reason;
     if (reason && reason !== this.lastProblem && view.stage !== 'provisioning') {
-      this.queueEvent('Warning', reason, `${view.problem?.step ?? ''}: ${view.problem?.message ?? ''}`);
+      const { step = '', message = '', needsUser = false } = view.problem ?? {};
+      this.log.warn({ step, reason, needsUser, problem: message }, 'tenant step not done');
+      this.queueEvent('Warning', reason, `${step}: ${message}`);
     }
     this.lastProblem = reason;
   }
