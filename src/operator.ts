@@ -41,9 +41,11 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     seedsBasePath: config.seedsBasePath,
   };
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
-  const metrics = new OperatorMetrics({ tenantsByPhase: () => controller.tenantsByPhase() as Record<Phase, number> });
+  const metrics: OperatorMetrics = new OperatorMetrics({
+    tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),
+  });
   const reconciler = new TenantReconciler({ deps, config, log, metrics });
-  const controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics });
+  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics });
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);
   };
