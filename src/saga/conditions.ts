@@ -37,7 +37,7 @@ export type SagaStage = 'requested' | 'provisioning' | 'waiting' | 'failed' | 'i
 /** Where the saga stands, as read from its snapshot. */
 export interface SagaView {
   stage: SagaStage;
-  /** The step running now (provisioning only). */
+  /** The step running now (provisioning), or the one a shutdown stopped the saga before (interrupted). */
   currentStep?: StepName;
   problem?: StepProblem;
   wasActive: boolean;
@@ -68,6 +68,11 @@ function focusOf(view: SagaView): { condition: ProvisioningCondition; state: Con
   if (view.stage === 'provisioning' && view.currentStep) {
     const condition = CONDITION_OF_STEP[view.currentStep];
     return { condition, state: { status: 'Unknown', reason: 'Progressing', message: `running step ${view.currentStep}` } };
+  }
+  // A graceful stop between two steps: what is done stays True, the next step is not started yet.
+  if (view.stage === 'interrupted' && view.currentStep) {
+    const condition = CONDITION_OF_STEP[view.currentStep];
+    return { condition, state: { status: 'Unknown', reason: 'Interrupted', message: `the operator stopped before step ${view.currentStep}; it resumes there` } };
   }
   return undefined;
 }

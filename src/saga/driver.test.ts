@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { StepName } from '../steps/step.ts';
 import type { SagaView } from './conditions.ts';
-import { runSaga, type SagaIo } from './driver.ts';
-import type { SagaEmitted, StepOutcome } from './machine.ts';
+import { createActor } from 'xstate';
+import { runSaga, type SagaIo, viewOf } from './driver.ts';
+import { type SagaEmitted, ShutdownError, type StepOutcome, tenantSagaMachine } from './machine.ts';
 
 function io(outcome: (step: StepName) => StepOutcome = () => ({ kind: 'done' })) {
   const progress: SagaView[] = [];
@@ -44,6 +45,17 @@ describe('runSaga', () => {
     const done = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
     expect(done.view.stage).toBe('active');
     expect(second.steps).toEqual(['modules', 'ingress']);
+  });
+
+  it('an interrupted saga names the step it resumes at, live and after a JSON round trip', async () => {
+    const first = io();
+    first.sagaIo.runStep = (step) => (step === 'alerts' ? Promise.reject(new ShutdownError('stop')) : Promise.resolve({ kind: 'done' }));
+    const interrupted = await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo);
+    expect(interrupted.view).toEqual({ stage: 'interrupted', currentStep: 'alerts', wasActive: false });
+    expect(first.progress.at(-1)).toEqual({ stage: 'interrupted', currentStep: 'alerts', wasActive: false });
+    const stored = JSON.parse(JSON.stringify(interrupted.persisted)) as unknown;
+    const restored = createActor(tenantSagaMachine, { snapshot: stored as never });
+    expect(viewOf(restored.getSnapshot())).toEqual({ stage: 'interrupted', currentStep: 'alerts', wasActive: false });
   });
 
   it('starts over when the persisted snapshot is unreadable', async () => {

@@ -5,7 +5,7 @@
  * any point resumes at the step that was running, which is safe because every step is idempotent.
  */
 import { type AnyMachineSnapshot, createActor, fromPromise, waitFor } from 'xstate';
-import type { StepName } from '../steps/step.ts';
+import { STEP_NAMES, type StepName } from '../steps/step.ts';
 import type { SagaStage, SagaView } from './conditions.ts';
 import {
   type DriftReport,
@@ -36,12 +36,26 @@ function isStage(value: string): value is SagaStage {
   return (STAGES as readonly string[]).includes(value);
 }
 
+/** The provisioning history state: the step a RECONCILE resumes at. */
+const RESUME_STATE_ID = 'tenant.provisioning.resume';
+
+/** The step an interrupted saga resumes at, from its history value (state nodes live, `{ id }` restored). */
+function resumeStepOf(snapshot: AnyMachineSnapshot): StepName | undefined {
+  const history = snapshot.historyValue as Readonly<Record<string, readonly { id: string }[] | undefined>>;
+  const step = history[RESUME_STATE_ID]?.[0]?.id.split('.').pop();
+  return STEP_NAMES.find((name) => name === step);
+}
+
 export function viewOf(snapshot: AnyMachineSnapshot): SagaView {
   const value: unknown = snapshot.value;
   const context = snapshot.context as { problem?: SagaView['problem']; wasActive?: boolean };
   const view: SagaView = { stage: 'requested', wasActive: context.wasActive === true };
   if (context.problem) view.problem = context.problem;
   if (typeof value === 'string' && isStage(value)) view.stage = value;
+  if (view.stage === 'interrupted') {
+    const step = resumeStepOf(snapshot);
+    if (step !== undefined) view.currentStep = step;
+  }
   if (typeof value === 'object' && value !== null && 'provisioning' in value) {
     view.stage = 'provisioning';
     view.currentStep = value.provisioning as StepName;
