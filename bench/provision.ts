@@ -133,7 +133,7 @@ async function main(): Promise<void> {
   const { tier, count, concurrency } = options();
   setupCluster();
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
-  const operator = startOperator({ OPERATOR_VERSION: VERSION, RECONCILE_CONCURRENCY: String(concurrency) });
+  const operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency) });
   const codes = Array.from({ length: count }, (_, i) => codeFor(i));
   await operator.ready();
   // Leftovers of an interrupted run would read as instantly Active: remove them first.

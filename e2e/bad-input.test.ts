@@ -145,7 +145,7 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
   beforeAll(async () => {
     kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
-    operator = startOperator({ OPERATOR_VERSION: VERSION });
+    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0' });
     await operator.ready();
     nats = await connect({ servers: process.env['NATS_URL'] });
     // Left over by an interrupted earlier run (only ours: the name and the pin both match).
@@ -281,6 +281,7 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
     privateNats = await startNatsServer({ user: NATS_USER, pass: NATS_PASSWORD });
     natsDownOperator = startOperator({
       OPERATOR_VERSION: NATS_DOWN_VERSION,
+      MAX_WAVE: '0',
       NATS_URL: privateNats.url,
       NATS_USER,
       NATS_PASSWORD,

@@ -21,8 +21,8 @@ import { type OperatorProcess, removeSecretsDir, startOperator } from './support
 import { readTenant, tenantYaml, waitForGone, waitForPhase } from './support/tenants.ts';
 
 const OPERATOR_VERSION = '9.2.0';
-/** MAX_WAVE can go no lower: unpinned wave-1 tenants of others could still be claimed (none are created here). */
-const OPERATOR_ENV = { OPERATOR_VERSION, MAX_WAVE: '1' };
+/** MAX_WAVE 0: this operator claims only the tenants pinned to it, never another test's. */
+const OPERATOR_ENV = { OPERATOR_VERSION, MAX_WAVE: '0' };
 const ACTIVE_TIMEOUT_MS = 240_000;
 /** Fresh tenants for the mid-helm kill; the window is short, so a missed one is retried with the next code. */
 const MID_HELM_CODES = ['CHAOSC', 'CHAOSD', 'CHAOSE', 'CHAOSF'] as const;

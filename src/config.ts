@@ -133,7 +133,7 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     metricsBindAddress: env.string('METRICS_BIND_ADDRESS', '0.0.0.0'),
     concurrency: env.integer('RECONCILE_CONCURRENCY', 8, 1, 256),
     driftIntervalSeconds: env.integer('DRIFT_INTERVAL_SECONDS', 300, 1, 86_400),
-    maxWave: env.integer('MAX_WAVE', 3, 1, 3),
+    maxWave: env.integer('MAX_WAVE', 3, 0, 3),
     logLevel: env.string('LOG_LEVEL', 'info'),
   };
   const ingressClass = env.optional('INGRESS_CLASS');

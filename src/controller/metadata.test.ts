@@ -52,3 +52,10 @@ describe('metadataPatch', () => {
     });
   });
 });
+
+describe('MAX_WAVE 0', () => {
+  it('claims only tenants pinned to this version', () => {
+    expect(decideOwnership(tenant({}), '2.0.0', 0).kind).toBe('notMine');
+    expect(decideOwnership(tenant({ pin: '2.0.0' }), '2.0.0', 0).kind).toBe('claim');
+  });
+});
