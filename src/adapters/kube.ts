@@ -12,8 +12,12 @@ import {
   KubernetesObjectApi,
   type KubernetesObject,
   NetworkingV1Api,
+  type ApiConstructor,
+  type ApiType,
+  createConfiguration,
   PatchStrategy,
-  type RequestContext,
+  ServerConfiguration,
+  setHeaderMiddleware,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
@@ -29,9 +33,16 @@ export const FIELD_MANAGER = 'eva-operator';
 class IdentifiedKubeConfig extends KubeConfig {
   userAgent = FIELD_MANAGER;
 
-  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
-    await super.applySecurityAuthentication(context);
-    context.setHeaderParam('User-Agent', this.userAgent);
+  // As KubeConfig.makeApiClient, with our User-Agent instead of the client library's.
+  override makeApiClient<T extends ApiType>(apiClientType: ApiConstructor<T>): T {
+    const cluster = this.getCurrentCluster();
+    if (!cluster) throw new Error('No active cluster!');
+    const config = createConfiguration({
+      baseServer: new ServerConfiguration(cluster.server, {}),
+      authMethods: { default: this },
+      middleware: [setHeaderMiddleware('User-Agent', this.userAgent)],
+    });
+    return new apiClientType(config);
   }
 }
 
