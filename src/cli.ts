@@ -24,6 +24,10 @@ async function run(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
   const operator = await startOperator(config, log);
+  void operator.lostLeadership.then(() => {
+    log.error('lost leadership; exiting so a fresh process can stand again');
+    process.exit(1);
+  });
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

@@ -2,7 +2,8 @@
  * Operator configuration from the environment, validated once at start. Every bad value is reported
  * at once, each with the variable's name, so a misconfigured Deployment fails with a useful message.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { SEMVER_PATTERN } from './api/constants.ts';
 
@@ -33,6 +34,9 @@ export interface OperatorConfig {
   airGapRegistry?: string;
   maxWave: number;
   logLevel: string;
+  /** Leader election: the Lease lives here; identity is the pod name. */
+  leaseNamespace: string;
+  identity: string;
 }
 
 export class ConfigError extends Error {
@@ -45,6 +49,12 @@ export class ConfigError extends Error {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** The namespace a pod runs in, from its service account mount (absent outside a cluster). */
+function inClusterNamespace(): string | undefined {
+  const file = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+  return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
+}
 
 /** Where bundled files live: the image's fixed path, or the checkout this code runs from. */
 function bundled(imagePath: string, checkoutRelative: string): string {
@@ -135,6 +145,8 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     driftIntervalSeconds: env.integer('DRIFT_INTERVAL_SECONDS', 300, 1, 86_400),
     maxWave: env.integer('MAX_WAVE', 3, 0, 3),
     logLevel: env.string('LOG_LEVEL', 'info'),
+    leaseNamespace: env.string('POD_NAMESPACE', inClusterNamespace() ?? 'default'),
+    identity: env.string('POD_NAME', `${hostname()}-${process.pid}`),
   };
   const ingressClass = env.optional('INGRESS_CLASS');
   if (ingressClass !== undefined) config.ingressClass = ingressClass;

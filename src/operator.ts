@@ -8,6 +8,7 @@ import type { Phase } from './api/constants.ts';
 import { type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
+import { LeaderElector, leaseNameForVersion } from './controller/leader-election.ts';
 import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
@@ -20,6 +21,8 @@ import type { OperatorDeps } from './steps/registry.ts';
 export interface RunningOperator {
   stop(): Promise<void>;
   metricsPort: number;
+  /** Resolves if this replica loses leadership without being stopped: the process should exit. */
+  lostLeadership: Promise<void>;
 }
 
 function prepareSecretsDir(config: OperatorConfig, log: Logger): void {
@@ -29,10 +32,8 @@ function prepareSecretsDir(config: OperatorConfig, log: Logger): void {
   if (stale > 0) log.warn({ count: stale }, 'removed secret values files left by an earlier crash');
 }
 
-export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
-  prepareSecretsDir(config, log);
-  const kube = new Kube(loadKubeConfig(config.operatorVersion));
-  const deps: OperatorDeps = {
+function buildDeps(config: OperatorConfig, kube: Kube, log: Logger): OperatorDeps {
+  return {
     kube,
     nats: createNatsClient(config.nats, { log }),
     helm: new Helm({ binary: config.helmBinary, ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}) }),
@@ -40,6 +41,19 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     config,
     seedsBasePath: config.seedsBasePath,
   };
+}
+
+const aborted = (signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    signal.addEventListener('abort', () => {
+      resolve();
+    }, { once: true });
+  });
+
+export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
+  prepareSecretsDir(config, log);
+  const kube = new Kube(loadKubeConfig(config.operatorVersion));
+  const deps = buildDeps(config, kube, log);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
   const metrics: OperatorMetrics = new OperatorMetrics({
     tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),
@@ -49,13 +63,40 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);
   };
-  const server = await startMetricsServer({ port: config.metricsPort, host: config.metricsBindAddress, metrics, isReady: () => controller.hasSynced, log });
-  await controller.start();
-  log.info({ version: config.operatorVersion, concurrency: config.concurrency, metricsPort: server.port }, 'eva-operator started');
+  // One active replica per operator version: each version has its own Lease.
+  const lease = leaseNameForVersion(config.operatorVersion);
+  const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
+  let leading = false;
+  let stopping = false;
+  const lost = Promise.withResolvers<undefined>();
+  // A standby replica is ready (it serves metrics and waits); a leader once its informer synced.
+  const server = await startMetricsServer({ port: config.metricsPort, host: config.metricsBindAddress, metrics, isReady: () => !leading || controller.hasSynced, log });
+  elector
+    .run({
+      onStartedLeading: async (signal) => {
+        leading = true;
+        await controller.start();
+        log.info({ version: config.operatorVersion, concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
+        await aborted(signal);
+        await controller.stop();
+      },
+      onStoppedLeading: () => {
+        leading = false;
+        if (!stopping) lost.resolve(undefined);
+      },
+    })
+    .catch((err: unknown) => {
+      log.error({ err }, 'leader election failed');
+      lost.resolve(undefined);
+    });
+  log.info({ lease: `${config.leaseNamespace}/${lease}`, identity: config.identity }, 'waiting to lead');
   return {
     metricsPort: server.port,
+    lostLeadership: lost.promise,
     async stop(): Promise<void> {
+      stopping = true;
       log.info('stopping: finishing running steps');
+      await elector.stop();
       await controller.stop();
       await deps.nats.close();
       await server.close();

@@ -1,0 +1,477 @@
+import { V1MicroTime, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../log.ts';
+import {
+  claimedSpec,
+  electionTiming,
+  judgeLease,
+  leaseExpiresAt,
+  leaseNameForVersion,
+  LeaderElector,
+  microTimeMs,
+  releasedSpec,
+  type Clock,
+  type LeaseStore,
+} from './leader-election.ts';
+
+const log = createLogger('silent');
+const T0 = Date.parse('2030-01-01T00:00:00.000Z');
+const s = (seconds: number): number => T0 + seconds * 1000;
+/** A MicroTime as the API server sends it (and client-node hands it over): a string. */
+const wireTime = (seconds: number): string => new V1MicroTime(s(seconds)).toISOString();
+
+// One real macrotask turn drains every pending microtask; the fakes below never use real timers.
+const realSetImmediate = globalThis.setImmediate;
+async function flush(): Promise<void> {
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => realSetImmediate(resolve));
+}
+
+class FakeClock implements Clock {
+  #now = T0;
+  #seq = 0;
+  readonly #timers = new Map<number, { at: number; callback: () => void }>();
+
+  now(): number {
+    return this.#now;
+  }
+
+  setTimer(callback: () => void, ms: number): () => void {
+    const id = ++this.#seq;
+    this.#timers.set(id, { at: this.#now + Math.max(0, ms), callback });
+    return () => this.#timers.delete(id);
+  }
+
+  /** Moves time to T0 + `seconds`, firing due timers in order and letting promises settle between them. */
+  async to(seconds: number): Promise<void> {
+    const end = s(seconds);
+    await flush();
+    for (;;) {
+      const due = [...this.#timers.entries()].filter(([, t]) => t.at <= end).sort(([a, x], [b, y]) => x.at - y.at || a - b)[0];
+      if (!due) break;
+      this.#timers.delete(due[0]);
+      this.#now = Math.max(this.#now, due[1].at);
+      due[1].callback();
+      await flush();
+    }
+    this.#now = Math.max(this.#now, end);
+    await flush();
+  }
+
+  get seconds(): number {
+    return (this.#now - T0) / 1000;
+  }
+}
+
+const wire = <T,>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/** The API server's Lease semantics that matter here: resourceVersion preconditions, 409 on a race. */
+class FakeLeaseServer {
+  lease: V1Lease | undefined;
+  #rv = 0;
+
+  get spec(): V1LeaseSpec {
+    if (!this.lease?.spec) throw new Error('no lease');
+    return this.lease.spec;
+  }
+
+  store(lease: V1Lease): V1Lease {
+    const stored = wire(lease);
+    (stored.metadata ??= {}).resourceVersion = String(++this.#rv);
+    this.lease = stored;
+    return wire(stored);
+  }
+
+  /** Someone outside the election rewrites the spec. */
+  overwrite(spec: Partial<V1LeaseSpec>): void {
+    const lease = wire(this.lease ?? {});
+    lease.spec = Object.assign(lease.spec ?? {}, spec);
+    this.store(lease);
+  }
+}
+
+type Mode = 'ok' | 'fail' | 'hang';
+
+/** One replica's connection to the server; `mode` breaks it. */
+class FakeClient implements LeaseStore {
+  mode: Mode = 'ok';
+  /** Writes refused with 409. */
+  conflicts = 0;
+  readonly #server: FakeLeaseServer;
+
+  constructor(server: FakeLeaseServer) {
+    this.#server = server;
+  }
+
+  async get(signal: AbortSignal): Promise<V1Lease | undefined> {
+    await this.#network(signal);
+    return this.#server.lease ? wire(this.#server.lease) : undefined;
+  }
+
+  async create(lease: V1Lease, signal: AbortSignal): Promise<V1Lease | undefined> {
+    await this.#network(signal);
+    if (!this.#server.lease) return this.#server.store(lease);
+    this.conflicts++;
+    return undefined;
+  }
+
+  async replace(lease: V1Lease, signal: AbortSignal): Promise<V1Lease | undefined> {
+    await this.#network(signal);
+    if (lease.metadata?.resourceVersion === this.#server.lease?.metadata?.resourceVersion) return this.#server.store(lease);
+    this.conflicts++;
+    return undefined;
+  }
+
+  async #network(signal: AbortSignal): Promise<void> {
+    await Promise.resolve();
+    if (this.mode === 'fail') throw new Error('connection refused');
+    if (this.mode === 'hang') {
+      await new Promise((_resolve, reject) => {
+        signal.addEventListener('abort', () => {
+          reject(new Error('aborted'));
+        });
+      });
+    }
+  }
+}
+
+interface Replica {
+  readonly elector: LeaderElector;
+  readonly client: FakeClient;
+  readonly run: Promise<void>;
+  readonly signal: () => AbortSignal | undefined;
+}
+
+interface World {
+  readonly clock: FakeClock;
+  readonly server: FakeLeaseServer;
+  /** What happened when, in seconds since T0: `A started`, `B stopped`, `A sees leader B`, ... */
+  readonly timeline: string[];
+  readonly at: (event: string) => number | undefined;
+  readonly replica: (identity: string, work?: (signal: AbortSignal) => Promise<void> | void) => Replica;
+}
+
+function world(): World {
+  const clock = new FakeClock();
+  const server = new FakeLeaseServer();
+  const timeline: string[] = [];
+  const record = (event: string): void => {
+    timeline.push(`${clock.seconds}s ${event}`);
+  };
+  const at = (event: string): number | undefined => {
+    const entry = timeline.find((e) => e.endsWith(` ${event}`));
+    return entry === undefined ? undefined : Number.parseFloat(entry);
+  };
+  const replica = (identity: string, work?: (signal: AbortSignal) => Promise<void> | void): Replica => {
+    const client = new FakeClient(server);
+    const elector = new LeaderElector({ store: client, namespace: 'eva-system', leaseName: 'eva-operator-1-4-0', identity, log, clock });
+    let signal: AbortSignal | undefined;
+    const run = elector.run({
+      onStartedLeading: (leading) => {
+        signal = leading;
+        record(`${identity} started`);
+        leading.addEventListener('abort', () => {
+          record(`${identity} aborted`);
+        });
+        return work?.(leading);
+      },
+      onStoppedLeading: () => {
+        record(`${identity} stopped`);
+      },
+      onNewLeader: (leader) => {
+        record(`${identity} sees leader ${leader}`);
+      },
+    });
+    run.catch(() => undefined);
+    return { elector, client, run, signal: () => signal };
+  };
+  return { clock, server, timeline, at, replica };
+}
+
+describe('judgeLease', () => {
+  // renewTime as client-node really delivers it: the wire string, whatever the declared type says.
+  const held = (renewedAt: number | undefined, extra: Partial<V1LeaseSpec> = {}): V1LeaseSpec =>
+    Object.assign(
+      { holderIdentity: 'a', leaseDurationSeconds: 15 },
+      renewedAt === undefined ? {} : { renewTime: wireTime(renewedAt) as unknown as V1MicroTime },
+      extra,
+    );
+  const cases: [string, V1LeaseSpec | undefined, number, number | undefined, boolean, string][] = [
+    ['no spec', undefined, 0, undefined, true, 'unheld'],
+    ['no holder', { leaseDurationSeconds: 15, renewTime: new V1MicroTime(s(0)) }, 0, undefined, true, 'unheld'],
+    ['released (empty holder)', held(0, { holderIdentity: '' }), 0, undefined, true, 'unheld'],
+    ['held by me', held(0, { holderIdentity: 'me' }), 1, undefined, true, 'ours'],
+    ['held, renewed just now', held(0), 0, undefined, false, 'a'],
+    ['held, 1 ms before expiry', held(0), 14.999, undefined, false, 'a'],
+    ['held, at expiry', held(0), 15, undefined, true, 'expired'],
+    ['held, long expired', held(0), 3600, undefined, true, 'expired'],
+    ['renewTime as a Date', held(undefined, { renewTime: new V1MicroTime(s(0)) }), 10, undefined, false, 'a'],
+    ['no renewTime: acquireTime counts', held(undefined, { acquireTime: new V1MicroTime(s(0)) }), 10, undefined, false, 'a'],
+    ['no times at all', held(undefined), 0, undefined, true, 'expired'],
+    ['no duration', held(0, { leaseDurationSeconds: undefined }), 0, undefined, true, 'expired'],
+    ['renewTime ahead of our clock', held(20), 30, undefined, false, 'a'],
+    ['stale renewTime, but observed recently (holder clock behind)', held(0), 20, 10, false, 'a'],
+    ['observed long ago', held(0), 20, 1, true, 'expired'],
+  ];
+
+  it.each(cases)('%s', (_name, spec, now, observedAt, canAcquire, whyOrHolder) => {
+    const verdict = judgeLease(spec, 'me', s(now), observedAt === undefined ? undefined : s(observedAt));
+    expect(verdict.canAcquire).toBe(canAcquire);
+    expect(verdict.canAcquire ? verdict.why : verdict.holder).toBe(whyOrHolder);
+  });
+
+  it('reports when a live lease expires', () => {
+    expect(judgeLease(held(0), 'me', s(1))).toEqual({ canAcquire: false, holder: 'a', expiresAt: s(15) });
+    expect(leaseExpiresAt(held(0), s(4))).toBe(s(19));
+  });
+});
+
+describe('lease records', () => {
+  it('creates with no transitions and microsecond times', () => {
+    const spec = claimedSpec(undefined, 'a', s(1.5), 15);
+    expect(spec).toMatchObject({ holderIdentity: 'a', leaseDurationSeconds: 15, leaseTransitions: 0 });
+    expect(JSON.stringify(spec.renewTime)).toBe('"2030-01-01T00:00:01.500000Z"');
+    expect(JSON.stringify(spec.acquireTime)).toBe('"2030-01-01T00:00:01.500000Z"');
+  });
+
+  it('keeps acquireTime and transitions on renewal', () => {
+    const current: V1LeaseSpec = { holderIdentity: 'a', acquireTime: wireTime(0) as unknown as V1MicroTime, renewTime: new V1MicroTime(s(2)), leaseTransitions: 3 };
+    const spec = claimedSpec(current, 'a', s(4), 15);
+    expect(spec.acquireTime).toBe(current.acquireTime);
+    expect(microTimeMs(spec.renewTime)).toBe(s(4));
+    expect(spec.leaseTransitions).toBe(3);
+  });
+
+  it('counts a takeover, from a holder or from a released lease', () => {
+    const current: V1LeaseSpec = { holderIdentity: 'a', acquireTime: new V1MicroTime(s(0)), leaseTransitions: 3, strategy: 'OldestEmulationVersion' };
+    const spec = claimedSpec(current, 'b', s(20), 15);
+    expect(spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 4, strategy: 'OldestEmulationVersion' });
+    expect(microTimeMs(spec.acquireTime)).toBe(s(20));
+    expect(claimedSpec(releasedSpec(current, s(5)), 'b', s(6), 15).leaseTransitions).toBe(4);
+  });
+
+  it('releases like client-go: no holder, 1 s duration, transitions kept', () => {
+    const released = releasedSpec({ holderIdentity: 'a', leaseDurationSeconds: 15, leaseTransitions: 2 }, s(9));
+    expect(released).toMatchObject({ holderIdentity: '', leaseDurationSeconds: 1, leaseTransitions: 2 });
+    expect(judgeLease(released, 'b', s(9)).canAcquire).toBe(true);
+  });
+
+  it('reads MicroTime strings and Dates', () => {
+    expect(microTimeMs('2030-01-01T00:00:01.123456Z')).toBe(s(1.123));
+    expect(microTimeMs(new V1MicroTime(s(2)))).toBe(s(2));
+    expect(microTimeMs(undefined)).toBeUndefined();
+    expect(microTimeMs('not a time')).toBeUndefined();
+  });
+
+  it('names one lease per operator version', () => {
+    expect(leaseNameForVersion('1.4.0')).toBe('eva-operator-1-4-0');
+    expect(leaseNameForVersion('v2.0.0-RC.1+build.7')).toBe('eva-operator-v2-0-0-rc-1-build-7');
+    expect(() => leaseNameForVersion('...')).toThrow(/cannot derive/);
+  });
+
+  it('validates durations as client-go does', () => {
+    expect(electionTiming()).toEqual({ leaseDurationSeconds: 15, renewDeadlineMs: 10_000, retryPeriodMs: 2000, requestTimeoutMs: 5000 });
+    expect(electionTiming(3, 2, 0.5)).toMatchObject({ renewDeadlineMs: 2000, retryPeriodMs: 500, requestTimeoutMs: 1000 });
+    expect(() => electionTiming(10, 10, 2)).toThrow(/less than leaseDurationSeconds/);
+    expect(() => electionTiming(15, 2, 2)).toThrow(/exceed/);
+    expect(() => electionTiming(1.5, 1, 0.5)).toThrow(/positive integer/);
+    expect(() => electionTiming(15, 10, 0)).toThrow(/positive/);
+  });
+});
+
+describe('LeaderElector (fake clock, fake lease server)', () => {
+  it('creates the lease, leads, and renews every retryPeriod', async () => {
+    const { clock, server, timeline, replica } = world();
+    const a = replica('a');
+    await clock.to(0);
+    expect(a.elector.isLeader).toBe(true);
+    expect(timeline).toEqual(['0s a sees leader a', '0s a started']);
+    expect(server.spec).toMatchObject({ holderIdentity: 'a', leaseTransitions: 0, leaseDurationSeconds: 15 });
+    expect(server.spec.renewTime).toBe('2030-01-01T00:00:00.000000Z');
+
+    await clock.to(10);
+    expect(server.spec.renewTime).toBe('2030-01-01T00:00:10.000000Z');
+    expect(server.spec.acquireTime).toBe('2030-01-01T00:00:00.000000Z');
+    expect(server.lease?.metadata?.resourceVersion).toBe('6'); // created, then renewed at 2, 4, 6, 8, 10
+    await a.elector.stop();
+  });
+
+  it('lets exactly one of two candidates lead, for as long as it renews', async () => {
+    const { clock, server, replica } = world();
+    const a = replica('a');
+    const b = replica('b');
+    await clock.to(120);
+    expect([a.elector.isLeader, b.elector.isLeader]).toEqual([true, false]);
+    expect(server.spec.holderIdentity).toBe('a');
+    expect(server.spec.leaseTransitions).toBe(0);
+    await Promise.all([a.elector.stop(), b.elector.stop()]);
+  });
+
+  it('settles a race for a free lease by resourceVersion: one winner, one transition', async () => {
+    const { clock, server, replica } = world();
+    server.store({ metadata: { name: 'eva-operator-1-4-0' }, spec: { holderIdentity: '', leaseDurationSeconds: 1, renewTime: new V1MicroTime(s(-1)), leaseTransitions: 7 } });
+    const a = replica('a');
+    const b = replica('b');
+    // Both read the same resourceVersion and write at once; the second write is a 409.
+    await clock.to(0);
+    expect([a.elector.isLeader, b.elector.isLeader].filter(Boolean)).toHaveLength(1);
+    expect(a.client.conflicts + b.client.conflicts).toBe(1);
+    expect(server.spec.leaseTransitions).toBe(8);
+    await Promise.all([a.elector.stop(), b.elector.stop()]);
+  });
+
+  it('waits a full leaseDuration from its own first sighting of a foreign holder (clock-skew safety)', async () => {
+    const { clock, server, at, replica } = world();
+    server.store({ metadata: { name: 'eva-operator-1-4-0' }, spec: { holderIdentity: 'ghost', leaseDurationSeconds: 15, renewTime: new V1MicroTime(s(-3600)) } });
+    const b = replica('b');
+    await clock.to(14.9);
+    expect(b.elector.isLeader).toBe(false);
+    await clock.to(20);
+    expect(at('b started')).toBeGreaterThanOrEqual(15);
+    expect(at('b started')).toBeLessThanOrEqual(15 + 2.4);
+    expect(server.spec.leaseTransitions).toBe(1);
+    await b.elector.stop();
+  });
+
+  it.each(['fail', 'hang'] as const)(
+    'steps down renewDeadline after the last renewal when renewals %s, before the lease can be taken',
+    async (mode) => {
+      const { clock, server, at, timeline, replica } = world();
+      const a = replica('a');
+      await clock.to(0);
+      const b = replica('b');
+      await clock.to(5);
+      a.client.mode = mode; // last successful renewal was sent at 4 s
+      await clock.to(13.999);
+      expect(a.elector.isLeader).toBe(true);
+      await clock.to(14);
+      expect(a.elector.isLeader).toBe(false);
+      expect(a.signal()?.aborted).toBe(true);
+      expect(at('a stopped')).toBe(14);
+      await a.run; // the term is over
+      // No release: the holder stays a until the lease expires, so b waits for it.
+      expect(server.spec.holderIdentity).toBe('a');
+      await clock.to(30);
+      expect(at('b started')).toBeGreaterThanOrEqual(4 + 15);
+      expect(at('b started')).toBeLessThanOrEqual(4 + 2.4 + 15 + 2.4);
+      expect(timeline.filter((e) => e.endsWith('stopped'))).toEqual(['14s a stopped']);
+      expect(server.spec.leaseTransitions).toBe(1);
+      await b.elector.stop();
+    },
+  );
+
+  it('steps down at the next renewal when someone else holds the lease', async () => {
+    const { clock, server, at, replica } = world();
+    const a = replica('a');
+    await clock.to(3);
+    server.overwrite({ holderIdentity: 'intruder' });
+    await clock.to(4);
+    expect(a.elector.isLeader).toBe(false);
+    expect(at('a sees leader intruder')).toBe(4);
+    expect(at('a stopped')).toBe(4);
+    expect(server.spec.holderIdentity).toBe('intruder');
+  });
+
+  it('on stop(), keeps renewing while the work drains, releases, then reports stopped; the other takes over at once', async () => {
+    const { clock, server, at, timeline, replica } = world();
+    const drainSeconds = 5;
+    const work = (signal: AbortSignal): Promise<void> =>
+      new Promise((resolve) => {
+        signal.addEventListener('abort', () => clock.setTimer(resolve, drainSeconds * 1000));
+      });
+    const a = replica('a', work);
+    await clock.to(0);
+    const b = replica('b');
+    await clock.to(3);
+    const stopped = a.elector.stop();
+    await clock.to(7.9);
+    expect(server.spec.holderIdentity).toBe('a');
+    expect(microTimeMs(server.spec.renewTime)).toBe(s(6)); // still renewing while draining
+    await clock.to(8);
+    await stopped;
+    expect(server.spec.holderIdentity).toBe('');
+    expect(server.spec.leaseDurationSeconds).toBe(1);
+    expect(timeline.filter((e) => e.startsWith('3s') || e.startsWith('8s'))).toEqual(['3s a aborted', '8s a stopped']);
+    await clock.to(12);
+    expect(at('b started')).toBeGreaterThan(8);
+    expect(at('b started')).toBeLessThanOrEqual(8 + 2.4);
+    expect(server.spec).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1, leaseDurationSeconds: 15 });
+    await b.elector.stop();
+  });
+
+  it('after crash(), the other takes over only once the lease expires', async () => {
+    const { clock, server, at, timeline, replica } = world();
+    const a = replica('a');
+    await clock.to(0);
+    const b = replica('b');
+    await clock.to(5); // last renewal at 4 s
+    a.elector.crash();
+    await a.run;
+    expect(a.signal()?.aborted).toBe(true);
+    await clock.to(18.9);
+    expect(b.elector.isLeader).toBe(false);
+    expect(server.spec.holderIdentity).toBe('a');
+    await clock.to(30);
+    expect(at('b started')).toBeGreaterThanOrEqual(19);
+    expect(at('b started')).toBeLessThanOrEqual(4 + 2.4 + 15 + 2.4);
+    expect(timeline.some((e) => e.endsWith('a stopped'))).toBe(false);
+    expect(server.spec.leaseTransitions).toBe(1);
+    await b.elector.stop();
+  });
+
+  it('stop() of a candidate returns without touching the lease', async () => {
+    const { clock, server, at, replica } = world();
+    const a = replica('a');
+    await clock.to(0);
+    const b = replica('b');
+    await clock.to(3);
+    const before = server.lease?.metadata?.resourceVersion;
+    await b.elector.stop();
+    await b.run;
+    expect(at('b started')).toBeUndefined();
+    expect(server.lease?.metadata?.resourceVersion).toBe(before);
+    await a.elector.stop();
+  });
+
+  it('hands back a lease won by an attempt that was in flight when stop() came', async () => {
+    const { clock, server, at, replica } = world();
+    const a = replica('a');
+    const stopped = a.elector.stop(); // the first attempt (a create) is already under way
+    await clock.to(0);
+    await stopped;
+    expect(at('a started')).toBeUndefined();
+    expect(server.spec.holderIdentity).toBe('');
+    expect(server.lease?.metadata?.resourceVersion).toBe('2'); // created, then released
+  });
+
+  it('steps down and releases when the leader work fails; run() rejects with the error', async () => {
+    const { clock, server, at, replica } = world();
+    const a = replica('a', async (signal) => {
+      await new Promise((resolve) => clock.setTimer(() => { resolve(undefined); }, 3000));
+      if (!signal.aborted) throw new Error('informer died');
+    });
+    await clock.to(5);
+    await expect(a.run).rejects.toThrow('informer died');
+    expect(at('a stopped')).toBe(3);
+    expect(server.spec.holderIdentity).toBe('');
+  });
+
+  it('retries after failed requests while standing', async () => {
+    const { clock, replica } = world();
+    const a = replica('a');
+    a.client.mode = 'fail';
+    await clock.to(10);
+    expect(a.elector.isLeader).toBe(false);
+    a.client.mode = 'ok';
+    await clock.to(12.5);
+    expect(a.elector.isLeader).toBe(true);
+    await a.elector.stop();
+  });
+
+  it('stands once', async () => {
+    const { clock, replica } = world();
+    const a = replica('a');
+    await clock.to(0);
+    await expect(a.elector.run({ onStartedLeading: () => undefined, onStoppedLeading: () => undefined })).rejects.toThrow(/stands once/);
+    await a.elector.stop();
+  });
+});

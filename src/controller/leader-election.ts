@@ -1,0 +1,630 @@
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, with client-go's leaderelection semantics.
+ * Candidates read the Lease every retryPeriod and take it once it is free or expired; the leader
+ * renews it every retryPeriod and steps down when no renewal succeeded within renewDeadline, which
+ * is shorter than leaseDuration, so it stops acting before anyone else may take the Lease over.
+ * Every write carries the resourceVersion that was read: of two candidates racing for the same
+ * Lease, one gets 409 Conflict and keeps waiting.
+ *
+ * Each operator version elects on its own Lease (`leaseNameForVersion`), so two versions run side
+ * by side during an upgrade with one leader each.
+ */
+import {
+  CoordinationV1Api,
+  Observable,
+  V1MicroTime,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+  type V1Lease,
+  type V1LeaseSpec,
+} from '@kubernetes/client-node';
+import { FIELD_MANAGER, isConflict, readOptional, type Kube } from '../adapters/kube.ts';
+import type { Logger } from '../log.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Lease records: pure functions of (spec, identity, time).
+
+/** The Lease of one operator version: `1.4.0` → `eva-operator-1-4-0` (a valid object name). */
+export function leaseNameForVersion(version: string): string {
+  const slug = version.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+  if (slug === '') throw new Error(`cannot derive a lease name from version ${JSON.stringify(version)}`);
+  return `eva-operator-${slug}`;
+}
+
+/** Milliseconds since the epoch of a Lease MicroTime, or undefined when absent or unparsable. */
+export function microTimeMs(value: Date | string | undefined): number | undefined {
+  // client-node types these fields as V1MicroTime (a Date), but its deserializer has no entry for
+  // V1MicroTime and hands back the wire string unchanged, so both shapes really arrive here.
+  if (value === undefined) return undefined;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+/**
+ * When the holder's claim runs out: leaseDurationSeconds after the later of its renewTime (the
+ * holder's clock) and `observedAt`, when this candidate first saw that renewal (its own clock).
+ * client-go measures from the observation only, so that clock skew between replicas cannot expire
+ * a live lease early; the later of both keeps that guarantee and also honours a renewTime that is
+ * ahead of us. Without `observedAt` this is renewTime + leaseDuration.
+ */
+export function leaseExpiresAt(spec: V1LeaseSpec, observedAt = Number.NEGATIVE_INFINITY): number {
+  const renewedAt = microTimeMs(spec.renewTime) ?? microTimeMs(spec.acquireTime) ?? Number.NEGATIVE_INFINITY;
+  return Math.max(renewedAt, observedAt) + (spec.leaseDurationSeconds ?? 0) * 1000;
+}
+
+export type LeaseVerdict =
+  | { readonly canAcquire: true; readonly why: 'unheld' | 'ours' | 'expired' }
+  | { readonly canAcquire: false; readonly holder: string; readonly expiresAt: number };
+
+/** Can `identity` take (or keep) the Lease with this spec at `now`? */
+export function judgeLease(spec: V1LeaseSpec | undefined, identity: string, now: number, observedAt?: number): LeaseVerdict {
+  const holder = spec?.holderIdentity ?? '';
+  if (spec === undefined || holder === '') return { canAcquire: true, why: 'unheld' };
+  // A replica restarted under the same identity (same pod) resumes its lease at once, as in
+  // client-go: the process that held it is gone, so no two replicas act on it.
+  if (holder === identity) return { canAcquire: true, why: 'ours' };
+  const expiresAt = leaseExpiresAt(spec, observedAt);
+  return now >= expiresAt ? { canAcquire: true, why: 'expired' } : { canAcquire: false, holder, expiresAt };
+}
+
+/** The spec with which `identity` creates, takes over or renews the Lease at `now`. */
+export function claimedSpec(current: V1LeaseSpec | undefined, identity: string, now: number, leaseDurationSeconds: number): V1LeaseSpec {
+  // V1MicroTime serializes with six fractional digits; a plain Date's three are rejected by the
+  // API server's MicroTime parser.
+  const stamp = new V1MicroTime(now);
+  const renewing = current !== undefined && current.holderIdentity === identity;
+  return {
+    ...coordinationFields(current),
+    holderIdentity: identity,
+    leaseDurationSeconds,
+    acquireTime: renewing ? (current.acquireTime ?? stamp) : stamp,
+    renewTime: stamp,
+    leaseTransitions: transitionsAfterClaim(current, renewing),
+  };
+}
+
+/** Fields this elector does not manage (coordinated leader election), carried over unchanged. */
+function coordinationFields(spec: V1LeaseSpec | undefined): Pick<V1LeaseSpec, 'preferredHolder' | 'strategy'> {
+  return { preferredHolder: spec?.preferredHolder, strategy: spec?.strategy };
+}
+
+function transitionsAfterClaim(current: V1LeaseSpec | undefined, renewing: boolean): number {
+  if (current === undefined) return 0;
+  const transitions = current.leaseTransitions ?? 0;
+  // Taking over from anyone else, a released (empty) holder included, is a transition (client-go).
+  return renewing ? transitions : transitions + 1;
+}
+
+/** client-go's ReleaseOnCancel record: no holder, so the next candidate need not wait for expiry. */
+export function releasedSpec(current: V1LeaseSpec, now: number): V1LeaseSpec {
+  const stamp = new V1MicroTime(now);
+  return {
+    ...coordinationFields(current),
+    holderIdentity: '',
+    leaseDurationSeconds: 1,
+    acquireTime: stamp,
+    renewTime: stamp,
+    leaseTransitions: current.leaseTransitions ?? 0,
+  };
+}
+
+/** `lease` with another spec; metadata (resourceVersion included) is kept for the optimistic write. */
+function withSpec(lease: V1Lease, spec: V1LeaseSpec): V1Lease {
+  return { apiVersion: lease.apiVersion, kind: lease.kind, metadata: lease.metadata, spec };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing.
+
+/** Wait between candidate polls is retryPeriod plus up to this fraction, so candidates spread out. */
+const ACQUIRE_JITTER = 0.2;
+
+export interface ElectionTiming {
+  readonly leaseDurationSeconds: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  /** Bound on one attempt's requests, so a hung connection cannot stall the loop. */
+  readonly requestTimeoutMs: number;
+}
+
+/** Validates the durations as client-go does and converts them. */
+export function electionTiming(leaseDurationSeconds = 15, renewDeadlineSeconds = 10, retryPeriodSeconds = 2): ElectionTiming {
+  if (!Number.isInteger(leaseDurationSeconds) || leaseDurationSeconds < 1) {
+    throw new Error(`leaseDurationSeconds must be a positive integer (the Lease field is), got ${leaseDurationSeconds}`);
+  }
+  if (!(retryPeriodSeconds > 0)) throw new Error(`retryPeriodSeconds must be positive, got ${retryPeriodSeconds}`);
+  if (!(renewDeadlineSeconds < leaseDurationSeconds)) {
+    throw new Error('renewDeadlineSeconds must be less than leaseDurationSeconds: the leader must stop before its lease can be taken');
+  }
+  if (!(renewDeadlineSeconds > retryPeriodSeconds * (1 + ACQUIRE_JITTER))) {
+    throw new Error(`renewDeadlineSeconds must exceed ${1 + ACQUIRE_JITTER} × retryPeriodSeconds, or a single slow retry loses leadership`);
+  }
+  return {
+    leaseDurationSeconds,
+    renewDeadlineMs: renewDeadlineSeconds * 1000,
+    retryPeriodMs: retryPeriodSeconds * 1000,
+    // Half the deadline leaves room for a second attempt after a hung one.
+    requestTimeoutMs: Math.max(retryPeriodSeconds, renewDeadlineSeconds / 2) * 1000,
+  };
+}
+
+export interface Clock {
+  /** Wall-clock ms since the epoch: written into the Lease and compared with times read from it. */
+  now(): number;
+  /** Runs `callback` after `ms`; the returned function cancels it. */
+  setTimer(callback: () => void, ms: number): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer: (callback, ms) => {
+    const timer = setTimeout(callback, ms);
+    return () => {
+      clearTimeout(timer);
+    };
+  },
+};
+
+/** Resolves after `ms`, or as soon as `signal` aborts. */
+function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    let cancel = (): void => undefined;
+    const wake = (): void => {
+      cancel();
+      signal.removeEventListener('abort', wake);
+      resolve();
+    };
+    cancel = clock.setTimer(wake, ms);
+    signal.addEventListener('abort', wake, { once: true });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where the Lease lives.
+
+export interface LeaseStore {
+  /** The Lease, or undefined when it does not exist. */
+  get(signal: AbortSignal): Promise<V1Lease | undefined>;
+  /** Creates the Lease; undefined when it already exists (someone else created it first). */
+  create(lease: V1Lease, signal: AbortSignal): Promise<V1Lease | undefined>;
+  /** Replaces the Lease; undefined when metadata.resourceVersion is stale (someone else wrote first). */
+  replace(lease: V1Lease, signal: AbortSignal): Promise<V1Lease | undefined>;
+}
+
+/** Per-call options that abort the request with `signal`. */
+function abortable(signal: AbortSignal): ConfigurationOptions {
+  const middleware: ObservableMiddleware = {
+    pre: (request: RequestContext) => {
+      request.setSignal(signal);
+      return new Observable(Promise.resolve(request));
+    },
+    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
+  };
+  // Appended: the configured middleware must still run.
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' };
+}
+
+async function unlessConflict(write: () => Promise<V1Lease>): Promise<V1Lease | undefined> {
+  try {
+    return await write();
+  } catch (err) {
+    if (isConflict(err)) return undefined;
+    throw err;
+  }
+}
+
+export function kubeLeaseStore(kube: Pick<Kube, 'config'>, namespace: string, name: string): LeaseStore {
+  const api = kube.config.makeApiClient(CoordinationV1Api);
+  return {
+    get: (signal) => readOptional(() => api.readNamespacedLease({ name, namespace }, abortable(signal))),
+    create: (body, signal) =>
+      unlessConflict(() => api.createNamespacedLease({ namespace, body, fieldManager: FIELD_MANAGER }, abortable(signal))),
+    replace: (body, signal) =>
+      unlessConflict(() => api.replaceNamespacedLease({ name, namespace, body, fieldManager: FIELD_MANAGER }, abortable(signal))),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The elector.
+
+interface ElectionSettings {
+  readonly namespace: string;
+  readonly leaseName: string;
+  /** Unique per replica and stable across container restarts: the pod name. */
+  readonly identity: string;
+  readonly leaseDurationSeconds?: number;
+  readonly renewDeadlineSeconds?: number;
+  readonly retryPeriodSeconds?: number;
+  readonly log: Logger;
+  readonly clock?: Clock;
+}
+
+/** The Lease is read and written through `kube`, or through `store` (tests). */
+type LeaseSource = { readonly kube: Pick<Kube, 'config'>; readonly store?: undefined } | { readonly store: LeaseStore; readonly kube?: undefined };
+
+export type LeaderElectorOptions = ElectionSettings & LeaseSource;
+
+export interface LeaderCallbacks {
+  /**
+   * Leadership was acquired; `signal` aborts when it ends. Return a promise that settles once the
+   * work has stopped: stop() keeps renewing until then and only then releases the Lease. A
+   * rejection while leading ends leadership (the Lease is released) and run() rejects with it.
+   */
+  readonly onStartedLeading: (signal: AbortSignal) => Promise<void> | void;
+  /** Leadership ended: lost, or stopped (after the release). Not called if this replica never led, nor after crash(). */
+  readonly onStoppedLeading: () => void;
+  /** The observed holder changed to `identity` (this replica included). */
+  readonly onNewLeader?: (identity: string) => void;
+}
+
+type Attempt =
+  | { readonly kind: 'held'; readonly renewedAt: number }
+  | { readonly kind: 'busy'; readonly holder: string }
+  | { readonly kind: 'conflict' }
+  | { readonly kind: 'failed'; readonly error: unknown };
+
+type Ending =
+  | { readonly kind: 'stopped' }
+  | { readonly kind: 'crashed' }
+  | { readonly kind: 'lost'; readonly reason: string }
+  | { readonly kind: 'failed'; readonly error: unknown };
+
+interface Renewal {
+  /** Resolves when leadership is lost: renewDeadline passed, or someone else holds the Lease. */
+  readonly lost: Promise<Ending>;
+  /** Stops renewing; resolves when the attempt in flight, if any, has finished. */
+  halt(): Promise<void>;
+}
+
+interface LeaderWork {
+  readonly settled: Promise<void>;
+  /** Resolves only if the work rejects. */
+  readonly failure: Promise<Ending>;
+}
+
+const never = new Promise<never>(() => undefined);
+
+/** A call, not a property read: TypeScript would otherwise keep a narrowing from before an await. */
+function aborted(signal: AbortSignal): boolean {
+  return signal.aborted;
+}
+
+function jittered(ms: number): number {
+  return ms * (1 + ACQUIRE_JITTER * Math.random());
+}
+
+function startWork(callbacks: LeaderCallbacks, signal: AbortSignal): LeaderWork {
+  const outcome = Promise.resolve()
+    .then(() => callbacks.onStartedLeading(signal))
+    .then(
+      (): Ending | undefined => undefined,
+      (error: unknown): Ending => ({ kind: 'failed', error }),
+    );
+  return { settled: outcome.then(() => undefined), failure: outcome.then((failed) => failed ?? never) };
+}
+
+/**
+ * One candidacy: run() stands for leadership, leads until leadership is lost or stop() is called,
+ * and resolves. To stand again, create a new elector (losing leadership usually means exiting).
+ */
+export class LeaderElector {
+  readonly #store: LeaseStore;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #identity: string;
+  readonly #leaseName: string;
+  readonly #namespace: string;
+  readonly #timing: ElectionTiming;
+  /** Aborted by stop() and crash(): ends the candidacy and wakes every wait. */
+  readonly #halt = new AbortController();
+  /** Aborted by crash(): in-flight requests die with the "process". */
+  readonly #crash = new AbortController();
+  readonly #crashed = Promise.withResolvers<Ending>();
+  readonly #ending = Promise.withResolvers<Ending>();
+  readonly #finished = Promise.withResolvers<undefined>();
+  #started = false;
+  #leading = false;
+  /** Aborted when the current term of leadership ends. */
+  #term: AbortController | undefined;
+  #onNewLeader: ((identity: string) => void) | undefined;
+  #reportedLeader = '';
+  /** The Lease as this replica last wrote it: renewals and the release start from it. */
+  #written: V1Lease | undefined;
+  /** The resourceVersion last seen, and when (local clock) it was first seen. */
+  #observed: { readonly resourceVersion: string; readonly at: number } | undefined;
+
+  constructor(options: LeaderElectorOptions) {
+    if (options.identity === '') throw new Error('identity must not be empty: an empty holder means "released"');
+    this.#timing = electionTiming(options.leaseDurationSeconds, options.renewDeadlineSeconds, options.retryPeriodSeconds);
+    this.#store = options.store ?? kubeLeaseStore(options.kube, options.namespace, options.leaseName);
+    this.#clock = options.clock ?? systemClock;
+    this.#identity = options.identity;
+    this.#leaseName = options.leaseName;
+    this.#namespace = options.namespace;
+    this.#log = options.log.child({ lease: `${options.namespace}/${options.leaseName}`, identity: options.identity });
+  }
+
+  get identity(): string {
+    return this.#identity;
+  }
+
+  /** True from acquiring the Lease until the leading signal aborts. */
+  get isLeader(): boolean {
+    return this.#leading;
+  }
+
+  async run(callbacks: LeaderCallbacks): Promise<void> {
+    if (this.#started) throw new Error('LeaderElector.run() stands once; create a new elector to stand again');
+    this.#started = true;
+    this.#onNewLeader = callbacks.onNewLeader;
+    try {
+      const renewedAt = await this.#acquire();
+      if (renewedAt !== undefined) await this.#lead(callbacks, renewedAt);
+    } finally {
+      this.#finished.resolve(undefined);
+    }
+  }
+
+  /** Stops standing or leading; a leader waits for its work, then releases the Lease. Never rejects. */
+  async stop(): Promise<void> {
+    this.#end({ kind: 'stopped' });
+    if (this.#started) await this.#finished.promise;
+  }
+
+  /**
+   * Simulates the process dying (tests): timers stop, requests in flight are abandoned, no callback
+   * runs and the Lease is left to expire. The leading signal still aborts, so test work stops too.
+   */
+  crash(): void {
+    // A dead process stops acting at once, not a few ticks later.
+    this.#leading = false;
+    this.#term?.abort();
+    this.#crash.abort(new Error('crashed'));
+    this.#crashed.resolve({ kind: 'crashed' });
+    this.#end({ kind: 'crashed' });
+  }
+
+  #end(ending: Ending): void {
+    this.#ending.resolve(ending);
+    this.#halt.abort();
+  }
+
+  /** Polls until the Lease is ours; resolves with when it was claimed, or undefined when halted. */
+  async #acquire(): Promise<number | undefined> {
+    this.#log.info('standing for leadership');
+    while (!aborted(this.#halt.signal)) {
+      const attempt = await this.#attempt((signal) => this.#tryAcquire(signal));
+      if (attempt.kind === 'held') {
+        if (!aborted(this.#halt.signal)) return attempt.renewedAt;
+        // Won the race while stopping: give it straight back (after a crash nothing runs).
+        if (!aborted(this.#crash.signal)) await this.#release();
+        return undefined;
+      }
+      this.#logAttempt(attempt);
+      await sleep(this.#clock, jittered(this.#timing.retryPeriodMs), this.#halt.signal);
+    }
+    return undefined;
+  }
+
+  async #lead(callbacks: LeaderCallbacks, renewedAt: number): Promise<void> {
+    const term = new AbortController();
+    this.#term = term;
+    this.#leading = true;
+    this.#log.info('acquired lease: leading');
+    const renewal = this.#startRenewal(renewedAt);
+    const work = startWork(callbacks, term.signal);
+    let ending = await Promise.race([this.#ending.promise, renewal.lost, work.failure]);
+    // Stop acting first, whatever follows.
+    this.#leading = false;
+    term.abort();
+    if (ending.kind === 'stopped' || ending.kind === 'failed') ending = await this.#drain(work, renewal, ending);
+    await this.#endTerm(callbacks, ending, renewal);
+  }
+
+  /** Waits for the leader's work to stop while still renewing: the Lease must outlive the work. */
+  async #drain(work: LeaderWork, renewal: Renewal, ending: Ending): Promise<Ending> {
+    this.#log.info('stopping: waiting for the leader work to finish before releasing the lease');
+    const interrupted = await Promise.race([work.settled.then(() => undefined), renewal.lost, this.#crashed.promise]);
+    return interrupted ?? ending;
+  }
+
+  async #endTerm(callbacks: LeaderCallbacks, ending: Ending, renewal: Renewal): Promise<void> {
+    if (ending.kind === 'crashed' || this.#crash.signal.aborted) {
+      void renewal.halt();
+      this.#log.warn('crashed: the lease is left to expire');
+      return;
+    }
+    if (ending.kind === 'lost') {
+      // No release: the work may still be winding down, and the Lease keeps others out meanwhile.
+      void renewal.halt();
+      this.#log.warn({ reason: ending.reason }, 'lost leadership');
+    } else {
+      await renewal.halt();
+      await this.#release();
+    }
+    this.#safely('onStoppedLeading', () => {
+      callbacks.onStoppedLeading();
+    });
+    if (ending.kind === 'failed') throw ending.error;
+  }
+
+  #startRenewal(renewedAt: number): Renewal {
+    const halted = new AbortController();
+    const lost = Promise.withResolvers<Ending>();
+    const seconds = this.#timing.renewDeadlineMs / 1000;
+    let cancelDeadline = (): void => undefined;
+    const renewed = (at: number): void => {
+      cancelDeadline();
+      // From when the renewal was sent, not answered: others measure expiry from no earlier than that.
+      const remaining = at + this.#timing.renewDeadlineMs - this.#clock.now();
+      cancelDeadline = this.#clock.setTimer(() => {
+        lost.resolve({ kind: 'lost', reason: `no renewal succeeded within ${seconds}s` });
+      }, remaining);
+    };
+    renewed(renewedAt);
+    const loop = this.#renewLoop(halted.signal, renewed, (reason) => {
+      lost.resolve({ kind: 'lost', reason });
+    });
+    const halt = (): Promise<void> => {
+      halted.abort();
+      cancelDeadline();
+      return loop;
+    };
+    return { lost: lost.promise, halt };
+  }
+
+  async #renewLoop(halted: AbortSignal, renewed: (at: number) => void, lose: (reason: string) => void): Promise<void> {
+    for (;;) {
+      await sleep(this.#clock, this.#timing.retryPeriodMs, halted);
+      if (aborted(halted)) return;
+      const attempt = await this.#attempt((signal) => this.#tryRenew(signal));
+      if (aborted(halted)) return;
+      if (attempt.kind === 'held') {
+        renewed(attempt.renewedAt);
+        this.#log.debug('renewed lease');
+      } else if (attempt.kind === 'busy') {
+        lose(attempt.holder === '' ? 'the lease was deleted or released by someone else' : `the lease is held by ${attempt.holder}`);
+        return;
+      } else {
+        this.#logAttempt(attempt);
+      }
+    }
+  }
+
+  /** One bounded attempt; errors become a 'failed' attempt, retried like any other. */
+  async #attempt(step: (signal: AbortSignal) => Promise<Attempt>): Promise<Attempt> {
+    try {
+      return await this.#bounded(step);
+    } catch (error) {
+      return { kind: 'failed', error };
+    }
+  }
+
+  /** Runs `call` with a signal that aborts on the request timeout or a crash. */
+  async #bounded<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const request = new AbortController();
+    const cancel = this.#clock.setTimer(() => {
+      request.abort(new Error(`lease request timed out after ${this.#timing.requestTimeoutMs} ms`));
+    }, this.#timing.requestTimeoutMs);
+    // A listener removed after every attempt, not AbortSignal.any: the crash signal lives as long
+    // as the elector, and would otherwise collect one dependent signal per renewal.
+    const onCrash = (): void => {
+      request.abort(this.#crash.signal.reason);
+    };
+    this.#crash.signal.addEventListener('abort', onCrash, { once: true });
+    try {
+      return await call(request.signal);
+    } finally {
+      cancel();
+      this.#crash.signal.removeEventListener('abort', onCrash);
+    }
+  }
+
+  async #tryAcquire(signal: AbortSignal): Promise<Attempt> {
+    const lease = await this.#store.get(signal);
+    if (lease === undefined) return this.#create(signal);
+    this.#observe(lease);
+    const verdict = judgeLease(lease.spec, this.#identity, this.#clock.now(), this.#observed?.at);
+    if (!verdict.canAcquire) return { kind: 'busy', holder: verdict.holder };
+    return this.#claim(lease, signal);
+  }
+
+  async #tryRenew(signal: AbortSignal): Promise<Attempt> {
+    // Fast path: write over the Lease as we last wrote it, one request; 409 means it moved on.
+    if (this.#written !== undefined) {
+      const renewed = await this.#claim(this.#written, signal);
+      if (renewed.kind === 'held') return renewed;
+    }
+    const lease = await this.#store.get(signal);
+    if (lease !== undefined) this.#observe(lease);
+    // Never take it back from someone else while leading: whoever holds it may already be acting.
+    if (lease?.spec?.holderIdentity !== this.#identity) return { kind: 'busy', holder: lease?.spec?.holderIdentity ?? '' };
+    return this.#claim(lease, signal);
+  }
+
+  async #create(signal: AbortSignal): Promise<Attempt> {
+    const now = this.#clock.now();
+    const body: V1Lease = {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { name: this.#leaseName, namespace: this.#namespace },
+      spec: claimedSpec(undefined, this.#identity, now, this.#timing.leaseDurationSeconds),
+    };
+    const written = await this.#store.create(body, signal);
+    return this.#recordClaim(written, now);
+  }
+
+  async #claim(lease: V1Lease, signal: AbortSignal): Promise<Attempt> {
+    const now = this.#clock.now();
+    const spec = claimedSpec(lease.spec, this.#identity, now, this.#timing.leaseDurationSeconds);
+    const written = await this.#store.replace(withSpec(lease, spec), signal);
+    return this.#recordClaim(written, now);
+  }
+
+  #recordClaim(written: V1Lease | undefined, renewedAt: number): Attempt {
+    if (written === undefined) return { kind: 'conflict' };
+    this.#written = written;
+    this.#observe(written);
+    return { kind: 'held', renewedAt };
+  }
+
+  #observe(lease: V1Lease): void {
+    const resourceVersion = lease.metadata?.resourceVersion ?? '';
+    if (this.#observed?.resourceVersion !== resourceVersion) this.#observed = { resourceVersion, at: this.#clock.now() };
+    this.#report(lease.spec?.holderIdentity ?? '');
+  }
+
+  #report(holder: string): void {
+    // An empty holder is a released lease, not a leader.
+    if (holder === '' || holder === this.#reportedLeader) return;
+    this.#reportedLeader = holder;
+    this.#log.info({ leader: holder }, 'new leader observed');
+    const onNewLeader = this.#onNewLeader;
+    if (onNewLeader) {
+      this.#safely('onNewLeader', () => {
+        onNewLeader(holder);
+      });
+    }
+  }
+
+  /** Best effort: if it fails, the Lease simply expires. */
+  async #release(): Promise<void> {
+    try {
+      const released = await this.#bounded((signal) => this.#tryRelease(signal));
+      this.#log.info(released ? 'released lease' : 'lease no longer ours: nothing to release');
+    } catch (err) {
+      this.#log.warn({ err }, 'could not release the lease; it will expire on its own');
+    }
+  }
+
+  async #tryRelease(signal: AbortSignal): Promise<boolean> {
+    if (this.#written !== undefined && (await this.#writeRelease(this.#written, signal))) return true;
+    const lease = await this.#store.get(signal);
+    if (lease?.spec?.holderIdentity !== this.#identity) return false;
+    return this.#writeRelease(lease, signal);
+  }
+
+  async #writeRelease(lease: V1Lease, signal: AbortSignal): Promise<boolean> {
+    const written = await this.#store.replace(withSpec(lease, releasedSpec(lease.spec ?? {}, this.#clock.now())), signal);
+    if (written !== undefined) this.#written = written;
+    return written !== undefined;
+  }
+
+  #logAttempt(attempt: Attempt): void {
+    if (attempt.kind === 'failed') this.#log.warn({ err: attempt.error }, 'lease request failed; retrying');
+    else if (attempt.kind === 'conflict') this.#log.debug('lost a write race on the lease; retrying');
+    else if (attempt.kind === 'busy') this.#log.debug({ holder: attempt.holder }, 'lease held by another replica');
+  }
+
+  /** Callbacks are the caller's code: a throw is logged, never allowed to break the election. */
+  #safely(name: string, callback: () => void): void {
+    try {
+      callback();
+    } catch (err) {
+      this.#log.error({ err }, `${name} threw`);
+    }
+  }
+}
