@@ -9,6 +9,7 @@ import { type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
 import { LeaderElector, leaseNameForVersion } from './controller/leader-election.ts';
+import { VersionPresenceReporter } from './controller/version-presence.ts';
 import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
@@ -43,6 +44,9 @@ function buildDeps(config: OperatorConfig, kube: Kube, log: Logger): OperatorDep
   };
 }
 
+/** How often the leader looks for tenants pinned to a version that no operator runs. */
+const PRESENCE_CHECK_MS = 30_000;
+
 const aborted = (signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
     signal.addEventListener('abort', () => {
@@ -66,6 +70,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   // One active replica per operator version: each version has its own Lease.
   const lease = leaseNameForVersion(config.operatorVersion);
   const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
+  const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => controller.cachedTenants(), metrics, log });
   let leading = false;
   let stopping = false;
   const lost = Promise.withResolvers<undefined>();
@@ -76,6 +81,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       onStartedLeading: async (signal) => {
         leading = true;
         await controller.start();
+        void presence.runUntil(signal, PRESENCE_CHECK_MS);
         log.info({ version: config.operatorVersion, concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
         await aborted(signal);
         await controller.stop();

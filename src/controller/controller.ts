@@ -5,6 +5,8 @@
  */
 import { type Informer, type KubernetesObject, makeInformer, type ObjectCache } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../api/constants.ts';
+import type { EvaTenant } from '../api/evatenant.ts';
+import { parseEvaTenant } from '../api/parse.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { type Action, classifyError, errorPolicy } from './actions.ts';
@@ -67,6 +69,19 @@ export class Controller {
     if (resourceVersion) this.ownWrites.set(name, resourceVersion);
   }
 
+  /** Every tenant in the informer's cache that parses (no API call). */
+  cachedTenants(): EvaTenant[] {
+    const tenants: EvaTenant[] = [];
+    for (const obj of this.informer?.list() ?? []) {
+      try {
+        tenants.push(parseEvaTenant(obj));
+      } catch {
+        // An object the API server accepted but we cannot read is reported by its reconcile.
+      }
+    }
+    return tenants;
+  }
+
   /** Tenants by status.phase, from the informer's cache (no API call). */
   tenantsByPhase(): Record<string, number> {
     const counts: Record<string, number> = {};
@@ -98,6 +113,7 @@ export class Controller {
       this.ownWrites.delete(name);
     });
     informer.on('error', (err: unknown) => {
+      if (this.stopped) return; // stopping the informer ends its watch with an error: expected
       this.options.log.warn({ err }, 'watch failed; re-listing');
       setTimeout(() => {
         if (this.stopped) return;
