@@ -9,7 +9,7 @@
  * and the operator's resident memory. Tenants are pinned to the benchmark's own operator version
  * and deleted afterwards.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { TIERS, type Tier } from '../src/api/constants.ts';
@@ -91,6 +91,50 @@ function auditWrites(offset: number, codes: Set<string>): Record<string, number>
   return counts;
 }
 
+/** CPU seconds (user + system) of a process and of its reaped children, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): { own: number; children: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const ticks = (i: number): number => Number(fields[i - 3] ?? 0);
+  const hz = 100; // USER_HZ on Linux
+  return { own: (ticks(14) + ticks(15)) / hz, children: (ticks(16) + ticks(17)) / hz };
+}
+
+/** Control-plane and NATS processes of the local cluster, by short name. */
+function clusterProcesses(): Map<string, number[]> {
+  const byName = new Map<string, number[]>();
+  for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')[0] ?? '';
+    } catch {
+      continue;
+    }
+    const name = ['kube-apiserver', 'etcd', 'kube-controller-manager', 'kube-scheduler', 'kwok-controller', 'nats-server'].find((n) => cmd.endsWith(`/${n}`));
+    if (name) byName.set(name, [...(byName.get(name) ?? []), Number(entry)]);
+  }
+  return byName;
+}
+
+function clusterCpu(): Record<string, number> {
+  const totals: Record<string, number> = {};
+  for (const [name, pids] of clusterProcesses()) {
+    totals[name] = pids.reduce((sum, pid) => {
+      try {
+        return sum + cpuSeconds(pid).own;
+      } catch {
+        return sum;
+      }
+    }, 0);
+  }
+  return totals;
+}
+
+function cpuReport(before: Record<string, number>, after: Record<string, number>): string {
+  return Object.entries(after)
+    .map(([name, seconds]) => `${name} ${(seconds - (before[name] ?? 0)).toFixed(1)}`)
+    .join(', ');
+}
+
 function rssMiB(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
@@ -133,7 +177,9 @@ async function main(): Promise<void> {
   const { tier, count, concurrency } = options();
   setupCluster();
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
-  const operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency) });
+  // NODE_OPTIONS passes through, e.g. --max-old-space-size as a container memory limit would set it.
+  const nodeOptions = process.env['EVA_OPERATOR_NODE_OPTIONS'];
+  const operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) });
   const codes = Array.from({ length: count }, (_, i) => codeFor(i));
   await operator.ready();
   // Leftovers of an interrupted run would read as instantly Active: remove them first.
@@ -141,6 +187,7 @@ async function main(): Promise<void> {
   for (const code of codes) await waitForGone(code.toLowerCase(), 180_000);
 
   const auditOffset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
+  const cpuBefore = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
   const started = Date.now();
   // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
   const manifests = codes.map((code) => tenantYaml(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
@@ -148,12 +195,14 @@ async function main(): Promise<void> {
   const { elapsed, pending } = await waitAllActive(codes);
   const wall = (Date.now() - started) / 1000;
   const memory = rssMiB(operator.pid);
+  const cpuAfter = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
   const writes = auditWrites(auditOffset, new Set(codes));
   const perTenant = Object.entries(writes).map(([client, n]) => `${client} ${(n / count).toFixed(1)}`).join(', ');
   report(`${count} × ${tier} (${count * MODULES_BY_TIER[tier].length} releases), operator concurrency ${concurrency}`, wall, count * MODULES_BY_TIER[tier].length, elapsed, [
     `not Active: ${pending.size}`,
     `API writes per tenant (audit log, by client): ${perTenant}`,
     `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak`,
+    `CPU seconds used during the run (2 cores = ${(2 * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,
     `secret values files left: ${operator.secretFilesLeft().length}`,
   ]);
 
