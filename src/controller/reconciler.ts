@@ -18,7 +18,7 @@ import type { TenantScope } from '../steps/step.ts';
 import { tenantNamespace } from '../steps/names.ts';
 import { decommission, forcedSteps } from './decommission.ts';
 import { decideOwnership, removeFinalizer, syncMetadata } from './metadata.ts';
-import { buildStatus, persistedSnapshotOf, sameStatus } from './tenant-status.ts';
+import { buildStatus, persistedSnapshotOf, provisionedSpecChanged, sameStatus } from './tenant-status.ts';
 import { type Action, DONE, actionFor } from './actions.ts';
 
 export interface ReconcilerContext {
@@ -78,8 +78,7 @@ export class TenantReconciler {
   private async provision(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
     const { deps, metrics } = this.ctx;
     const writer = new StatusWriter(deps, tenant, scope.log);
-    const specChanged = tenant.status?.observedGeneration !== undefined && tenant.status.observedGeneration !== tenant.metadata.generation;
-    const event: SagaEvent = { type: specChanged ? 'SPEC_CHANGED' : 'RECONCILE' };
+    const event: SagaEvent = { type: provisionedSpecChanged(tenant) ? 'SPEC_CHANGED' : 'RECONCILE' };
     const result = await runSaga(persistedSnapshotOf(tenant), event, {
       runStep: (step) => runStep(step, scope, deps, { observe: (s, seconds) => { metrics.observeStep(s, tenant.spec.tier, seconds); } }),
       checkDrift: () => checkDrift(scope, deps),

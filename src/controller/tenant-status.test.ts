@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { buildStatus, sameStatus } from './tenant-status.ts';
+import { buildStatus, provisionedSpecChanged, sameStatus } from './tenant-status.ts';
 
 const base: EvaTenant = {
   apiVersion: 'eva.aidonow.com/v1alpha1',
@@ -29,5 +29,31 @@ describe('buildStatus', () => {
     const active = buildStatus(base, { stage: 'active', wasActive: true }, { snapshot: 1 }, now);
     const again = buildStatus({ ...base, status: active }, { stage: 'active', wasActive: true }, { snapshot: 1 }, new Date('2026-01-01T01:00:00Z'));
     expect(sameStatus(active, again)).toBe(true);
+  });
+});
+
+describe('provisionedSpecChanged', () => {
+  const now = new Date('2026-01-01T00:00:00Z');
+  const active = buildStatus(base, { stage: 'active', wasActive: true }, { snapshot: 1 }, now);
+  const next = (spec: Partial<EvaTenant['spec']>): EvaTenant => ({ ...base, metadata: { ...base.metadata, generation: 4 }, spec: { ...base.spec, ...spec }, status: active });
+
+  it('is false while the status observed the current generation', () => {
+    expect(provisionedSpecChanged({ ...base, status: active })).toBe(false);
+    expect(provisionedSpecChanged(base)).toBe(false);
+  });
+
+  it('ignores a new pin alone: a hand-over between operator versions provisions nothing', () => {
+    expect(provisionedSpecChanged(next({ operatorVersion: '2.0.0' }))).toBe(false);
+  });
+
+  it('sees any other spec change, with or without a new pin', () => {
+    expect(provisionedSpecChanged(next({ tier: 'Customer' }))).toBe(true);
+    expect(provisionedSpecChanged(next({ tier: 'Customer', operatorVersion: '2.0.0' }))).toBe(true);
+    expect(provisionedSpecChanged(next({ helmValues: { 'orbit-crm': { replicas: 2 } } }))).toBe(true);
+  });
+
+  it('counts any new generation when the status carries no digest (written by an older operator)', () => {
+    const older = { ...active, saga: { snapshot: 1 } };
+    expect(provisionedSpecChanged({ ...next({ operatorVersion: '2.0.0' }), status: older })).toBe(true);
   });
 });

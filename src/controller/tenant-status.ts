@@ -3,7 +3,8 @@
  * persisted snapshot. A status equal to the one already stored is not written again, so an idle
  * drift check makes no API write.
  */
-import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
+import { createHash } from 'node:crypto';
+import type { EvaTenant, EvaTenantSpec, EvaTenantStatus } from '../api/evatenant.ts';
 import { PROVISIONING_CONDITIONS } from '../api/constants.ts';
 import { allConditions, mergeConditions, phaseOf, type SagaView } from '../saga/conditions.ts';
 
@@ -29,10 +30,29 @@ export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknow
     phase: phaseOf(view),
     conditions,
     ...timings(previous, view, conditions, now),
-    saga: { snapshot: persisted },
+    saga: { snapshot: persisted, specDigest: provisionedSpecDigest(tenant.spec) },
   };
   if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
   return status;
+}
+
+/**
+ * The spec as provisioning sees it. The pin (operatorVersion) only says which operator version acts
+ * on the tenant; nothing provisioned depends on it.
+ */
+export function provisionedSpecDigest(spec: EvaTenantSpec): string {
+  return createHash('sha256').update(canonical({ ...spec, operatorVersion: undefined })).digest('hex');
+}
+
+/**
+ * Whether the spec changed since the stored status in a way provisioning must act on. A new pin
+ * alone (a hand-over between operator versions) is not: the new owner resumes, it does not
+ * re-provision. A status without a digest (written by an older operator) counts any new generation.
+ */
+export function provisionedSpecChanged(tenant: EvaTenant): boolean {
+  const observed = tenant.status?.observedGeneration;
+  if (observed === undefined || observed === tenant.metadata.generation) return false;
+  return tenant.status?.saga?.['specDigest'] !== provisionedSpecDigest(tenant.spec);
 }
 
 /** Equal as stored JSON (key order aside): such a status needs no write. */
