@@ -16,6 +16,7 @@ describe('conditions from the saga view', () => {
     ['failed streams (dependency)', { stage: 'failed', wasActive: false, problem: { step: 'streams', reason: 'NatsUnavailable', message: 'x', needsUser: false } }, 'TFUUU', 'Provisioning'],
     ['interrupted before alerts (graceful stop)', { stage: 'interrupted', currentStep: 'alerts', wasActive: false }, 'TUUUU', 'Provisioning'],
     ['interrupted before modules (graceful stop)', { stage: 'interrupted', currentStep: 'modules', wasActive: false }, 'TTTUU', 'Provisioning'],
+    ['retrying a step that needs the user', { stage: 'provisioning', currentStep: 'seed', wasActive: false, problem: { step: 'seed', reason: 'UnknownSeedsVersion', message: 'x', needsUser: true } }, 'TTFUU', 'Failed'],
     ['active', { stage: 'active', wasActive: true }, 'TTTTT', 'Active'],
     ['checking', { stage: 'checking', wasActive: true }, 'TTTTT', 'Active'],
     ['degraded streams', { stage: 'degraded', wasActive: true, problem: { step: 'streams', reason: 'NatsUnavailable', message: 'x', needsUser: false } }, 'TFTTT', 'Degraded'],

@@ -115,11 +115,10 @@ export function phaseOf(view: SagaView): Phase {
       return 'Active';
     case 'degraded':
       return 'Degraded';
-    case 'failed':
-      if (view.wasActive) return 'Degraded';
-      return view.problem?.needsUser ? 'Failed' : 'Provisioning';
     default:
-      return view.wasActive ? 'Degraded' : 'Provisioning';
+      if (view.wasActive) return 'Degraded';
+      // A tenant waiting for its user stays Failed while the operator retries (no flicker).
+      return view.problem?.needsUser ? 'Failed' : 'Provisioning';
   }
 }
 
