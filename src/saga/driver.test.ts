@@ -47,6 +47,20 @@ describe('runSaga', () => {
     expect(second.steps).toEqual(['modules', 'ingress']);
   });
 
+  it('never reports the restored snapshot: a spec change on an Active tenant is not Active before the saga ran', async () => {
+    const first = io();
+    const active = await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo);
+    const stored = JSON.parse(JSON.stringify(active.persisted)) as unknown;
+
+    const second = io();
+    const done = await runSaga(stored, { type: 'SPEC_CHANGED' }, second.sagaIo);
+    expect(done.view.stage).toBe('active');
+    // The status writer stamps the current generation on every report: the first must not be 'active'.
+    expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
+      'namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress', 'active',
+    ]);
+  });
+
   it('an interrupted saga names the step it resumes at, live and after a JSON round trip', async () => {
     const first = io();
     first.sagaIo.runStep = (step) => (step === 'alerts' ? Promise.reject(new ShutdownError('stop')) : Promise.resolve({ kind: 'done' }));

@@ -110,7 +110,9 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
   });
   let progress: Promise<void> = Promise.resolve();
   let writeFailure: Error | undefined;
-  let lastValue = '';
+  // A snapshot restored from status is already persisted there; it is not progress. Reported again,
+  // it would stamp the current generation on it: Active (Ready) on a changed spec the saga never ran.
+  let lastValue = persisted === undefined || persisted === null ? '' : JSON.stringify(actor.getSnapshot().value);
   actor.subscribe((snapshot) => {
     const value = JSON.stringify(snapshot.value);
     if (value === lastValue) return;

@@ -295,9 +295,16 @@ function assertNotShuttingDown(scope: TenantScope): void {
   if (scope.signal.aborted) throw new DependencyError('ShuttingDown', 'the operator is shutting down; helm was not started');
 }
 
-async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: DesiredRelease, current?: ReleaseRecord): Promise<void> {
+async function ensureRelease(
+  scope: TenantScope,
+  deps: ModuleStepDeps,
+  desired: DesiredRelease,
+  current: ReleaseRecord | undefined,
+  deploymentMissing: boolean,
+): Promise<void> {
   const log = scope.log.child({ module: desired.module });
-  if (current?.status === 'deployed' && current.labels[VALUES_HASH_LABEL] === desired.hash) return;
+  // Up to date, unless its Deployment was deleted: only helm puts it back (an upgrade recreates it).
+  if (current?.status === 'deployed' && current.labels[VALUES_HASH_LABEL] === desired.hash && !deploymentMissing) return;
   if (current !== undefined && isPending(current.status)) {
     assertNotShuttingDown(scope);
     const action = await recoverPendingRelease(deps.helm, scope.namespace, current);
@@ -358,6 +365,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const credentials = await ensureCredentials(deps.kube, scope);
   const releases = await readReleases(deps.kube, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
+  const deployed = new Set((await listModuleDeployments(deps.kube, scope.namespace)).map(instanceOf));
   const desired = new Map<ModuleName, DesiredRelease>();
   const jobs: { module: string; run: () => Promise<void> }[] = [];
   for (const module of scope.modules) {
@@ -367,7 +375,10 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
       jobs.push({ module, run: () => Promise.reject(err instanceof Error ? err : new Error(String(err))) });
     }
   }
-  for (const release of desired.values()) jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module)) });
+  for (const release of desired.values()) {
+    const missing = !deployed.has(release.module);
+    jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module), missing) });
+  }
   for (const release of undesiredReleases(new Set<string>(scope.modules), releases)) {
     jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
   }
@@ -381,11 +392,16 @@ async function listModuleDeployments(kube: Kube, namespace: string): Promise<V1D
   return list.items;
 }
 
+/** The release a module Deployment belongs to. */
+function instanceOf(deployment: V1Deployment): string | undefined {
+  return deployment.metadata?.labels?.['app.kubernetes.io/instance'];
+}
+
 async function deploymentProblems(kube: Kube, namespace: string, modules: readonly ModuleName[]): Promise<Problem[]> {
   const deployments = await listModuleDeployments(kube, namespace);
   const problems: Problem[] = [];
   for (const module of modules) {
-    const own = deployments.filter((d) => d.metadata?.labels?.['app.kubernetes.io/instance'] === module);
+    const own = deployments.filter((d) => instanceOf(d) === module);
     if (own.length === 0) problems.push({ reason: 'DeploymentMissing', message: `${module} has no Deployment` });
     for (const deployment of own) {
       const problem = deploymentProblem(deployment);

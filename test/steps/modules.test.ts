@@ -261,6 +261,22 @@ describe('modules step (real helm, real control plane)', () => {
     console.log(`[measure] Starter install (2 modules): ensure ${installMs.toFixed(0)} ms, ready after ${readyMs.toFixed(0)} ms; no-op repeat ${repeatMs.toFixed(0)} ms`);
   });
 
+  it('puts a deleted module Deployment back: verify sees it missing, ensure upgrades only that release', async () => {
+    const scope = await tenantScope('Starter');
+    await step.ensure(scope, deps());
+    expect(await untilReady(scope)).toEqual({ ready: true });
+    await kube.apps.deleteNamespacedDeployment({ name: 'orbit-crm', namespace: scope.namespace });
+    expect(await untilVerdict(scope, (v) => !v.ready && v.reason === 'DeploymentMissing', 30_000)).toMatchObject({ reason: 'DeploymentMissing' });
+
+    // The release itself is current (its labels match), yet only helm can recreate what it owns.
+    await step.ensure(scope, deps());
+    expect([...(await releasesOf(scope.namespace)).values()].map((r) => [r.name, r.version, r.status])).toEqual([
+      ['orbit-crm', 2, 'deployed'],
+      ['orbit-itsm', 1, 'deployed'],
+    ]);
+    expect(await untilReady(scope)).toEqual({ ready: true });
+  });
+
   it('upgrades every module when a credential changes, and only the pinned module when a pin changes', async () => {
     const scope = await tenantScope('Starter');
     await step.ensure(scope, deps());
