@@ -1,0 +1,72 @@
+# syntax=docker/dockerfile:1
+#
+# The eva-operator image: the compiled operator on Node.js 24 LTS, the pinned helm CLI it drives, the
+# bundled module charts, seed data and images.txt.
+#
+#   docker build -t ghcr.io/aidonow/eva-operator:0.1.0 .
+#
+# Versions come from versions.env (the build args below default to it; scripts/check-images.sh fails
+# when they disagree). Every base image is pinned by digest and listed in images.txt.
+#
+# Runs as uid 65532 on a read-only root filesystem; it needs writable /tmp and a tmpfs at
+# /run/helm-secrets (the chart mounts both), e.g.
+#   docker run --read-only --tmpfs /tmp --tmpfs /run/helm-secrets -e OPERATOR_VERSION=0.1.0 \
+#     -e NATS_URL=nats://nats:4222 -v ~/.kube/config:/kubeconfig:ro -e KUBECONFIG=/kubeconfig <image>
+
+# ---- helm, built from source at HELM_VERSION with the Go toolchain of versions.env (GO_TOOLCHAIN) ----
+FROM docker.io/library/golang:1.26.8-alpine@sha256:ce864e7223ac17b1775e6fd0b4c0db580c2eb50e7953a427916379e4b92a1628 AS helm
+ARG HELM_VERSION=4.3.1
+ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+# The same recipe as scripts/lib/build-components.sh, so the image's helm is the one the tests run.
+RUN go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v${HELM_VERSION}" \
+      "helm.sh/helm/v4/cmd/helm@v${HELM_VERSION}" \
+ && test "$(/go/bin/helm version --template '{{.Version}}')" = "v${HELM_VERSION}"
+
+# ---- the operator, compiled from TypeScript; dev dependencies pruned ----
+FROM docker.io/library/node:24.21.0-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS build
+ARG NODE_VERSION=24.21.0
+RUN test "$(node --version)" = "v${NODE_VERSION}"
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && node dist/cli.js crd >/dev/null
+
+# ---- runtime ----
+FROM docker.io/library/node:24.21.0-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6
+ARG OPERATOR_VERSION=0.1.0
+LABEL org.opencontainers.image.title="eva-operator" \
+      org.opencontainers.image.description="Turns one EvaTenant per customer into a provisioned, isolated tenant." \
+      org.opencontainers.image.source="https://github.com/aidonow/eva-operator" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${OPERATOR_VERSION}"
+# The runtime needs node and helm only: package managers go (less to patch, nothing to run).
+RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /opt/yarn-* \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg
+COPY --from=helm /go/bin/helm /usr/local/bin/helm
+COPY --from=build /src/package.json /app/package.json
+COPY --from=build /src/node_modules /app/node_modules
+COPY --from=build /src/dist /app/dist
+COPY charts/modules /charts/modules
+COPY seeds /seeds
+COPY images.txt /etc/eva-operator/images.txt
+# Everything the operator writes goes to /tmp and /run/helm-secrets (emptyDirs in the chart).
+ENV NODE_ENV=production \
+    HOME=/tmp \
+    TMPDIR=/tmp \
+    CHART_BASE_PATH=/charts \
+    SEEDS_BASE_PATH=/seeds \
+    IMAGES_FILE=/etc/eva-operator/images.txt \
+    HELM_BINARY=/usr/local/bin/helm \
+    HELM_SECRETS_DIR=/run/helm-secrets \
+    HELM_CACHE_HOME=/tmp/helm/cache \
+    HELM_CONFIG_HOME=/tmp/helm/config \
+    HELM_DATA_HOME=/tmp/helm/data
+WORKDIR /app
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["node", "/app/dist/cli.js"]
+CMD ["run"]

@@ -1,0 +1,137 @@
+{{/* Helpers of the eva-operator chart. */}}
+
+{{- define "eva-operator.name" -}}
+{{- .Values.nameOverride | default .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The base name of every object: the release name, or <release>-<chart> when it does not hold the chart name. */}}
+{{- define "eva-operator.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "eva-operator.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "eva-operator.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The quick-start NATS server's name (its StatefulSet and Service). */}}
+{{- define "eva-operator.natsName" -}}
+{{- printf "%s-nats" (include "eva-operator.fullname" . | trunc 58 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "eva-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "eva-operator.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The operator version: OPERATOR_VERSION and the pod annotation eva.aidonow.com/operator-version both
+come from here, so they cannot disagree. Must be semver (the operator refuses to start otherwise).
+*/}}
+{{- define "eva-operator.version" -}}
+{{- $version := .Values.operatorVersion | default .Chart.AppVersion | toString -}}
+{{- if not (regexMatch "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$" $version) -}}
+{{- fail (printf "operatorVersion must be a semantic version like 1.2.3, got %q" $version) -}}
+{{- end -}}
+{{- $version -}}
+{{- end -}}
+
+{{/* The version as a label value (a label cannot hold "+"). */}}
+{{- define "eva-operator.labelVersion" -}}
+{{- include "eva-operator.version" . | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* An image reference from {repository, tag, digest}: repository@digest when a digest is set (the tag is then ignored), else repository:tag. Call with (list <image values> <default tag> <values path for messages>). */}}
+{{- define "eva-operator.imageRef" -}}
+{{- $image := index . 0 -}}
+{{- $defaultTag := index . 1 -}}
+{{- $path := index . 2 -}}
+{{- $repository := required (printf "%s.repository is required" $path) $image.repository -}}
+{{- $digest := $image.digest | default "" | toString -}}
+{{- if $digest -}}
+{{- if not (regexMatch "^sha256:[a-f0-9]{64}$" $digest) -}}
+{{- fail (printf "%s.digest must look like sha256:<64 hex digits>, got %q" $path $digest) -}}
+{{- end -}}
+{{- printf "%s@%s" $repository $digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repository ($image.tag | default $defaultTag | toString) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "eva-operator.image" -}}
+{{- include "eva-operator.imageRef" (list .Values.image .Chart.AppVersion "image") -}}
+{{- end -}}
+
+{{- define "eva-operator.natsImage" -}}
+{{- include "eva-operator.imageRef" (list .Values.nats.image "" "nats.image") -}}
+{{- end -}}
+
+{{/*
+NATS_URL: the quick-start server's Service when nats.enabled, else nats.url. Exactly one of them:
+rendering fails with a message saying what to set.
+*/}}
+{{- define "eva-operator.natsUrl" -}}
+{{- $url := .Values.nats.url | default "" | toString -}}
+{{- if .Values.nats.enabled -}}
+{{- if $url -}}
+{{- fail (printf "nats.url (%s) and nats.enabled=true both set: choose one (nats.enabled runs a quick-start NATS in the release namespace; nats.url points at your own)" $url) -}}
+{{- end -}}
+{{- printf "nats://%s.%s.svc:%d" (include "eva-operator.natsName" .) .Release.Namespace (.Values.nats.port | int) -}}
+{{- else -}}
+{{- if not $url -}}
+{{- fail "NATS is not configured: set nats.url to your NATS with JetStream (e.g. --set nats.url=nats://nats.eva-system:4222), or --set nats.enabled=true for a quick-start NATS in the release namespace" -}}
+{{- else if not (regexMatch "^(nats|tls|wss?)://[^\\s/@]+/?$" $url) -}}
+{{- fail (printf "nats.url must be a nats://, tls:// or ws(s):// URL without credentials (use nats.auth.existingSecret), got %q" $url) -}}
+{{- end -}}
+{{- $url -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels that select the operator's pods; never change them (a Deployment's selector is immutable). */}}
+{{- define "eva-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "eva-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "eva-operator.labels" -}}
+app.kubernetes.io/name: {{ include "eva-operator.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: eva
+app.kubernetes.io/version: {{ include "eva-operator.labelVersion" . | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{- define "eva-operator.natsSelectorLabels" -}}
+app.kubernetes.io/name: nats
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: nats
+{{- end -}}
+
+{{/* Pod Security "restricted" for every container of this chart. */}}
+{{- define "eva-operator.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "eva-operator.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
