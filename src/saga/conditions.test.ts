@@ -18,6 +18,8 @@ describe('conditions from the saga view', () => {
     ['interrupted before modules (graceful stop)', { stage: 'interrupted', currentStep: 'modules', wasActive: false }, 'TTTUU', 'Provisioning'],
     ['retrying a step that needs the user', { stage: 'provisioning', currentStep: 'seed', wasActive: false, problem: { step: 'seed', reason: 'UnknownSeedsVersion', message: 'x', needsUser: true } }, 'TTFUU', 'Failed'],
     ['active', { stage: 'active', wasActive: true }, 'TTTTT', 'Active'],
+    ['applying a spec change once active', { stage: 'waiting', wasActive: true, updating: true, problem: { step: 'modules', reason: 'DeploymentProgressing', message: 'x', needsUser: false } }, 'TTTFT', 'Provisioning'],
+    ['a spec change that failed once active', { stage: 'failed', wasActive: true, updating: true, problem: { step: 'modules', reason: 'ChartRenderFailed', message: 'x', needsUser: true } }, 'TTTFT', 'Degraded'],
     ['checking', { stage: 'checking', wasActive: true }, 'TTTTT', 'Active'],
     ['degraded streams', { stage: 'degraded', wasActive: true, problem: { step: 'streams', reason: 'NatsUnavailable', message: 'x', needsUser: false } }, 'TFTTT', 'Degraded'],
     ['repairing quotas after drift', { stage: 'provisioning', currentStep: 'quotas', wasActive: true, problem: { step: 'quotas', reason: 'QuotaDrifted', message: 'x', needsUser: false } }, 'FTTTT', 'Degraded'],

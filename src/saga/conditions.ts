@@ -41,6 +41,8 @@ export interface SagaView {
   currentStep?: StepName;
   problem?: StepProblem;
   wasActive: boolean;
+  /** A spec change is being applied (as opposed to drift being repaired). */
+  updating?: boolean;
 }
 
 export interface ConditionState {
@@ -116,6 +118,8 @@ export function phaseOf(view: SagaView): Phase {
     case 'degraded':
       return 'Degraded';
     default:
+      // Applying a change the user asked for is progress, not degradation, until a step fails.
+      if (view.wasActive && view.updating && view.stage !== 'failed') return 'Provisioning';
       if (view.wasActive) return 'Degraded';
       // A tenant waiting for its user stays Failed while the operator retries (no flicker).
       return view.problem?.needsUser ? 'Failed' : 'Provisioning';

@@ -48,8 +48,9 @@ function resumeStepOf(snapshot: AnyMachineSnapshot): StepName | undefined {
 
 export function viewOf(snapshot: AnyMachineSnapshot): SagaView {
   const value: unknown = snapshot.value;
-  const context = snapshot.context as { problem?: SagaView['problem']; wasActive?: boolean };
+  const context = snapshot.context as { problem?: SagaView['problem']; wasActive?: boolean; updating?: boolean };
   const view: SagaView = { stage: 'requested', wasActive: context.wasActive === true };
+  if (context.updating === true) view.updating = true;
   if (context.problem) view.problem = context.problem;
   if (typeof value === 'string' && isStage(value)) view.stage = value;
   if (view.stage === 'interrupted') {

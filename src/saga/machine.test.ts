@@ -147,3 +147,23 @@ describe('tenant saga machine', () => {
     expect(calls).toHaveLength(8);
   });
 });
+
+describe('spec changes once active', () => {
+  it('are marked as updating until the tenant is active again', async () => {
+    let pending = false;
+    const { machine } = harness((step) => (step === 'modules' && pending ? { kind: 'pending', reason: 'DeploymentProgressing', message: 'rolling' } : { kind: 'done' }));
+    const actor = createActor(machine).start();
+    actor.send({ type: 'RECONCILE' });
+    await settle(actor);
+    pending = true;
+    actor.send({ type: 'SPEC_CHANGED' });
+    const waiting = await settle(actor);
+    expect(waiting.value).toBe('waiting');
+    expect(waiting.context.updating).toBe(true);
+    pending = false;
+    actor.send({ type: 'RECONCILE' });
+    const active = await settle(actor);
+    expect(active.value).toBe('active');
+    expect(active.context.updating).toBe(false);
+  });
+});

@@ -40,6 +40,8 @@ export interface SagaContext {
   problem?: StepProblem;
   /** Whether the tenant ever reached Active (a later failure is Degraded, not Provisioning). */
   wasActive: boolean;
+  /** Applying a spec change the user asked for (not repairing drift): shown as Provisioning. */
+  updating?: boolean;
 }
 
 export type SagaEvent = { type: 'RECONCILE' } | { type: 'SPEC_CHANGED' };
@@ -79,6 +81,9 @@ const saga = setup({
     // Placeholders: the driver provides the real ones with machine.provide().
     runStep: fromPromise<StepOutcome, { step: StepName }>(() => Promise.reject(new Error('runStep not provided'))),
     checkDrift: fromPromise<DriftReport>(() => Promise.reject(new Error('checkDrift not provided'))),
+  },
+  actions: {
+    markUpdating: assign({ updating: true }),
   },
   guards: {
     stepPending: (_, params: DoneEvent) => params.output.kind === 'pending',
@@ -133,7 +138,8 @@ function provisioningStates(): Record<string, object> {
   return states;
 }
 
-const resumeProvisioning = { RECONCILE: '#tenant.provisioning.resume', SPEC_CHANGED: '#tenant.provisioning' };
+const applySpecChange = { target: '#tenant.provisioning', actions: 'markUpdating' as const };
+const resumeProvisioning = { RECONCILE: '#tenant.provisioning.resume', SPEC_CHANGED: applySpecChange };
 
 export const tenantSagaMachine = saga.createMachine({
   id: 'tenant',
@@ -154,9 +160,9 @@ export const tenantSagaMachine = saga.createMachine({
       entry: enqueueActions(({ context, enqueue }) => {
         // Only the first arrival is "ProvisioningComplete"; a repair that converges is not news.
         if (!context.wasActive) enqueue.emit({ type: 'ProvisioningComplete' });
-        enqueue.assign({ problem: undefined, wasActive: true });
+        enqueue.assign({ problem: undefined, wasActive: true, updating: false });
       }),
-      on: { RECONCILE: 'checking', SPEC_CHANGED: 'provisioning' },
+      on: { RECONCILE: 'checking', SPEC_CHANGED: applySpecChange },
     },
     checking: {
       invoke: {
@@ -176,6 +182,6 @@ export const tenantSagaMachine = saga.createMachine({
         ],
       },
     },
-    degraded: { tags: [REST_TAG], on: { RECONCILE: 'checking', SPEC_CHANGED: 'provisioning' } },
+    degraded: { tags: [REST_TAG], on: { RECONCILE: 'checking', SPEC_CHANGED: applySpecChange } },
   },
 });
