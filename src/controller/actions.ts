@@ -18,6 +18,9 @@ export const DONE: Action = { kind: 'done' };
 /** A tenant a human must fix is re-checked at this pace; fixing the spec triggers a watch event anyway. */
 export const USER_ERROR_RECHECK_MS = 60_000;
 
+/** How often a waiting tenant is looked at again. */
+export const WAITING_POLL_MS = 1_000;
+
 export function actionFor(view: SagaView, driftIntervalSeconds: number): Action {
   switch (view.stage) {
     case 'active': {
@@ -27,6 +30,11 @@ export function actionFor(view: SagaView, driftIntervalSeconds: number): Action 
     }
     case 'interrupted':
       return DONE;
+    case 'waiting':
+      // Waiting on something outside the operator (Deployments rolling out, an address): poll at a
+      // steady short pace; these checks only read. Exponential backoff would leave ready tenants
+      // waiting up to a minute.
+      return { kind: 'requeue', afterMs: Math.round(WAITING_POLL_MS * (0.8 + Math.random() * 0.4)) };
     case 'failed':
       return view.problem?.needsUser ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS } : { kind: 'backoff' };
     default:

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { ApiException } from '@kubernetes/client-node';
+import { InputError } from '../steps/errors.ts';
+import { actionFor, errorPolicy, USER_ERROR_RECHECK_MS, WAITING_POLL_MS } from './actions.ts';
+
+describe('actionFor', () => {
+  it('re-checks an Active tenant after the drift interval, with jitter', () => {
+    const action = actionFor({ stage: 'active', wasActive: true }, 300);
+    expect(action.kind).toBe('requeue');
+    if (action.kind === 'requeue') expect(action.afterMs).toBeGreaterThanOrEqual(270_000);
+  });
+
+  it('polls a waiting tenant at a steady short pace, not with growing backoff', () => {
+    for (let i = 0; i < 20; i += 1) {
+      const action = actionFor({ stage: 'waiting', wasActive: false }, 300);
+      expect(action.kind).toBe('requeue');
+      if (action.kind === 'requeue') expect(action.afterMs).toBeLessThanOrEqual(WAITING_POLL_MS * 1.2);
+    }
+  });
+
+  it.each([
+    [{ stage: 'failed' as const, wasActive: false, problem: { step: 'seed' as const, reason: 'X', message: 'm', needsUser: true } }, { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS }],
+    [{ stage: 'failed' as const, wasActive: false, problem: { step: 'streams' as const, reason: 'NatsUnavailable', message: 'm', needsUser: false } }, { kind: 'backoff' }],
+    [{ stage: 'interrupted' as const, wasActive: false }, { kind: 'done' }],
+    [{ stage: 'degraded' as const, wasActive: true }, { kind: 'backoff' }],
+  ])('%o -> %o', (view, expected) => {
+    expect(actionFor(view, 300)).toEqual(expected);
+  });
+});
+
+describe('errorPolicy', () => {
+  it('retries a conflict with backoff, re-checks input errors slowly', () => {
+    expect(errorPolicy(new ApiException(409, 'Conflict', {}, {}))).toEqual({ kind: 'backoff' });
+    expect(errorPolicy(new InputError('Bad', 'bad'))).toEqual({ kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS });
+    expect(errorPolicy(new Error('boom'))).toEqual({ kind: 'backoff' });
+  });
+});
