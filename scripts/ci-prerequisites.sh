@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Debian packages the tests use (installed only when missing; needs root or sudo).
 set -euo pipefail
-packages=(curl git ca-certificates util-linux procps)
+# skopeo and docker-registry (the distribution registry, run on 127.0.0.1): test/images/mirror.test.ts
+# mirrors hand-built OCI images between local registries with scripts/mirror-images.sh.
+packages=(curl git ca-certificates util-linux procps skopeo docker-registry)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]} == 0)) && exit 0
