@@ -16,6 +16,7 @@ import {
   type ApiType,
   createConfiguration,
   PatchStrategy,
+  type RequestContext,
   ServerConfiguration,
   setHeaderMiddleware,
   setHeaderOptions,
@@ -32,6 +33,18 @@ export const FIELD_MANAGER = 'eva-operator';
  */
 class IdentifiedKubeConfig extends KubeConfig {
   userAgent = FIELD_MANAGER;
+  private sharedDispatcher: ReturnType<RequestContext['getDispatcher']>;
+
+  /**
+   * client-node 2.0 builds a new HTTP agent for every request, so every request paid a TLS
+   * handshake (in this process and in the API server). One agent for this config keeps
+   * connections alive and reuses them. Credentials travel in headers, which are still set per request.
+   */
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    this.sharedDispatcher ??= context.getDispatcher();
+    if (this.sharedDispatcher !== undefined) context.setDispatcher(this.sharedDispatcher);
+  }
 
   // As KubeConfig.makeApiClient, with our User-Agent instead of the client library's.
   override makeApiClient<T extends ApiType>(apiClientType: ApiConstructor<T>): T {
