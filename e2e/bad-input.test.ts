@@ -8,14 +8,14 @@
  * and only ever creates (and deletes) tenants pinned to them, with capsule codes starting with Q.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from 'nats';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
-import { repoRoot, tool } from '../test/support/tools.ts';
+import { repoRoot } from '../test/support/tools.ts';
+import { helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import {
   applyTenant,
@@ -79,18 +79,7 @@ function bundledSeedsVersions(): string[] {
   return readdirSync(dir).filter((n) => statSync(join(dir, n)).isDirectory());
 }
 
-interface HelmRelease {
-  name: string;
-  revision: string;
-  status: string;
-}
 
-function helmReleases(namespace: string): HelmRelease[] {
-  // Helm 4 lists releases in every status by default.
-  const out = spawnSync(tool('helm'), ['list', '-n', namespace, '-o', 'json'], { encoding: 'utf8', env: process.env });
-  if (out.status !== 0) throw new Error(`helm list -n ${namespace} failed: ${out.stderr}`);
-  return (JSON.parse(out.stdout) as HelmRelease[]).map(({ name, revision, status }) => ({ name, revision, status })).sort((a, b) => a.name.localeCompare(b.name));
-}
 
 interface KubeItem {
   kind: string;

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type NatsConnection } from 'nats';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
@@ -17,6 +17,7 @@ import type { Tier } from '../src/api/constants.ts';
 import { LABELS, tenantNamespace } from '../src/steps/names.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
+import { helmProcesses } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { readTenant, tenantYaml, waitForGone, waitForPhase } from './support/tenants.ts';
 
@@ -143,28 +144,9 @@ function helmList(namespace: string, filters: readonly string[] = EVERY_STATUS):
   return JSON.parse(out.stdout) as HelmRelease[];
 }
 
-/** pids of helm upgrade processes working on this namespace (only ever our operator's children), as pgrep sees them. */
-function helmProcesses(namespace: string): number[] {
-  const out = spawnSync('pgrep', ['-f', `helm upgrade \\S+ \\S+ --install --namespace ${namespace}( |$)`], { encoding: 'utf8' });
-  return out.stdout.split('\n').filter((l) => l.trim() !== '').map(Number);
-}
-
-/** The same from /proc, in-process: no process to spawn, so it is cheap enough to repeat every few ms. */
-function helmUpgradePids(namespace: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const flag = argv.indexOf('--namespace');
-    if (argv[0]?.split('/').pop() === 'helm' && argv[1] === 'upgrade' && flag > 0 && argv[flag + 1] === namespace) pids.push(Number(entry));
-  }
-  return pids;
-}
+/** pids of the namespace's running `helm upgrade`s. */
+const helmUpgradePids = (namespace: string): number[] =>
+  helmProcesses(namespace).filter((p) => p.argv[1] === 'upgrade').map((p) => p.pid);
 
 /**
  * Keeps the pids of the namespace's running helm upgrades at hand, so the kill needs no look-up: the
@@ -332,7 +314,7 @@ describe('crash safety of the real operator process', () => {
         `[chaos] mid-helm attempt ${attempt + 1} (${code}): saw ${seen ?? 'nothing'}, killed ${helmPids.length} helm process(es), ` +
           `pending now: ${pending.join(', ') || 'none'}, secret values files left by the crash: ${operator.secretFilesLeft().length}`,
       );
-      expect(helmProcesses(namespace), 'a helm process of the tenant survived').toEqual([]);
+      expect(helmUpgradePids(namespace), 'a helm process of the tenant survived').toEqual([]);
       if (pending.length > 0) {
         hit = { code, pending };
         break;
@@ -375,7 +357,7 @@ describe('crash safety of the real operator process', () => {
     const exitCode = await stopOperator();
     console.log(`[chaos] SIGTERM during helm: exited ${exitCode} after ${((Date.now() - stopping) / 1000).toFixed(1)} s`);
     expect(exitCode, operator.logs().slice(-4000)).toBe(0);
-    expect(helmProcesses(namespace), 'helm still running after a graceful stop').toEqual([]);
+    expect(helmUpgradePids(namespace), 'helm still running after a graceful stop').toEqual([]);
     expect(pendingReleaseSecrets(namespace), 'a graceful stop left a release pending').toEqual([]);
     expect(operator.secretFilesLeft()).toEqual([]);
     const status = tenantObject(nameOf(code)).status;

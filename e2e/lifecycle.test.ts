@@ -9,15 +9,16 @@
  * with MAX_WAVE 0, tenants pinned to them only, capsule codes starting with LIFE, all deleted at the end.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
-import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type KV, type NatsConnection, StringCodec } from 'nats';
 import { FINALIZER } from '../src/api/constants.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
-import { repoRoot, tool } from '../test/support/tools.ts';
+import { repoRoot } from '../test/support/tools.ts';
+import { helmProcesses, helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { applyTenant, isActive, patchTenantSpec, pinnedVersion, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
@@ -68,18 +69,7 @@ function getJson(args: readonly string[]): unknown {
   return result.status === 0 ? (JSON.parse(result.stdout) as unknown) : undefined;
 }
 
-interface HelmRelease {
-  name: string;
-  revision: string;
-  status: string;
-}
 
-function helmReleases(namespace: string): HelmRelease[] {
-  // Helm 4 lists releases in every status by default.
-  const out = spawnSync(tool('helm'), ['list', '-n', namespace, '-o', 'json'], { encoding: 'utf8', env: process.env });
-  if (out.status !== 0) throw new Error(`helm list -n ${namespace} failed: ${out.stderr}`);
-  return (JSON.parse(out.stdout) as HelmRelease[]).sort((a, b) => a.name.localeCompare(b.name));
-}
 
 /** module -> revision of its deployed release. */
 function revisions(namespace: string): Record<string, number> {
@@ -213,21 +203,6 @@ function auditWritesFor(offset: number, code: string): AuditLine[] {
     );
 }
 
-/** pids of helm processes working on `namespace`, from /proc (cheap enough to repeat every few ms). */
-function helmPids(namespace: string): string[] {
-  const pids: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue;
-    }
-    if (argv[0]?.split('/').pop() === 'helm' && argv.includes(namespace)) pids.push(`${entry} ${argv.slice(1, 3).join(' ')}`);
-  }
-  return pids;
-}
 
 /** The top-level JSON objects in a stream of concatenated ones (what `kubectl get -w -o json` prints). */
 function jsonObjects(text: string): unknown[] {
@@ -633,7 +608,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     await nats.jetstream().publish(`capsule.${code}.events.idle-probe`, StringCodec().encode('{}'));
     const helmSeen = new Set<string>();
     const watcher = setInterval(() => {
-      for (const pid of helmPids(ns)) helmSeen.add(pid);
+      for (const p of helmProcesses(ns)) helmSeen.add(`${p.pid} ${p.argv.slice(1, 3).join(' ')}`);
     }, 20);
     const windowMs = 15_000;
     await sleep(windowMs);

@@ -9,6 +9,7 @@ import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
 import { spawnSync } from 'node:child_process';
+import { helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
 
@@ -19,10 +20,6 @@ const SAMPLES = [
   { name: 'platfm', code: 'PLATFM', tier: 'Platform', file: 'evatenant-platform.yaml' },
 ] as const;
 
-function helmReleases(namespace: string): string[] {
-  const out = spawnSync(tool('helm'), ['list', '-n', namespace, '-o', 'json'], { encoding: 'utf8', env: process.env });
-  return (JSON.parse(out.stdout) as { name: string; status: string }[]).filter((r) => r.status === 'deployed').map((r) => r.name).sort();
-}
 
 describe('provisioning the samples to Active', () => {
   let operator: OperatorProcess;
@@ -52,7 +49,8 @@ describe('provisioning the samples to Active', () => {
   });
 
   it.each(SAMPLES)('$tier sample $name has exactly its tier modules installed', ({ code, tier }) => {
-    expect(helmReleases(`eva-tenant-${code.toLowerCase()}`)).toEqual([...MODULES_BY_TIER[tier]].sort());
+    const deployed = helmReleases(`eva-tenant-${code.toLowerCase()}`).filter((r) => r.status === 'deployed').map((r) => r.name);
+    expect(deployed).toEqual([...MODULES_BY_TIER[tier]].sort());
   });
 
   it('shows the provisioning events in kubectl describe', () => {
