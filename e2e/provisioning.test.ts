@@ -84,6 +84,8 @@ describe('provisioning the samples to Active', () => {
     const record = entry?.json<{ code: string; tier: string; seed?: { version: string; digest: string } }>();
     expect(record).toMatchObject({ code: 'GLOBEX', tier: 'Enterprise', seed: { version: '1.0.0' } });
     expect(record?.seed?.digest).toMatch(/^[0-9a-f]{64}$/);
+    const seeded = await nats.jetstream().views.kv('eva-GLOBEX-data');
+    expect((await seeded.status()).values).toBeGreaterThan(0);
   });
 
   it('leaves no secret values file behind', () => {
@@ -102,6 +104,8 @@ describe('provisioning the samples to Active', () => {
       expect(kubectl(['get', 'namespace', ns]).status, `${ns} still exists`).not.toBe(0);
       await expect(jsm.streams.info(`eva-${code}-events`)).rejects.toThrow();
       await expect(jsm.streams.info(`eva-${code}-commands`)).rejects.toThrow();
+      // The tenant's seed key-value bucket is a stream too: KV_<bucket>.
+      await expect(jsm.streams.info(`KV_eva-${code}-data`)).rejects.toThrow();
       // A purged key reads back as a PURGE marker (or nothing once compacted): no value remains.
       const entry = await kv.get(code);
       expect(entry === null || entry.operation !== 'PUT').toBe(true);
