@@ -102,7 +102,7 @@ describe('Helm (stand-in binary)', () => {
       'upgrade', 'orbit-crm', '/charts/modules/orbit-crm', '--install', '--namespace', 'eva-tenant-abcdef',
       '--values', '/run/helm-secrets/eva-values-x.yaml',
       '--labels', 'app.kubernetes.io/managed-by=eva-operator,eva.aidonow.com/values-hash=abc123',
-      '--timeout', '90s', '--history-max', '5',
+      '--timeout', '90s', '--history-max', '5', '--disable-openapi-validation',
     ];
     expect(fake.calls()[0]?.args).toEqual(expected);
     expect(spawned).toEqual([expected]);
@@ -214,6 +214,7 @@ describe('helm failure routing', () => {
     ['YAML parse error on orbit-crm/templates/deployment.yaml: error converting YAML to JSON', InputError, 'ChartRenderFailed'],
     ["values don't meet the specifications of the schema(s) in the following chart(s):\norbit-crm:\n- replicaCount: Invalid type", InputError, 'InvalidHelmValues'],
     ['server-side apply failed for object n/orbit-crm /v1, Kind=Service: Service "orbit-crm" is invalid: spec.ports[0].port: Invalid value: 0', InputError, 'InvalidHelmValues'],
+    ['server-side apply failed for object n/x /v1, Kind=ConfigMap: failed to create typed patch object (n/x; /v1, Kind=ConfigMap): .bogusField: field not declared in schema', InputError, 'InvalidHelmValues'],
     ["failed to convert new object (n/x; apps/v1, Kind=Deployment) to proper version: quantities must match the regular expression", InputError, 'InvalidHelmValues'],
     ['failed to create resource: secrets "x" is forbidden: exceeded quota: q, requested: secrets=1, used: secrets=2, limited: secrets=2', InputError, 'QuotaExceeded'],
     ['another operation (install/upgrade/rollback) is in progress', DependencyError, 'ReleasePending'],

@@ -135,7 +135,13 @@ export function scrubHelmText(text: string, sensitive: readonly string[] = []): 
 }
 
 const RENDER_FAILURES = [/execution error at \(/, /\btemplate: /, /parse error/i, /YAML parse error/, /unable to build kubernetes objects/, /error converting YAML to JSON/, /cannot load Chart\.yaml/];
-const REJECTED_VALUES = [/values don't meet the specifications of the schema/, / is invalid: /, /failed to convert new object/, /unable to convert unstructured object/];
+const REJECTED_VALUES = [
+  /values don't meet the specifications of the schema/,
+  / is invalid: /,
+  /failed to convert new object/,
+  /unable to convert unstructured object/,
+  /field not declared in schema/,
+];
 
 /** Routes a helm failure on what helm said (already scrubbed). Pure, so every shape is unit-tested. */
 export function classifyHelmFailure(message: string, timedOut = false): StepError {
@@ -224,6 +230,10 @@ export class Helm {
     for (const file of options.valuesFiles) args.push('--values', file);
     if (options.labels !== undefined && Object.keys(options.labels).length > 0) args.push('--labels', labelsArgument(options.labels));
     args.push('--timeout', `${timeout}s`, '--history-max', String(options.historyMax ?? 5));
+    // Helm would fetch and parse the cluster's whole OpenAPI document on every call (two thirds of its
+    // CPU time here) to check what the API server checks anyway: server-side apply rejects unknown or
+    // mistyped fields with the same message.
+    args.push('--disable-openapi-validation');
     // Helm 4: omitting --wait means "hookOnly"; a bare --wait means the kstatus "watcher" strategy.
     if (options.wait === true) args.push('--wait=watcher');
     await this.run(args, timeout, options.sensitive);
