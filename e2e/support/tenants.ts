@@ -11,8 +11,12 @@ export interface TenantView {
 
 export function readTenant(name: string): TenantView | undefined {
   const result = kubectl(['get', 'evt', name, '-o', 'json']);
-  if (result.status !== 0) return undefined;
-  const obj = JSON.parse(result.stdout) as {
+  return result.status === 0 ? parseTenantJson(result.stdout) : undefined;
+}
+
+/** The view of one EvaTenant from its JSON (`kubectl get evt <name> -o json`). */
+export function parseTenantJson(json: string): TenantView {
+  const obj = JSON.parse(json) as {
     metadata: { generation?: number };
     status?: { phase?: string; observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[]; elapsedSeconds?: Record<string, number> };
   };
