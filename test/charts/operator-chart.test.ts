@@ -212,11 +212,12 @@ describe('helm template: defaults', () => {
     expect(result.stderr).toContain('without credentials');
   });
 
-  it('renders the operator and its RBAC, no NATS and no ServiceMonitor', async () => {
+  it('renders the operator, its RBAC and the Grafana dashboard ConfigMap, no NATS and no ServiceMonitor', async () => {
     const objects = await render();
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
       [
         `ClusterRole/${FULLNAME}`,
+        `ConfigMap/${FULLNAME}-dashboard`,
         `ClusterRoleBinding/${FULLNAME}`,
         `Deployment/${FULLNAME}`,
         `Role/${FULLNAME}-events`,
