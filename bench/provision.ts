@@ -32,15 +32,15 @@ function options(): { tier: Tier; count: number; concurrency: number } {
   return { tier, count: Number(values.count), concurrency: Number(values.concurrency) };
 }
 
-/** Codes BAAAAA, BAAAAB, ...: six uppercase letters, unique per index. */
-function codeFor(index: number): string {
+/** Codes BAAAAA, BAAAAB, ... (another first letter for another workload): six uppercase letters, unique per index. */
+export function codeFor(index: number, prefix = 'B'): string {
   let n = index;
   let suffix = '';
   for (let i = 0; i < 5; i += 1) {
     suffix = String.fromCharCode(65 + (n % 26)) + suffix;
     n = Math.floor(n / 26);
   }
-  return `B${suffix}`;
+  return `${prefix}${suffix}`;
 }
 
 function quantile(sorted: number[], q: number): number {
@@ -152,7 +152,7 @@ interface TenantItem {
  * Waits until every tenant is Active (or 10 minutes pass) through ONE watch in this process: polling
  * with kubectl would start a process four times a second and steal the CPU being measured.
  */
-async function waitAllActive(codes: string[]): Promise<{ elapsed: Record<string, number[]>; pending: Set<string> }> {
+export async function waitAllActive(codes: string[]): Promise<{ elapsed: Record<string, number[]>; pending: Set<string> }> {
   const pending = new Set(codes);
   const elapsed: Record<string, number[]> = Object.fromEntries(CONDITIONS.map((c) => [c, []]));
   const kubeConfig = new KubeConfig();
@@ -232,4 +232,5 @@ async function main(): Promise<void> {
   if (pending.size > 0) process.exitCode = 1;
 }
 
-await main();
+// Only when run (npm run bench:provision), not when another script imports the helpers above.
+if (import.meta.main) await main();
