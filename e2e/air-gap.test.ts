@@ -37,8 +37,9 @@ function runAirGap(): Promise<Run> {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    // unshare --kill-child: killing the outer process takes the whole namespace down with it.
-    const timer = setTimeout(() => child.kill('SIGTERM'), RUN_TIMEOUT_MS);
+    // SIGKILL: unshare ignores SIGTERM while it waits; once it is dead, --kill-child kills PID 1 of the
+    // namespace, and every process in it dies with it.
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -30,7 +30,8 @@ if [[ "${EVA_AIR_GAP_INSIDE:-}" != 1 ]]; then
   done
   # Building the binaries needs the Go module proxy: done (once, cached) out here, never inside.
   "$root/scripts/lib/build-components.sh" >/dev/null
-  # --kill-child: if unshare is killed (a test timeout), PID 1 inside, hence everything inside, dies too.
+  # --kill-child: if unshare is killed (it ignores SIGTERM while it waits: SIGKILL it), PID 1 inside,
+  # hence everything inside, dies too.
   EVA_AIR_GAP_INSIDE=1 exec unshare --net --mount --pid --fork --mount-proc --kill-child -- bash "${BASH_SOURCE[0]}" "$@"
 fi
 
@@ -93,6 +94,7 @@ start_dns() {
   : >>"$out/dns.jsonl"
   printf 'nameserver 127.0.0.53\n' >"$out/resolv.conf"
   mount --bind "$out/resolv.conf" /etc/resolv.conf
+  touch "$out/resolver.bound"
 }
 
 cluster() { EVA_DEV_CLUSTER_DIR="$out/cluster" "$root/scripts/dev-cluster.sh" "$@"; }
@@ -174,6 +176,8 @@ collect() { # the tenant, its releases, then the counters and DNS questions up t
 # The positive controls, loopback only: an external-looking name goes to the loopback DNS server and
 # is recorded; a TCP connection to [::1]:53 shows in the IPv6 loopback counter.
 controls() {
+  # Never without the loopback resolver in place: the machine's resolv.conf names another address.
+  [[ -f "$out/resolver.bound" ]] || return 0
   local status=0
   getent hosts "$control_name" >&2 || status=$?
   echo "$status" >"$out/control.exit"
@@ -192,7 +196,7 @@ teardown() {
   fi
   # This namespace's own cluster and nothing else: its own state folder.
   [[ -d "$out/cluster" ]] && { cluster down || true; }
-  [[ -f "$out/dns.pid" ]] && kill "$(cat "$out/dns.pid")" 2>/dev/null || true
+  if [[ -f "$out/dns.pid" ]]; then kill "$(cat "$out/dns.pid")" 2>/dev/null || true; fi
 }
 
 steps() { local step; for step in "$@"; do [[ -z $failed ]] || return 0; run "$step"; done; }
