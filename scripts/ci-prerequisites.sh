@@ -3,7 +3,8 @@
 set -euo pipefail
 # skopeo and docker-registry (the distribution registry, run on 127.0.0.1): test/images/mirror.test.ts
 # mirrors hand-built OCI images between local registries with scripts/mirror-images.sh.
-packages=(curl git ca-certificates util-linux procps skopeo docker-registry)
+# iptables and iproute2: e2e/air-gap.test.ts seals a network namespace (scripts/lib/air-gap-netns.sh).
+packages=(curl git ca-certificates util-linux procps skopeo docker-registry iptables iproute2)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]} == 0)) && exit 0
