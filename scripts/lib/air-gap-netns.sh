@@ -120,9 +120,12 @@ start_operator() {
   fail "the operator did not start"
 }
 
-create_tenant() {
+install_crd() {
   kubectl apply -f "$root/crds/" >&2
   kubectl wait --for=condition=Established --timeout=60s crd/evatenants.eva.aidonow.com >/dev/null
+}
+
+create_tenant() {
   kubectl apply -f - >&2 <<EOF
 apiVersion: eva.aidonow.com/v1alpha1
 kind: EvaTenant
@@ -203,7 +206,7 @@ steps() { local step; for step in "$@"; do [[ -z $failed ]] || return 0; run "$s
 
 steps seal_network start_dns cluster_up
 [[ -n $failed ]] || eval "$(cluster env)"   # KUBECONFIG, NATS_URL, EVA_TOOLS_DIR, PATH with kubectl and helm
-steps start_operator create_tenant wait_active
+steps install_crd start_operator create_tenant wait_active
 [[ -z $failed ]] || log "ERROR: $(cat "$out/error")"
 collect
 controls
