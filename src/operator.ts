@@ -17,7 +17,7 @@ import { createNatsClient } from './adapters/nats.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
 import type { Logger } from './log.ts';
 import { OperatorMetrics, startMetricsServer } from './metrics/metrics.ts';
-import type { OperatorDeps } from './steps/registry.ts';
+import { type OperatorDeps, WAKE_ON } from './steps/registry.ts';
 
 export interface RunningOperator {
   stop(): Promise<void>;
@@ -63,7 +63,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
     tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),
   });
   const reconciler = new TenantReconciler({ deps, config, log, metrics });
-  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics });
+  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, wakeOn: WAKE_ON });
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);
   };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiException } from '@kubernetes/client-node';
 import { InputError } from '../steps/errors.ts';
-import { actionFor, errorPolicy, USER_ERROR_RECHECK_MS, WAITING_POLL_MS } from './actions.ts';
+import { actionFor, errorPolicy, USER_ERROR_RECHECK_MS, WAITING_POLL_MS, WATCHED_WAITING_POLL_MS } from './actions.ts';
 
 describe('actionFor', () => {
   it('re-checks an Active tenant after the drift interval, with jitter', () => {
@@ -15,6 +15,21 @@ describe('actionFor', () => {
       const action = actionFor({ stage: 'waiting', wasActive: false }, 300);
       expect(action.kind).toBe('requeue');
       if (action.kind === 'requeue') expect(action.afterMs).toBeLessThanOrEqual(WAITING_POLL_MS * 1.2);
+    }
+  });
+
+  it('polls a step woken by a watch only as a safety net', () => {
+    const waitingOn = (step: 'modules' | 'seed'): Parameters<typeof actionFor>[0] => ({
+      stage: 'waiting',
+      wasActive: false,
+      problem: { step, reason: 'DeploymentUnavailable', message: 'm', needsUser: false },
+    });
+    const watched = (step: string): boolean => step === 'modules';
+    for (let i = 0; i < 20; i += 1) {
+      const slow = actionFor(waitingOn('modules'), 300, watched);
+      const fast = actionFor(waitingOn('seed'), 300, watched);
+      expect(slow.kind === 'requeue' && slow.afterMs >= WATCHED_WAITING_POLL_MS * 0.8 && slow.afterMs <= WATCHED_WAITING_POLL_MS * 1.2).toBe(true);
+      expect(fast.kind === 'requeue' && fast.afterMs <= WAITING_POLL_MS * 1.2).toBe(true);
     }
   });
 

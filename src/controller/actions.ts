@@ -5,6 +5,7 @@
 import { isConflict } from '../adapters/kube.ts';
 import type { SagaView } from '../saga/conditions.ts';
 import { InputError } from '../steps/errors.ts';
+import type { StepName } from '../steps/step.ts';
 
 export type Action =
   | { kind: 'done' }
@@ -21,7 +22,10 @@ export const USER_ERROR_RECHECK_MS = 60_000;
 /** How often a waiting tenant is looked at again. */
 export const WAITING_POLL_MS = 1_000;
 
-export function actionFor(view: SagaView, driftIntervalSeconds: number): Action {
+/** The same for a step woken by a watch (Deployments, Ingress): the poll is only a safety net. */
+export const WATCHED_WAITING_POLL_MS = 5_000;
+
+export function actionFor(view: SagaView, driftIntervalSeconds: number, isWatched: (step: StepName) => boolean = () => false): Action {
   switch (view.stage) {
     case 'active': {
       // Spread drift checks so tenants created together do not all check at once.
@@ -30,11 +34,13 @@ export function actionFor(view: SagaView, driftIntervalSeconds: number): Action 
     }
     case 'interrupted':
       return DONE;
-    case 'waiting':
+    case 'waiting': {
       // Waiting on something outside the operator (Deployments rolling out, an address): poll at a
-      // steady short pace; these checks only read. Exponential backoff would leave ready tenants
-      // waiting up to a minute.
-      return { kind: 'requeue', afterMs: Math.round(WAITING_POLL_MS * (0.8 + Math.random() * 0.4)) };
+      // steady pace; these checks only read. Exponential backoff would leave ready tenants waiting up
+      // to a minute. A watched step is woken by its watch as soon as the object changes.
+      const poll = view.problem !== undefined && isWatched(view.problem.step) ? WATCHED_WAITING_POLL_MS : WAITING_POLL_MS;
+      return { kind: 'requeue', afterMs: Math.round(poll * (0.8 + Math.random() * 0.4)) };
+    }
     case 'failed':
       return view.problem?.needsUser ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS } : { kind: 'backoff' };
     default:

@@ -3,14 +3,18 @@
  * distinct tenants in parallel; each outcome becomes forget / requeue-after / backoff. A watch that
  * fails (e.g. 410 Gone after its resourceVersion expired) is restarted, which re-lists.
  */
-import { type Informer, type KubernetesObject, makeInformer, type ObjectCache } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
+import { tenantNamespace } from '../steps/names.ts';
+import type { WakeOn } from '../steps/step.ts';
 import { type Action, classifyError, errorPolicy } from './actions.ts';
+import { type CachingInformer, restartingInformer } from './informers.ts';
 import type { TenantReconciler } from './reconciler.ts';
+import { Wakeups } from './wakeups.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerMetrics {
@@ -26,9 +30,9 @@ export interface ControllerOptions {
   concurrency: number;
   log: Logger;
   metrics: ControllerMetrics;
+  /** Objects steps wait on; an event on one reconciles its tenant at once (see wakeups.ts). */
+  wakeOn?: readonly WakeOn[];
 }
-
-const WATCH_RESTART_MS = 2_000;
 
 /** What, besides the spec (generation), makes a tenant worth reconciling again. */
 function fingerprint(obj: KubernetesObject): string {
@@ -39,8 +43,11 @@ function fingerprint(obj: KubernetesObject): string {
 export class Controller {
   readonly queue: WorkQueue;
   private readonly options: ControllerOptions;
-  private informer: (Informer<KubernetesObject> & ObjectCache<KubernetesObject>) | undefined;
+  private informer: CachingInformer<KubernetesObject> | undefined;
+  private wakeups: Wakeups | undefined;
   private readonly seen = new Map<string, string>();
+  /** Tenant namespace -> EvaTenant names (two when a code is claimed twice), for wake-ups. */
+  private readonly tenantsByNamespace = new Map<string, Set<string>>();
   /** resourceVersions our own metadata writes produced: their watch events need no reconcile. */
   private readonly ownWrites = new Map<string, string>();
   /** Per tenant being reconciled: aborting it stops the saga at the next step boundary. */
@@ -94,12 +101,14 @@ export class Controller {
   }
 
   async start(): Promise<void> {
-    const { kube } = this.options;
-    const informer = makeInformer<KubernetesObject>(
-      kube.config,
-      `/apis/${GROUP}/${VERSION}/${PLURAL}`,
-      () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
-    );
+    const { kube, log } = this.options;
+    const informer = restartingInformer<KubernetesObject>({
+      config: kube.config,
+      path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
+      list: () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
+      log,
+      stopping: () => this.stopped,
+    });
     informer.on('add', (obj) => {
       this.enqueue(obj, true);
     });
@@ -111,19 +120,20 @@ export class Controller {
       if (!name) return;
       this.seen.delete(name);
       this.ownWrites.delete(name);
-    });
-    informer.on('error', (err: unknown) => {
-      if (this.stopped) return; // stopping the informer ends its watch with an error: expected
-      this.options.log.warn({ err }, 'watch failed; re-listing');
-      setTimeout(() => {
-        if (this.stopped) return;
-        informer.start().catch((e: unknown) => {
-          this.options.log.error({ err: e }, 'could not restart the watch');
-        });
-      }, WATCH_RESTART_MS).unref();
+      for (const names of this.tenantsByNamespace.values()) names.delete(name);
     });
     this.informer = informer;
     await informer.start();
+    this.wakeups = new Wakeups({
+      kube,
+      log,
+      watches: this.options.wakeOn ?? [],
+      tenantsOfNamespace: (namespace) => [...(this.tenantsByNamespace.get(namespace) ?? [])],
+      wake: (name) => {
+        this.queue.add(name);
+      },
+    });
+    await this.wakeups.start();
     this.synced = true;
     void this.queue.run(this.options.concurrency, (key, signal) => this.handle(key, signal));
   }
@@ -131,13 +141,14 @@ export class Controller {
   /** Stops watching, lets running reconciles finish their current step, and waits for them. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.informer?.stop();
+    await Promise.all([this.informer?.stop(), this.wakeups?.stop()]);
     await this.queue.shutDown();
   }
 
   private enqueue(obj: KubernetesObject, always: boolean): void {
     const name = obj.metadata?.name;
     if (!name) return;
+    this.rememberNamespace(name, obj);
     const print = fingerprint(obj);
     // Our own status writes change only status: they are not a reason to reconcile again.
     if (!always && this.seen.get(name) === print) return;
@@ -146,6 +157,14 @@ export class Controller {
     // Pinned to another version while we work on it: finish the running step, persist, hand over.
     if (this.pinnedElsewhere(obj)) this.inFlight.get(name)?.abort();
     this.queue.add(name);
+  }
+
+  private rememberNamespace(name: string, obj: KubernetesObject): void {
+    const code = (obj as { spec?: { capsuleCode?: unknown } }).spec?.capsuleCode;
+    if (typeof code !== 'string') return;
+    const namespace = tenantNamespace(code);
+    const names = this.tenantsByNamespace.get(namespace) ?? new Set<string>();
+    this.tenantsByNamespace.set(namespace, names.add(name));
   }
 
   private pinnedElsewhere(obj: KubernetesObject): boolean {

@@ -13,7 +13,7 @@ import { runSaga } from '../saga/driver.ts';
 import type { SagaEmitted, SagaEvent } from '../saga/machine.ts';
 import type { SagaView } from '../saga/conditions.ts';
 import { refreshQueueDepth } from '../steps/queue-depth.ts';
-import { checkDrift, type OperatorDeps, runStep } from '../steps/registry.ts';
+import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
 import type { TenantScope } from '../steps/step.ts';
 import { tenantNamespace } from '../steps/names.ts';
 import { decommission, forcedSteps } from './decommission.ts';
@@ -92,7 +92,7 @@ export class TenantReconciler {
       if (writer.becameActiveAfterSeconds !== undefined) metrics.observeTimeToActive(tenant.spec.tier, writer.becameActiveAfterSeconds);
       await refreshQueueDepth(scope, deps.nats, metrics);
     }
-    return actionFor(result.view, this.ctx.config.driftIntervalSeconds);
+    return actionFor(result.view, this.ctx.config.driftIntervalSeconds, isWatchedStep);
   }
 
   private async decommission(tenant: EvaTenant, scope: TenantScope): Promise<Action> {

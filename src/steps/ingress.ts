@@ -7,7 +7,7 @@ import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 
 export const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;
@@ -85,4 +85,13 @@ async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Pro
   return (await readIngress(kube, scope.namespace)) ? notReady('IngressPresent', `Ingress ${INGRESS_NAME} still exists`) : READY;
 }
 
-export const ingressStep: Step<IngressStepDeps> = { name: 'ingress', ensure, verify, remove, verifyRemoved };
+/** The ingress controller setting the address, or someone changing or deleting the Ingress. */
+const wakeOn: WakeOn<V1Ingress> = {
+  kind: 'Ingress',
+  path: '/apis/networking.k8s.io/v1/ingresses',
+  labelSelector: `${LABELS.managedBy}=${MANAGED_BY}`,
+  list: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: `${LABELS.managedBy}=${MANAGED_BY}` }),
+  state: (ingress) => JSON.stringify([routes(ingress.spec), ingress.status?.loadBalancer?.ingress ?? []]),
+};
+
+export const ingressStep: Step<IngressStepDeps> = { name: 'ingress', ensure, verify, remove, verifyRemoved, wakeOn };

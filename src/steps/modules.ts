@@ -24,7 +24,7 @@ import { DependencyError, InputError, StepError } from './errors.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from './seed.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
@@ -455,4 +455,13 @@ async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<
   return verdictOf(problems);
 }
 
-export const modulesStep: Step<ModuleStepDeps> = { name: 'modules', ensure, verify, remove, verifyRemoved };
+/** A module Deployment becoming available (or failing, e.g. on quota), or being deleted. */
+const wakeOn: WakeOn<V1Deployment> = {
+  kind: 'Deployment',
+  path: '/apis/apps/v1/deployments',
+  labelSelector: MODULE_LABEL,
+  list: (kube) => kube.apps.listDeploymentForAllNamespaces({ labelSelector: MODULE_LABEL }),
+  state: (deployment) => JSON.stringify([deployment.metadata?.generation, deploymentProblem(deployment)?.reason ?? 'Available']),
+};
+
+export const modulesStep: Step<ModuleStepDeps> = { name: 'modules', ensure, verify, remove, verifyRemoved, wakeOn };

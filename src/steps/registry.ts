@@ -16,7 +16,7 @@ import { namespaceStep } from './namespace.ts';
 import { quotasStep } from './quotas.ts';
 import { recordStep } from './record.ts';
 import { seedStep } from './seed.ts';
-import { type Step, STEP_NAMES, type StepName, type TenantScope, type Verdict } from './step.ts';
+import { type Step, STEP_NAMES, type StepName, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 import { streamsStep } from './streams.ts';
 
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
@@ -39,6 +39,12 @@ export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
   modules: modulesStep,
   ingress: ingressStep,
 };
+
+/** What the controller watches to wake tenants up (see controller/wakeups.ts). */
+export const WAKE_ON: readonly WakeOn[] = STEP_NAMES.flatMap((name) => STEPS[name].wakeOn ?? []);
+
+/** Whether a step waiting on the world is woken by a watch (and can be polled slowly). */
+export const isWatchedStep = (step: StepName): boolean => STEPS[step].wakeOn !== undefined;
 
 export interface StepTimer {
   observe(step: StepName, seconds: number): void;

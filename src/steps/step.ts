@@ -4,7 +4,9 @@
  * says whether it is right (the drift check calls it, so it must not write or start helm);
  * `remove` undoes `ensure` (and tolerates `ensure` never having run); `verifyRemoved` only reads.
  */
+import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
+import type { Kube } from '../adapters/kube.ts';
 import type { ModuleName } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
 
@@ -30,8 +32,26 @@ export interface TenantScope {
   readonly signal: AbortSignal;
 }
 
+/**
+ * Objects a step waits on (controller-runtime's Owns()): the controller watches them across tenant
+ * namespaces and reconciles the tenant whose namespace holds one as soon as what `state` reads of it
+ * changes, or it is deleted, instead of at the next poll.
+ */
+export interface WakeOn<T extends KubernetesObject = KubernetesObject> {
+  /** What is watched, for logs. */
+  readonly kind: string;
+  /** The collection across namespaces, e.g. /apis/apps/v1/deployments. */
+  readonly path: string;
+  readonly labelSelector: string;
+  list(kube: Kube): Promise<KubernetesListObject<T>>;
+  /** The part of the object the step's verify judges, as a comparable string. */
+  state(obj: T): string;
+}
+
 export interface Step<Deps> {
   readonly name: StepName;
+  /** Set when verify waits on objects someone else makes ready (Deployments, an ingress address). */
+  readonly wakeOn?: WakeOn;
   ensure(scope: TenantScope, deps: Deps): Promise<void>;
   verify(scope: TenantScope, deps: Deps): Promise<Verdict>;
   remove(scope: TenantScope, deps: Deps): Promise<void>;
