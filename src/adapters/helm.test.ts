@@ -123,6 +123,7 @@ describe('Helm (stand-in binary)', () => {
     await new Helm({ binary: fake.binary, kubeconfig: '/k/config' }).uninstall('r', 'n');
     const env = fake.calls()[0]?.env ?? '';
     expect(env).toContain('KUBECONFIG=/k/config');
+    expect(env).toContain(`GOGC=${process.env['GOGC'] ?? '200'}`);
     expect(env).not.toContain('operator-nats-secret');
     expect(fake.calls()[0]?.args).toEqual(['uninstall', 'r', '--namespace', 'n', '--ignore-not-found', '--timeout', '300s']);
   });

