@@ -18,7 +18,8 @@ const SAMPLES = [
   { name: 'globex', code: 'GLOBEX', tier: 'Enterprise', file: 'evatenant-enterprise.yaml' },
   { name: 'platfm', code: 'PLATFM', tier: 'Platform', file: 'evatenant-platform.yaml' },
 ] as const;
-
+/** The replica's pod name (the Downward API sets POD_NAME in the chart): events name the replica that wrote them. */
+const POD_NAME = 'eva-operator-e2e-0';
 
 describe('provisioning the samples to Active', () => {
   let operator: OperatorProcess;
@@ -27,7 +28,7 @@ describe('provisioning the samples to Active', () => {
   beforeAll(async () => {
     kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
-    operator = startOperator();
+    operator = startOperator({ POD_NAME });
     nats = await connect({ servers: process.env['NATS_URL'] });
     for (const s of SAMPLES) kubectlOk(['apply', '-f', join(repoRoot, 'samples', s.file)]);
   });
@@ -57,6 +58,10 @@ describe('provisioning the samples to Active', () => {
     for (const reason of ['ProvisioningStarted', 'NamespaceCreated', 'SeedLoaded', 'ModuleDeployStarted', 'ModuleDeployComplete', 'IngressProvisioned', 'ProvisioningComplete']) {
       expect(described).toContain(reason);
     }
+    // By uid: events of an acmeco from an earlier run may still be kept (for an hour).
+    const uid = kubectlOk(['get', 'evt', 'acmeco', '-o', 'jsonpath={.metadata.uid}']);
+    const instances = kubectlOk(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.uid=${uid}`, '-o', 'jsonpath={.items[*].reportingInstance}']);
+    expect(new Set(instances.split(' '))).toEqual(new Set([POD_NAME]));
   });
 
   it('gives each tenant its two streams, and a tenant\'s messages never land in another\'s streams', async () => {

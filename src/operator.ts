@@ -56,7 +56,7 @@ const aborted = (signal: AbortSignal): Promise<void> =>
 
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
-  const kube = new Kube(loadKubeConfig(config.operatorVersion));
+  const kube = new Kube(loadKubeConfig(config.operatorVersion), config.identity);
   const deps = buildDeps(config, kube, log);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
   const metrics: OperatorMetrics = new OperatorMetrics({

@@ -130,9 +130,12 @@ export class Kube {
   readonly objects: KubernetesObjectApi;
 
   readonly config: KubeConfig;
+  /** Events' reportingInstance: the replica (pod name), so two replicas' events can be told apart. */
+  private readonly instance: string;
 
-  constructor(config: KubeConfig) {
+  constructor(config: KubeConfig, instance: string = FIELD_MANAGER) {
     this.config = config;
+    this.instance = instance;
     this.core = config.makeApiClient(CoreV1Api);
     this.apps = config.makeApiClient(AppsV1Api);
     this.networking = config.makeApiClient(NetworkingV1Api);
@@ -218,7 +221,7 @@ export class Kube {
         count: 1,
         source: { component: FIELD_MANAGER },
         reportingComponent: FIELD_MANAGER,
-        reportingInstance: process.env['HOSTNAME'] ?? FIELD_MANAGER,
+        reportingInstance: this.instance,
       },
     });
   }
