@@ -16,10 +16,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, openSync, readSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FINALIZER, OWNER_ANNOTATION, WAVE_LABEL } from '../src/api/constants.ts';
 import { tenantNamespace } from '../src/steps/names.ts';
+import { type AuditEvent, auditLogPath, auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { type OperatorProcess, startOperator } from './support/operator.ts';
@@ -169,56 +170,6 @@ function metricSum(text: string, name: string): number | undefined {
 }
 
 // ---- the API server's audit log (every write, with the client's User-Agent) ------------------------
-
-interface AuditEvent {
-  verb: string;
-  userAgent?: string;
-  requestURI?: string;
-  requestReceivedTimestamp: string;
-  objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string };
-  responseStatus?: { code?: number };
-}
-
-const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
-
-function auditLogPath(): string {
-  return join(process.env['KUBECONFIG'] ?? '', '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
-}
-
-function auditOffset(): number {
-  const fd = openSync(auditLogPath(), 'r');
-  try {
-    return fstatSync(fd).size;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The writes audited since `offset` (a log shorter than that was recreated: read whole). */
-function auditWritesSince(offset: number): AuditEvent[] {
-  const fd = openSync(auditLogPath(), 'r');
-  let text: string;
-  try {
-    const size = fstatSync(fd).size;
-    const from = offset <= size ? offset : 0;
-    const buffer = Buffer.alloc(size - from);
-    readSync(fd, buffer, 0, buffer.length, from);
-    text = buffer.toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
-  const events: AuditEvent[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      const event = JSON.parse(line) as AuditEvent;
-      if (WRITE_VERBS.has(event.verb)) events.push(event);
-    } catch {
-      // the last line may be half written
-    }
-  }
-  return events;
-}
 
 /** The write concerns the tenant: its EvaTenant (any subresource), its Namespace or anything in it. */
 function concerns(event: AuditEvent, t: Planned): boolean {

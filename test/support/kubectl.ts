@@ -20,6 +20,8 @@ export function kubectl(args: readonly string[], input?: string): CommandResult 
     input,
     env: { ...process.env, KUBECONFIG: requiredEnv('KUBECONFIG') },
     timeout: 120_000,
+    // `kubectl get <every resource> -A -o json` of a whole cluster is several MiB (the default is 1 MiB).
+    maxBuffer: 256 * 1024 * 1024,
   });
   if (result.error) throw result.error;
   return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };

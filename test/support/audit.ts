@@ -1,0 +1,59 @@
+/**
+ * The local control plane's API server audit log: every write (create, update, patch, delete,
+ * deletecollection), metadata only, with the client's User-Agent (scripts/dev-cluster/audit-policy.yaml;
+ * Leases and Events are not recorded). Every local client authenticates as the same admin user, so
+ * the User-Agent tells them apart.
+ */
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface AuditEvent {
+  verb: string;
+  userAgent?: string;
+  requestURI?: string;
+  requestReceivedTimestamp: string;
+  objectRef?: { resource?: string; apiGroup?: string; namespace?: string; name?: string; subresource?: string };
+  responseStatus?: { code?: number };
+}
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+export function auditLogPath(): string {
+  return join(process.env['KUBECONFIG'] ?? '', '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
+}
+
+/** Where the log ends now: pass it to auditWritesSince to read what is written after this moment. */
+export function auditOffset(): number {
+  const fd = openSync(auditLogPath(), 'r');
+  try {
+    return fstatSync(fd).size;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The writes audited since `offset` (a log shorter than that was recreated: read whole). */
+export function auditWritesSince(offset: number): AuditEvent[] {
+  const fd = openSync(auditLogPath(), 'r');
+  let text: string;
+  try {
+    const size = fstatSync(fd).size;
+    const from = offset <= size ? offset : 0;
+    const buffer = Buffer.alloc(size - from);
+    readSync(fd, buffer, 0, buffer.length, from);
+    text = buffer.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+  const events: AuditEvent[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      const event = JSON.parse(line) as AuditEvent;
+      if (WRITE_VERBS.has(event.verb)) events.push(event);
+    } catch {
+      // the last line may be half written
+    }
+  }
+  return events;
+}
