@@ -1,75 +1,139 @@
 #!/usr/bin/env bash
-# Bootstrap eva-operator and provision one tenant, end to end.
+# Bootstrap eva-operator and provision one tenant, end to end: on this machine (--local) or in an
+# existing cluster (the current kubectl context).
 #
 #   scripts/quickstart.sh --local [--code CODE] [--tier TIER] [--wave N] [--timeout SECONDS]
+#   scripts/quickstart.sh [--namespace NS] [--release NAME] [--values FILE] [--dry-run] [--code ...]
+#   scripts/quickstart.sh --air-gap --registry HOST[:PORT][/PREFIX] [--dry-run] [...]
 #
-#   --local     build (once) and start the local control plane and NATS, install the CRD, run the
-#               operator as a local process (no container engine needed), create an EvaTenant and
-#               wait until it is Active, printing each condition as it turns True
-#   --code      capsule code of the tenant to create (six uppercase letters; default DEMOCO)
-#   --tier      Starter | Customer | Enterprise | Platform (default Starter)
-#   --wave      1..3 (default 1)
-#   --timeout   seconds to wait for Active (default 300)
+# The five steps: 1 preflight, 2 install the CRD, 3 install (or start) the operator, 4 create the
+# EvaTenant, 5 wait for Active, printing each condition as it turns True (with the time since
+# waiting started) and the reason and message of one that is False.
 #
-# The five steps: 1 preflight, 2 install the CRD, 3 start the operator, 4 create the EvaTenant,
-# 5 wait for Active. Installing into an existing cluster with the operator chart (and --air-gap,
-# --dry-run) is not available yet.
+#   --local       build (once) and start the local control plane and NATS, install the CRD, run the
+#                 operator as a local process (no container engine needed), create an EvaTenant and
+#                 wait until it is Active
+#   without --local: install into the cluster of the current kubectl context, with kubectl and helm
+#                 from PATH: 1 kubectl and helm present, the cluster reachable, the permissions, and the
+#                 installed EvaTenant CRD compared with crds/ (older: upgraded; same; newer: refused,
+#                 never downgraded); 2 kubectl apply --server-side of crds/, stamped with the annotation
+#                 eva.aidonow.com/crd-version (the chart's appVersion); 3 helm upgrade --install of
+#                 charts/eva-operator (--skip-crds), waiting until its Deployment is Available; a
+#                 quick-start NATS in the namespace unless --values configures NATS; 4 an EvaTenant
+#                 pinned to the version the live Deployment runs (its eva.aidonow.com/operator-version
+#                 annotation); 5 wait for Active
+#   --namespace   the operator's namespace, created if absent (default eva-system)
+#   --release     the Helm release name (default eva-operator)
+#   --values      a file of extra chart values (helm -f); they override the quickstart's defaults
+#   --dry-run     change nothing in the cluster: server-side dry run of the CRD, `helm template` instead
+#                 of an install, print the EvaTenant that would be created
+#   --air-gap     pull nothing from a public registry: every image the chart deploys (the operator,
+#                 the quick-start NATS) comes from --registry by the digest images.txt pins, and the
+#                 chart's airGapRegistry makes the operator rewrite module images the same way. A
+#                 PLACEHOLDER digest fails, naming the image (with --dry-run: shown by tag, warned)
+#   --registry    the mirror scripts/mirror-images.sh filled, HOST[:PORT][/PREFIX] (with --air-gap only)
+#   --code        capsule code of the tenant to create (six uppercase letters; default DEMOCO)
+#   --tier        Starter | Customer | Enterprise | Platform (default Starter)
+#   --wave        1..3 (default 1)
+#   --timeout     seconds to wait for the operator Deployment, and for Active (default 300)
+#   IMAGES_FILE   the digest-pinned image list --air-gap reads (default: images.txt of this checkout)
+#
+# Exit status: 0 done (with --dry-run: shown, nothing changed); 1 failed (the reason on stderr);
+# 2 usage error.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${BASH_SOURCE[0]}"; }
 step() { printf '\n==> [%s/5] %s\n' "$1" "$2"; }
 die() { printf 'quickstart: %s\n' "$*" >&2; exit 1; }
+usage_error() { printf 'quickstart: %s (try --help)\n' "$*" >&2; exit 2; }
 
 local_mode=false code=DEMOCO tier=Starter wave=1 timeout=300
+namespace=eva-system release=eva-operator values_file="" registry="" air_gap=false dry_run=false
+cluster_only=()   # the cluster-install options given, refused with --local
 while (($#)); do
-  case "$1" in
+  option=$1 value="" has_value=false
+  if [[ $option == --*=* ]]; then value=${option#*=} option=${option%%=*} has_value=true; fi
+  case "$option" in
+    --code | --tier | --wave | --timeout | --namespace | --release | --values | --registry)
+      if ! $has_value; then
+        [[ $# -ge 2 && -n $2 && $2 != --* ]] || usage_error "$option needs a value"
+        value=$2
+        shift
+      fi
+      [[ -n $value ]] || usage_error "$option needs a value" ;;
+    --local | --air-gap | --dry-run | -h | --help)
+      $has_value && usage_error "$option takes no value" ;;
+    *) usage_error "unknown option $1" ;;
+  esac
+  case "$option" in
     --local) local_mode=true ;;
-    --code) code=${2:?--code needs a value}; shift ;;
-    --tier) tier=${2:?--tier needs a value}; shift ;;
-    --wave) wave=${2:?--wave needs a value}; shift ;;
-    --timeout) timeout=${2:?--timeout needs a value}; shift ;;
+    --code) code=$value ;;
+    --tier) tier=$value ;;
+    --wave) wave=$value ;;
+    --timeout) timeout=$value ;;
+    --namespace) namespace=$value cluster_only+=("$option") ;;
+    --release) release=$value cluster_only+=("$option") ;;
+    --values) values_file=$value cluster_only+=("$option") ;;
+    --registry) registry=${value%/} cluster_only+=("$option") ;;
+    --air-gap) air_gap=true cluster_only+=("$option") ;;
+    --dry-run) dry_run=true cluster_only+=("$option") ;;
     -h | --help) usage; exit 0 ;;
-    *) printf 'quickstart: unknown option %s\n\n' "$1" >&2; usage >&2; exit 2 ;;
   esac
   shift
 done
-$local_mode || { usage >&2; die "only --local is available yet"; }
-[[ $code =~ ^[A-Z]{6}$ ]] || die "--code must be six uppercase letters, got '$code'"
-[[ $tier =~ ^(Starter|Customer|Enterprise|Platform)$ ]] || die "--tier must be Starter, Customer, Enterprise or Platform, got '$tier'"
-[[ $wave =~ ^[1-3]$ ]] || die "--wave must be 1, 2 or 3, got '$wave'"
+[[ $code =~ ^[A-Z]{6}$ ]] || usage_error "--code must be six uppercase letters, got '$code'"
+[[ $tier =~ ^(Starter|Customer|Enterprise|Platform)$ ]] || usage_error "--tier must be Starter, Customer, Enterprise or Platform, got '$tier'"
+[[ $wave =~ ^[1-3]$ ]] || usage_error "--wave must be 1, 2 or 3, got '$wave'"
+[[ $timeout =~ ^[1-9][0-9]{0,5}$ ]] || usage_error "--timeout must be a number of seconds, got '$timeout'"
 name=$(tr '[:upper:]' '[:lower:]' <<<"$code")
-operator_version=$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$root/package.json" 2>/dev/null || echo 0.1.0)
 
-step 1 "preflight: prerequisites, local control plane, NATS"
-"$root/scripts/bootstrap.sh"
-"$root/scripts/dev-cluster.sh" up
-eval "$("$root/scripts/dev-cluster.sh" env)"
-export PATH="$root/node_modules/.bin:$PATH"
-kubectl version -o json | grep -m1 gitVersion | tr -d ' ",' | sed 's/^/  server /'
-helm version --short | sed 's/^/  helm /'
+# ---- --local: the local control plane, the operator as a local process -------------------------------
 
-step 2 "installing the EvaTenant CRD"
-kubectl apply -f "$root/crds/"
-kubectl wait --for=condition=Established --timeout=60s crd/evatenants.eva.aidonow.com >/dev/null
+run_local() {
+  local operator_version
+  operator_version=$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$root/package.json" 2>/dev/null || echo 0.1.0)
 
-step 3 "starting the operator $operator_version as a local process"
-state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/dev-cluster}"
-pidfile="$state/operator.pid"
-if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-  echo "  already running (pid $(cat "$pidfile"), log $state/operator.log)"
-else
-  secrets_dir=/dev/shm/eva-operator-helm-secrets   # tmpfs: secret values never touch the disk
-  mkdir -p "$secrets_dir"
-  OPERATOR_VERSION="$operator_version" HELM_SECRETS_DIR="$secrets_dir" HELM_BINARY="$EVA_TOOLS_DIR/helm" \
-    INGRESS_CLASS=eva-lb METRICS_PORT="${EVA_METRICS_PORT:-18080}" METRICS_BIND_ADDRESS=127.0.0.1 \
-    setsid node "$root/src/cli.ts" run </dev/null >"$state/operator.log" 2>&1 &
-  echo $! >"$pidfile"
-  echo "  pid $(cat "$pidfile"), log $state/operator.log, metrics http://127.0.0.1:${EVA_METRICS_PORT:-18080}/metrics"
-fi
+  step 1 "preflight: prerequisites, local control plane, NATS"
+  "$root/scripts/bootstrap.sh"
+  "$root/scripts/dev-cluster.sh" up
+  eval "$("$root/scripts/dev-cluster.sh" env)"
+  export PATH="$root/node_modules/.bin:$PATH"
+  kubectl version -o json | grep -m1 gitVersion | tr -d ' ",' | sed 's/^/  server /'
+  helm version --short | sed 's/^/  helm /'
 
-step 4 "creating EvaTenant $name ($tier, wave $wave, operatorVersion $operator_version)"
-kubectl apply -f - <<EOF
+  step 2 "installing the EvaTenant CRD"
+  kubectl apply -f "$root/crds/"
+  kubectl wait --for=condition=Established --timeout=60s crd/evatenants.eva.aidonow.com >/dev/null
+
+  step 3 "starting the operator $operator_version as a local process"
+  local state pidfile secrets_dir
+  state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/dev-cluster}"
+  pidfile="$state/operator.pid"
+  if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    echo "  already running (pid $(cat "$pidfile"), log $state/operator.log)"
+  else
+    secrets_dir=/dev/shm/eva-operator-helm-secrets   # tmpfs: secret values never touch the disk
+    mkdir -p "$secrets_dir"
+    OPERATOR_VERSION="$operator_version" HELM_SECRETS_DIR="$secrets_dir" HELM_BINARY="$EVA_TOOLS_DIR/helm" \
+      INGRESS_CLASS=eva-lb METRICS_PORT="${EVA_METRICS_PORT:-18080}" METRICS_BIND_ADDRESS=127.0.0.1 \
+      setsid node "$root/src/cli.ts" run </dev/null >"$state/operator.log" 2>&1 &
+    echo $! >"$pidfile"
+    echo "  pid $(cat "$pidfile"), log $state/operator.log, metrics http://127.0.0.1:${EVA_METRICS_PORT:-18080}/metrics"
+  fi
+
+  step 4 "creating EvaTenant $name ($tier, wave $wave, operatorVersion $operator_version)"
+  tenant_manifest "$operator_version" | kubectl apply -f -
+
+  step 5 "waiting for Active (up to ${timeout}s)"
+  "$root/scripts/lib/wait-for-tenant.sh" "$name" "$timeout"
+  kubectl get evt "$name"
+  # shellcheck disable=SC2016 # printed for the user to run
+  printf '\nUse the cluster:  eval "$(scripts/dev-cluster.sh env)"; kubectl describe evt %s\n' "$name"
+}
+
+tenant_manifest() { # <operator version>
+  cat <<EOF
 apiVersion: eva.aidonow.com/v1alpha1
 kind: EvaTenant
 metadata:
@@ -79,10 +143,368 @@ spec:
   tier: $tier
   wave: $wave
   seedsVersion: "1.0.0"
-  operatorVersion: "$operator_version"
+  operatorVersion: "$1"
 EOF
+}
 
+if $local_mode; then
+  ((${#cluster_only[@]} == 0)) ||
+    usage_error "--local runs the operator as a local process: ${cluster_only[*]} is for an install into a cluster (drop --local)"
+  run_local
+  exit 0
+fi
+
+# ---- an existing cluster: the CRD, the operator chart, a tenant --------------------------------------
+
+[[ $namespace =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]] ||
+  usage_error "--namespace must be a DNS label (lowercase letters, digits and '-', at most 63), got '$namespace'"
+[[ $release =~ ^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?$ ]] ||
+  usage_error "--release must be lowercase letters, digits and '-' (at most 53), got '$release'"
+if [[ -n $values_file ]]; then
+  [[ -f $values_file && -r $values_file ]] || usage_error "--values: cannot read the file '$values_file'"
+fi
+if $air_gap; then
+  [[ -n $registry ]] || usage_error "--air-gap needs --registry HOST[:PORT][/PREFIX], the registry scripts/mirror-images.sh mirrored the images into"
+  [[ $registry =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]*[a-z0-9])?$ ]] ||
+    usage_error "--registry must be HOST[:PORT][/PREFIX], got '$registry'"
+elif [[ -n $registry ]]; then
+  usage_error "--registry names the mirror of an air-gapped install: add --air-gap"
+fi
+
+chart_dir="$root/charts/eva-operator"
+crd=evatenants.eva.aidonow.com
+crd_file="$root/crds/$crd.yaml"
+crd_stamp=eva.aidonow.com/crd-version
+version_annotation=eva.aidonow.com/operator-version
+field_manager=eva-quickstart
+images_file=${IMAGES_FILE:-$root/images.txt}
+app_version=$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' "$chart_dir/Chart.yaml")
+[[ $app_version =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]] ||
+  die "cannot read a version (appVersion) from $chart_dir/Chart.yaml, got '$app_version'"
+operator_selector="app.kubernetes.io/instance=$release,app.kubernetes.io/component=operator"
+work=$(mktemp -d "${TMPDIR:-/tmp}/eva-quickstart.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+dry=""
+$dry_run && dry=" (dry run: nothing is changed)"
+
+semver_re='^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
+
+# Prints -1, 0 or 1 as semver <a> is lower than, equal to or higher than <b> (build metadata ignored;
+# a pre-release sorts below its release; pre-releases compare as text).
+semver_compare() {
+  local a=${1%%+*} b=${2%%+*} ap="" bp="" i
+  [[ $a == *-* ]] && ap=${a#*-} a=${a%%-*}
+  [[ $b == *-* ]] && bp=${b#*-} b=${b%%-*}
+  local -a x y
+  IFS=. read -r -a x <<<"$a"
+  IFS=. read -r -a y <<<"$b"
+  for i in 0 1 2; do
+    if ((x[i] != y[i])); then
+      if ((x[i] > y[i])); then echo 1; else echo -1; fi
+      return
+    fi
+  done
+  if [[ $ap == "$bp" ]]; then echo 0
+  elif [[ -z $ap ]]; then echo 1
+  elif [[ -z $bp ]]; then echo -1
+  elif [[ $ap > $bp ]]; then echo 1
+  else echo -1
+  fi
+}
+
+# The `spec:` section of a YAML document as the API server serializes it (top-level keys unindented).
+spec_section() { awk '/^[^[:space:]#-]/ { in_spec = ($0 ~ /^spec:/) } in_spec' "$1"; }
+
+# kubectl, with the last line of its error on failure: `kube_or_die <what> <kubectl args...>`.
+kube_or_die() {
+  local what=$1 out
+  shift
+  if ! out=$(kubectl "$@" 2>"$work/kubectl.err"); then
+    die "$what: $(grep -v '^Warning:' "$work/kubectl.err" | tail -n 1)"
+  fi
+  [[ -z $out ]] || printf '%s\n' "$out"
+}
+
+# The operator Deployment(s) of the release: "<name>\t<operator version annotation>" per line.
+live_operator_deployments() {
+  kubectl get deployment --namespace "$namespace" --selector "$operator_selector" \
+    -o jsonpath="{range .items[*]}{.metadata.name}{\"\t\"}{.spec.template.metadata.annotations.${version_annotation//./\\.}}{\"\n\"}{end}"
+}
+
+# ---- step 1: preflight --------------------------------------------------------------------------------
+
+step 1 "preflight: kubectl, helm, the cluster, the EvaTenant CRD$dry"
+for tool in kubectl helm; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool not found in PATH: install it (https://kubernetes.io/docs/tasks/tools/, https://helm.sh/docs/intro/install/) and run again"
+done
+printf '  kubectl  %s\n' "$(kubectl version --client -o json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' | head -n 1)"
+printf '  helm     %s\n' "$(helm version --short 2>/dev/null || echo unknown)"
+
+context=$(kubectl config current-context 2>/dev/null) ||
+  die "kubectl has no current context (KUBECONFIG=${KUBECONFIG:-~/.kube/config}): point it at the cluster to install into"
+server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}' 2>/dev/null || true)
+if ! version_json=$(kubectl get --raw /version --request-timeout=15s 2>"$work/kubectl.err"); then
+  die "cannot reach the cluster of context '$context' at ${server:-an unknown server}: $(grep -v '^Warning:' "$work/kubectl.err" | tail -n 1)"
+fi
+server_version=$(sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' <<<"$version_json" | head -n 1)
+printf '  cluster  context %s, %s, Kubernetes %s\n' "$context" "$server" "${server_version:-unknown}"
+
+missing=()
+for check in "create customresourcedefinitions.apiextensions.k8s.io" "patch customresourcedefinitions.apiextensions.k8s.io" \
+  "create clusterroles.rbac.authorization.k8s.io" "create clusterrolebindings.rbac.authorization.k8s.io" \
+  "create deployments.apps --namespace $namespace" "create evatenants.eva.aidonow.com"; do
+  read -r -a words <<<"$check"
+  answer=$(kubectl auth can-i "${words[@]}" 2>/dev/null || true)
+  [[ $answer == yes ]] || missing+=("${words[0]} ${words[1]}${words[3]:+ in $namespace}")
+done
+if ((${#missing[@]})); then
+  denied=$(printf '%s, ' "${missing[@]}")
+  die "the user of context '$context' may not ${denied%, }: the install needs it"
+fi
+echo "  permissions  CRDs, cluster RBAC, Deployments in $namespace, EvaTenants: yes"
+
+# The installed EvaTenant CRD against crds/: older is upgraded, newer is never downgraded.
+bundled_apis=$(kube_or_die "cannot read $crd_file" create --dry-run=client -f "$crd_file" -o jsonpath='{.spec.versions[*].name}')
+live_crd=$(kube_or_die "cannot read the installed CRD $crd" get crd "$crd" --ignore-not-found \
+  -o jsonpath="{.spec.versions[*].name}{\"|\"}{.status.storedVersions[*]}{\"|\"}{.metadata.annotations.${crd_stamp//./\\.}}")
+crd_state=absent
+if [[ -z $live_crd ]]; then
+  echo "  CRD      $crd is not installed: step 2 installs the bundled one ($app_version, API versions $bundled_apis)"
+else
+  IFS='|' read -r live_apis stored_apis stamp <<<"$live_crd"
+  newer_apis=() older_apis=()
+  for api in $live_apis $stored_apis; do
+    [[ " $bundled_apis " == *" $api "* || " ${newer_apis[*]} " == *" $api "* ]] || newer_apis+=("$api")
+  done
+  for api in $bundled_apis; do [[ " $live_apis " == *" $api "* ]] || older_apis+=("$api"); done
+  if [[ -n $stamp && ! $stamp =~ $semver_re ]]; then
+    echo "  CRD      ignoring the annotation $crd_stamp='$stamp' of the installed CRD: not a version"
+    stamp=""
+  fi
+  live_label="installed with no $crd_stamp annotation"
+  [[ -z $stamp ]] || live_label="installed version $stamp"
+  if ((${#newer_apis[@]})); then
+    die "the installed EvaTenant CRD is NEWER than this checkout's: it serves or stores ${newer_apis[*]}, which crds/ ($app_version: $bundled_apis) does not have. Refusing to downgrade it: use the quickstart of the release that installed it"
+  elif [[ -n $stamp && $(semver_compare "$stamp" "$app_version") == 1 ]]; then
+    die "the installed EvaTenant CRD is NEWER than this checkout's: $crd_stamp=$stamp, crds/ is $app_version. Refusing to downgrade it: use the quickstart of release $stamp or later"
+  elif ((${#older_apis[@]})); then
+    crd_state=older
+    echo "  CRD      OLDER than crds/ ($live_label; API versions $live_apis, crds/ adds ${older_apis[*]}): step 2 upgrades it to $app_version"
+  else
+    # The same API versions: compare the spec the API server has with the one applying crds/ would give.
+    kubectl get crd "$crd" -o yaml >"$work/crd-live.yaml" 2>"$work/kubectl.err" ||
+      die "cannot read the installed CRD $crd: $(tail -n 1 "$work/kubectl.err")"
+    kube_or_die "the server-side dry run of $crd_file failed" apply --server-side --force-conflicts --field-manager="$field_manager" \
+      --dry-run=server -f "$crd_file" -o yaml >"$work/crd-merged.yaml"
+    command -v diff >/dev/null 2>&1 || die "diff not found in PATH: it compares the installed CRD with crds/"
+    spec_section "$work/crd-live.yaml" >"$work/crd-live.spec"
+    spec_section "$work/crd-merged.yaml" >"$work/crd-merged.spec"
+    [[ -s $work/crd-live.spec && -s $work/crd-merged.spec ]] || die "cannot find the spec of the CRD $crd in the API server's answer"
+    differs=0
+    diff -u "$work/crd-live.spec" "$work/crd-merged.spec" >"$work/crd.diff" || differs=$?
+    ((differs <= 1)) || die "comparing the installed CRD with crds/ failed (diff exit status $differs)"
+    if ((differs == 0)); then
+      crd_state=same
+      echo "  CRD      the SAME as crds/ ($live_label; API versions $live_apis): step 2 changes nothing in it"
+    else
+      removed=$(grep -c '^-[^-]' "$work/crd.diff" || true)
+      if [[ -n $stamp && $(semver_compare "$stamp" "$app_version") == -1 ]]; then
+        crd_state=older
+        echo "  CRD      OLDER than crds/ ($live_label, crds/ is $app_version): step 2 upgrades it"
+      elif ((removed == 0)); then
+        crd_state=older
+        echo "  CRD      OLDER than crds/ ($live_label; crds/ only adds to its schema): step 2 upgrades it to $app_version"
+      else
+        printf 'quickstart: applying crds/ would remove or change %s line(s) of the installed CRD:\n' "$removed" >&2
+        grep '^[-+][^-+]' "$work/crd.diff" | head -n 12 | sed 's/^/  /' >&2
+        die "the installed EvaTenant CRD ($live_label) is NEWER than this checkout's $app_version, or was changed by hand. Refusing to downgrade it. If this checkout is the one you want, apply it yourself (kubectl apply --server-side --force-conflicts -f crds/) and run again"
+      fi
+    fi
+  fi
+fi
+
+# The chart, rendered as step 3 installs it: NATS, images, the operator version.
+helm_args=(--namespace "$namespace" --skip-crds)
+[[ -n $values_file ]] && helm_args+=(-f "$values_file")
+template_args=("$release" "$chart_dir" "${helm_args[@]}")
+[[ -n $server_version ]] && template_args+=(--kube-version "$server_version")
+if ! helm template "${template_args[@]}" --show-only templates/deployment.yaml >/dev/null 2>"$work/helm.err"; then
+  grep -q 'NATS is not configured' "$work/helm.err" || die "the chart does not render with these values: $(tail -n 1 "$work/helm.err")"
+  helm_args+=(--set nats.enabled=true)
+  template_args+=(--set nats.enabled=true)
+  echo "  NATS     a quick-start NATS server in $namespace (nats.enabled=true; your --values may set nats.url instead)"
+else
+  echo "  NATS     as your --values configure it"
+fi
+helm template "${template_args[@]}" >"$work/rendered.yaml" 2>"$work/helm.err" ||
+  die "the chart does not render: $(tail -n 1 "$work/helm.err")"
+
+# "<template>\t<image>" for every image of a rendered manifest.
+rendered_images() {
+  awk '/^# Source: / { source = $3; sub(/^[^\/]*\//, "", source) }
+       /^[[:space:]]*(- )?image:[[:space:]]/ { v = $0; sub(/^[[:space:]]*(- )?image:[[:space:]]*/, "", v); gsub(/["'\'']/, "", v); print source "\t" v }' "$1"
+}
+
+# An image's repository without its registry host (Docker's rule: a first part with a dot or a port,
+# or localhost, is a host), or without the mirror, when the values already point there.
+image_path() {
+  local repository=$1 first
+  if [[ $repository == "$registry/"* ]]; then printf '%s' "${repository#"$registry/"}"; return; fi
+  first=${repository%%/*}
+  if [[ $repository == */* && ($first == *.* || $first == *:* || $first == localhost) ]]; then
+    printf '%s' "${repository#*/}"
+  else
+    printf '%s' "$repository"
+  fi
+}
+
+# The images.txt line of an image reference (repository:tag or repository@sha256:...), matched by
+# path and tag (or digest): prints "<path>\t<tag>\t<digest or PLACEHOLDER>".
+catalogue_entry() {
+  local ref=$1 repository tag="" digest="" path line
+  if [[ $ref == *@* ]]; then repository=${ref%@*} digest=${ref#*@sha256:}
+  else repository=${ref%:*} tag=${ref##*:}
+  fi
+  path=$(image_path "$repository")
+  while IFS= read -r line || [[ -n $line ]]; do
+    line=${line%%#*}
+    line=${line//[[:space:]]/}
+    [[ $line =~ ^([a-z0-9][a-z0-9._:/-]*[a-z0-9]):([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})@sha256:([a-f0-9]{64}|PLACEHOLDER)$ ]] || continue
+    [[ $(image_path "${BASH_REMATCH[1]}") == "$path" ]] || continue
+    if [[ -n $tag && ${BASH_REMATCH[2]} == "$tag" ]] || [[ -n $digest && ${BASH_REMATCH[3]} == "$digest" ]]; then
+      printf '%s\t%s\t%s\n' "$path" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}"
+      return
+    fi
+  done <"$images_file"
+  return 1
+}
+
+if $air_gap; then
+  [[ -f $images_file && -r $images_file ]] || die "cannot read the image list $images_file (IMAGES_FILE)"
+  echo "  images   from $registry (air gap; digests from $images_file):"
+  helm_args+=(--set-string "airGapRegistry=$registry")
+  placeholders=()
+  while IFS=$'\t' read -r source image; do
+    case "$source" in
+      templates/deployment.yaml) key=image ;;
+      templates/nats.yaml) key=nats.image ;;
+      *) die "the chart deploys $image from $source, which quickstart.sh cannot point at the mirror" ;;
+    esac
+    entry=$(catalogue_entry "$image") ||
+      die "$image (chart value $key) is not listed in $images_file, so scripts/mirror-images.sh did not mirror it to $registry"
+    IFS=$'\t' read -r path tag digest <<<"$entry"
+    helm_args+=(--set-string "$key.repository=$registry/$path")
+    if [[ $digest == PLACEHOLDER ]]; then
+      placeholders+=("$image")
+      helm_args+=(--set-string "$key.digest=" --set-string "$key.tag=$tag")
+      printf '    %-48s -> %s:%s  (PLACEHOLDER digest: by tag)\n' "$image" "$registry/$path" "$tag"
+    else
+      helm_args+=(--set-string "$key.digest=sha256:$digest")
+      printf '    %-48s -> %s@sha256:%s\n' "$image" "$registry/$path" "$digest"
+    fi
+  done < <(rendered_images "$work/rendered.yaml" | sort -u)
+  if ((${#placeholders[@]})); then
+    $dry_run || die "$images_file has no digest yet (PLACEHOLDER) for ${placeholders[*]}: an air-gapped install pulls only by digest. Use a release's images.txt (scripts/release-fill-digests.sh fills them) and mirror it with scripts/mirror-images.sh"
+    printf 'quickstart: warning: PLACEHOLDER digest in %s for %s: shown by tag; a real --air-gap install refuses it\n' "$images_file" "${placeholders[*]}" >&2
+  fi
+  template_args=("$release" "$chart_dir" "${helm_args[@]}")
+  [[ -n $server_version ]] && template_args+=(--kube-version "$server_version")
+  helm template "${template_args[@]}" >"$work/rendered.yaml" 2>"$work/helm.err" ||
+    die "the chart does not render with the mirrored images: $(tail -n 1 "$work/helm.err")"
+  # Whatever the values: every image the chart deploys now comes from the mirror, by digest.
+  while IFS=$'\t' read -r source image; do
+    [[ $image == "$registry/"* ]] || die "$source still deploys $image, not from $registry"
+    [[ $image == *@sha256:* ]] || $dry_run || die "$source deploys $image without a digest"
+  done < <(rendered_images "$work/rendered.yaml")
+fi
+
+chart_version=$(awk '/^# Source: [^\/]*\/templates\/deployment.yaml/ { d = 1 } d && /eva\.aidonow\.com\/operator-version:/ { v = $2; gsub(/"/, "", v); print v; exit }' "$work/rendered.yaml")
+[[ -n $chart_version ]] || die "the rendered chart has no $version_annotation annotation on its Deployment"
+echo "  operator $chart_version (the chart's operatorVersion), release $release in namespace $namespace"
+
+# ---- step 2: the CRD ----------------------------------------------------------------------------------
+
+crd_apply=(apply --server-side --force-conflicts --field-manager="$field_manager" -f "$root/crds/")
+if $dry_run; then
+  step 2 "installing the EvaTenant CRD$dry"
+  kube_or_die "the server-side dry run of crds/ failed" "${crd_apply[@]}" --dry-run=server | sed 's/^/  /'
+  echo "  would run: kubectl ${crd_apply[*]}"
+  echo "  would run: kubectl annotate --overwrite crd $crd $crd_stamp=$app_version"
+else
+  step 2 "installing the EvaTenant CRD $app_version (the installed one: $crd_state)"
+  kube_or_die "installing the CRD failed" "${crd_apply[@]}" | sed 's/^/  /'
+  kube_or_die "annotating the CRD failed" annotate --overwrite crd "$crd" "$crd_stamp=$app_version" >/dev/null
+  kube_or_die "the CRD is not Established" wait --for=condition=Established --timeout=60s "crd/$crd" >/dev/null
+  echo "  $crd Established, $crd_stamp=$app_version"
+fi
+
+# ---- step 3: the operator chart -----------------------------------------------------------------------
+
+install_args=(upgrade --install "$release" "$chart_dir" "${helm_args[@]}" --create-namespace --wait --timeout "${timeout}s")
+if $dry_run; then
+  step 3 "installing the operator chart$dry"
+  echo "  would run: helm ${install_args[*]}"
+  echo "  it renders (helm template):"
+  echo
+  cat "$work/rendered.yaml"
+else
+  step 3 "installing the operator chart: release $release in namespace $namespace (operator $chart_version)"
+  started=$SECONDS
+  helm "${install_args[@]}" >"$work/helm.out" 2>"$work/helm.err" || {
+    cat "$work/helm.err" >&2
+    die "helm upgrade --install of $release in $namespace failed: $(grep -v '^WARNING' "$work/helm.err" | tail -n 1)"
+  }
+  sed -n '/^NAME:/,/^REVISION:/p' "$work/helm.out" | sed 's/^/  /'
+  kube_or_die "the operator Deployment is not Available" wait --for=condition=Available --timeout="${timeout}s" \
+    --namespace "$namespace" deployment --selector "$operator_selector" | sed 's/^/  /'
+  echo "  Available after $((SECONDS - started))s"
+fi
+
+# ---- step 4: the EvaTenant ----------------------------------------------------------------------------
+
+deployments=$(live_operator_deployments 2>/dev/null || true)
+if [[ -z $deployments ]]; then
+  $dry_run || die "no operator Deployment ($operator_selector) in namespace $namespace after the install"
+  operator_version=$chart_version
+  version_source="the chart's operatorVersion: there is no operator Deployment in $namespace yet"
+else
+  (($(wc -l <<<"$deployments") == 1)) ||
+    die "several operator Deployments match $operator_selector in $namespace: $(cut -f1 <<<"$deployments" | tr '\n' ' ')"
+  IFS=$'\t' read -r deployment operator_version <<<"$deployments"
+  [[ $operator_version =~ $semver_re ]] ||
+    die "the Deployment $namespace/$deployment has no valid $version_annotation annotation (got '$operator_version')"
+  version_source="the annotation $version_annotation of Deployment $namespace/$deployment"
+  if $dry_run && [[ $operator_version != "$chart_version" ]]; then
+    version_source+="; the upgrade above would make it $chart_version"
+  fi
+fi
+step 4 "creating EvaTenant $name ($tier, wave $wave, operatorVersion $operator_version)$dry"
+echo "  operatorVersion from $version_source"
+tenant_manifest "$operator_version" >"$work/tenant.yaml"
+if $dry_run; then
+  echo "  would run: kubectl apply -f - <<EOF"
+  sed 's/^/    /' "$work/tenant.yaml"
+  echo "  EOF"
+  if [[ $crd_state != same ]]; then
+    echo "  (not validated by the API server: the CRD it would be checked against is installed in step 2)"
+  else
+    kube_or_die "the API server rejects this EvaTenant" apply --dry-run=server -f "$work/tenant.yaml" -o name >/dev/null
+    echo "  the API server accepts it (server-side dry run)"
+  fi
+else
+  kube_or_die "creating EvaTenant $name failed" apply -f "$work/tenant.yaml" | sed 's/^/  /'
+fi
+
+# ---- step 5: Active -----------------------------------------------------------------------------------
+
+if $dry_run; then
+  step 5 "waiting for Active$dry"
+  echo "  would wait up to ${timeout}s for EvaTenant $name to be Active, printing each condition as it turns True"
+  echo "  (scripts/lib/wait-for-tenant.sh $name $timeout)"
+  printf '\nDry run: nothing was changed in the cluster of context %s.\n' "$context"
+  exit 0
+fi
 step 5 "waiting for Active (up to ${timeout}s)"
 "$root/scripts/lib/wait-for-tenant.sh" "$name" "$timeout"
 kubectl get evt "$name"
-printf '\nUse the cluster:  eval "$(scripts/dev-cluster.sh env)"; kubectl describe evt %s\n' "$name"
+printf '\nNext:  kubectl describe evt %s;  kubectl logs -n %s -l %s -f\n' "$name" "$namespace" "$operator_selector"
