@@ -133,18 +133,7 @@ run_local() {
 }
 
 tenant_manifest() { # <operator version>
-  cat <<EOF
-apiVersion: eva.aidonow.com/v1alpha1
-kind: EvaTenant
-metadata:
-  name: $name
-spec:
-  capsuleCode: $code
-  tier: $tier
-  wave: $wave
-  seedsVersion: "1.0.0"
-  operatorVersion: "$1"
-EOF
+  "$root/scripts/lib/tenant-manifest.sh" "$name" "$code" "$tier" "$wave" "$1"
 }
 
 if $local_mode; then

@@ -126,18 +126,7 @@ install_crd() {
 }
 
 create_tenant() {
-  kubectl apply -f - >&2 <<EOF
-apiVersion: eva.aidonow.com/v1alpha1
-kind: EvaTenant
-metadata:
-  name: $name
-spec:
-  capsuleCode: $code
-  tier: Starter
-  wave: 1
-  seedsVersion: "1.0.0"
-  operatorVersion: "$(cat "$out/operator-version")"
-EOF
+  "$root/scripts/lib/tenant-manifest.sh" "$name" "$code" Starter 1 "$(cat "$out/operator-version")" | kubectl apply -f - >&2
 }
 
 wait_active() { "$root/scripts/lib/wait-for-tenant.sh" "$name" "$timeout" >&2; }
