@@ -103,7 +103,7 @@ run_local() {
   helm version --short | sed 's/^/  helm /'
 
   step 2 "installing the EvaTenant CRD"
-  kubectl apply -f "$root/crds/"
+  kubectl apply --server-side --force-conflicts --field-manager="$field_manager" -f "$root/crds/"
   kubectl wait --for=condition=Established --timeout=60s crd/evatenants.eva.aidonow.com >/dev/null
 
   step 3 "starting the operator $operator_version as a local process"
@@ -136,6 +136,9 @@ tenant_manifest() { # <operator version>
   "$root/scripts/lib/tenant-manifest.sh" "$name" "$code" "$tier" "$wave" "$1"
 }
 
+# Both modes apply the CRD server-side under this one field manager, whichever ran first.
+field_manager=eva-quickstart
+
 if $local_mode; then
   ((${#cluster_only[@]} == 0)) ||
     usage_error "--local runs the operator as a local process: ${cluster_only[*]} is for an install into a cluster (drop --local)"
@@ -165,7 +168,6 @@ crd=evatenants.eva.aidonow.com
 crd_file="$root/crds/$crd.yaml"
 crd_stamp=eva.aidonow.com/crd-version
 version_annotation=eva.aidonow.com/operator-version
-field_manager=eva-quickstart
 images_file=${IMAGES_FILE:-$root/images.txt}
 app_version=$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' "$chart_dir/Chart.yaml")
 [[ $app_version =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]] ||
