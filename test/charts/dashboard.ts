@@ -41,7 +41,8 @@ const PanelSchema = Type.Object({
       defaults: Type.Object({
         unit: Type.Optional(Type.String()),
         decimals: Type.Optional(Type.Integer()),
-        custom: Type.Optional(Type.Object({ stacking: Type.Optional(Type.Object({ mode: Type.String() })) })),
+        thresholds: Type.Optional(Type.Object({ steps: Type.Array(Type.Object({ color: Type.String(), value: Type.Union([Type.Number(), Type.Null()]) })) })),
+        custom: Type.Optional(Type.Object({ stacking: Type.Optional(Type.Object({ mode: Type.String() })), showPoints: Type.Optional(Type.String()) })),
       }),
       overrides: Type.Array(Override),
     }),
@@ -295,11 +296,15 @@ type LabelRule = (node: Node, expr: string, catalogue: Catalogue) => Set<string>
 
 const innerLabels: LabelRule = (node, expr, catalogue) => (node.firstChild ? outputLabels(node.firstChild, expr, catalogue) : new Set());
 
+/** Aggregations that select series (topk, bottomk, limitk, limit_ratio): their result keeps every label. */
+const SELECTING = ['Topk', 'Bottomk', 'LimitK', 'LimitRatio'];
+
 function aggregateLabels(node: Node, expr: string, catalogue: Catalogue): Set<string> {
   const modifier = node.getChild('AggregateModifier');
-  if (modifier?.getChild('By')) return new Set(groupingLabels(modifier, expr));
   const inner = callArguments(node).at(-1);
   const labels = inner ? outputLabels(inner, expr, catalogue) : new Set<string>();
+  if (SELECTING.includes(node.getChild('AggregateOp')?.firstChild?.name ?? '')) return labels;
+  if (modifier?.getChild('By')) return new Set(groupingLabels(modifier, expr));
   // without (...) drops the labels it names; no modifier at all drops every label.
   for (const label of modifier ? groupingLabels(modifier, expr) : [...labels]) labels.delete(label);
   return labels;

@@ -194,6 +194,14 @@ describe('the dashboard JSON', () => {
       expect(checkQuery(expr, catalogue, legend).join('\n')).toContain(problem);
     });
 
+    it('accepts what is right: labels kept through topk and histogram_quantile, or, and on (...)', () => {
+      expect(checkQuery('topk(3, max by (capsule, stream) (capsule_queue_depth))', catalogue, '{{capsule}} {{stream}}')).toEqual([]);
+      expect(checkQuery('histogram_quantile(0.5, sum by (tier, le) (rate(eva_time_to_active_seconds_bucket[1m])))', catalogue, '{{tier}}')).toEqual([]);
+      expect(checkQuery('sum by (job) (rate(eva_reconcile_total{result="error"}[1m])) or sum by (job) (eva_reconcile_total) * 0', catalogue, '{{job}}')).toEqual([]);
+      expect(checkQuery('sum by (job) (eva_workqueue_depth) / on (job) sum by (job) (eva_tenants)', catalogue, '{{job}}')).toEqual([]);
+      expect(checkQuery('topk(3, capsule_queue_depth)', catalogue, '{{le}}').join('\n')).toContain('legend {{le}}');
+    });
+
     it('an unknown variable is reported rather than left in the query', () => {
       expect(() => substitute('eva_tenants{job=~"$namespace"}', allValues(dashboard))).toThrow('unknown variable $namespace');
     });
