@@ -1,13 +1,13 @@
 /**
  * Provisioning benchmark on the local control plane (a benchmark that prints figures, not a test).
  *
- *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16]
+ *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16] [--keep]
  *
  * Starts the real operator as a process, creates `count` tenants of `tier` at once, waits until all
  * are Active, then prints per-condition times (from status.elapsedSeconds), the wall time to the last
  * Active, releases per second, API writes per tenant (from the API server's audit log, by client),
  * and the operator's resident memory. Tenants are pinned to the benchmark's own operator version
- * and deleted afterwards.
+ * and deleted afterwards (with --keep they stay, for a look, until the next run removes them).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { GROUP, PLURAL, TIERS, type Tier, VERSION as API_VERSION } from '../src/api/constants.ts';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
+import { metricSum, scrape } from '../e2e/support/metrics.ts';
 import { startOperator } from '../e2e/support/operator.ts';
 import { tenantYaml, waitForGone } from '../e2e/support/tenants.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
@@ -25,11 +26,26 @@ import { repoRoot } from '../test/support/tools.ts';
 const VERSION = '9.9.0';
 const CONDITIONS = ['NamespaceReady', 'Provisioned', 'SeedLoaded', 'ModulesDeployed', 'IngressReady', 'Ready'] as const;
 
-function options(): { tier: Tier; count: number; concurrency: number } {
-  const { values } = parseArgs({ options: { tier: { type: 'string', default: 'Starter' }, count: { type: 'string', default: '1' }, concurrency: { type: 'string', default: '16' } } });
+interface Options {
+  tier: Tier;
+  count: number;
+  concurrency: number;
+  /** Leave the tenants (and the operator's work) in place to look at them; the next run removes them. */
+  keep: boolean;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      tier: { type: 'string', default: 'Starter' },
+      count: { type: 'string', default: '1' },
+      concurrency: { type: 'string', default: '16' },
+      keep: { type: 'boolean', default: false },
+    },
+  });
   const tier = values.tier as Tier;
   if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-  return { tier, count: Number(values.count), concurrency: Number(values.concurrency) };
+  return { tier, count: Number(values.count), concurrency: Number(values.concurrency), keep: values.keep };
 }
 
 /** Codes BAAAAA, BAAAAB, ... (another first letter for another workload): six uppercase letters, unique per index. */
@@ -193,8 +209,15 @@ function report(title: string, wall: number, releases: number, elapsed: Record<s
   for (const line of extra) console.log(line);
 }
 
+const RESULTS = ['success', 'requeue', 'error'] as const;
+
+function reconcileCounts(metrics: string): Record<(typeof RESULTS)[number], number> {
+  const count = (result: string): number => metricSum(metrics, 'eva_reconcile_total', `result="${result}"`);
+  return { success: count('success'), requeue: count('requeue'), error: count('error') };
+}
+
 async function main(): Promise<void> {
-  const { tier, count, concurrency } = options();
+  const { tier, count, concurrency, keep } = options();
   setupCluster();
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
   // NODE_OPTIONS passes through, e.g. --max-old-space-size as a container memory limit would set it.
@@ -208,6 +231,7 @@ async function main(): Promise<void> {
 
   const auditOffset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
   const cpuBefore = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
+  const reconcilesBefore = reconcileCounts(await scrape(operator));
   const started = Date.now();
   // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
   const manifests = codes.map((code) => tenantYaml(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
@@ -216,18 +240,22 @@ async function main(): Promise<void> {
   const wall = (Date.now() - started) / 1000;
   const memory = rssMiB(operator.pid);
   const cpuAfter = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
+  const reconcilesAfter = reconcileCounts(await scrape(operator));
   const writes = auditWrites(auditOffset, new Set(codes));
   const perTenant = Object.entries(writes).map(([client, n]) => `${client} ${(n / count).toFixed(1)}`).join(', ');
   report(`${count} × ${tier} (${count * MODULES_BY_TIER[tier].length} releases), operator concurrency ${concurrency}`, wall, count * MODULES_BY_TIER[tier].length, elapsed, [
     `not Active: ${pending.size}`,
     `API writes per tenant (audit log, by client): ${perTenant}`,
+    `reconciles per tenant (eva_reconcile_total, by result): ${RESULTS.map((r) => `${r} ${((reconcilesAfter[r] - reconcilesBefore[r]) / count).toFixed(1)}`).join(', ')}`,
     `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,
     `secret values files left: ${operator.secretFilesLeft().length}`,
   ]);
 
-  kubectlOk(['delete', 'evt', ...codes.map((c) => c.toLowerCase()), '--wait=false']);
-  for (const code of codes) await waitForGone(code.toLowerCase(), 180_000);
+  if (!keep) {
+    kubectlOk(['delete', 'evt', ...codes.map((c) => c.toLowerCase()), '--wait=false']);
+    for (const code of codes) await waitForGone(code.toLowerCase(), 180_000);
+  }
   await operator.stop();
   if (pending.size > 0) process.exitCode = 1;
 }

@@ -20,6 +20,7 @@ import { startNatsServer, type TestNatsServer } from '../test/support/nats-serve
 import { repoRoot } from '../test/support/tools.ts';
 import { helmProcesses, helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
+import { metricSum, scrape } from './support/metrics.ts';
 import { applyTenant, isActive, patchTenantSpec, pinnedVersion, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
 const VERSION = '9.3.0';
@@ -152,27 +153,6 @@ function create(code: string, version: string, spec: Record<string, unknown> = {
   applyTenant(nameOf(code), { capsuleCode: code, tier: 'Starter', wave: 1, seedsVersion: '1.0.0', ...spec, operatorVersion: version });
 }
 
-/** The operator's /metrics port, from its "eva-operator started" log line. */
-function metricsPort(op: OperatorProcess): number {
-  const line = op.logs().split('\n').find((l) => l.includes('"msg":"eva-operator started"'));
-  const port = /"metricsPort":(\d+)/.exec(line ?? '')?.[1];
-  if (port === undefined) throw new Error(`no metricsPort in the operator log:\n${op.logs().slice(-2000)}`);
-  return Number(port);
-}
-
-async function scrape(op: OperatorProcess): Promise<string> {
-  const response = await fetch(`http://127.0.0.1:${metricsPort(op)}/metrics`);
-  return response.text();
-}
-
-/** Sum of a metric's samples whose label text contains `labels` (all samples when empty). */
-function metricSum(text: string, name: string, labels = ''): number {
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
-    .filter((l) => l.includes(labels))
-    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
-}
 
 function auditLogPath(): string {
   return join(process.env['KUBECONFIG'] ?? '', '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
