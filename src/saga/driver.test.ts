@@ -45,6 +45,18 @@ describe('runSaga', () => {
     const done = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
     expect(done.view.stage).toBe('active');
     expect(second.steps).toEqual(['modules', 'ingress']);
+    // Taking the waited-on step up again is not reported (the stored status already says it waits there).
+    expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual(['ingress', 'active']);
+  });
+
+  it('reports a step it waits on again when it still waits (a new reason is news)', async () => {
+    const pending = (reason: string) => (step: StepName): StepOutcome => (step === 'modules' ? { kind: 'pending', reason, message: 'm' } : { kind: 'done' });
+    const first = io(pending('DeploymentUnavailable'));
+    const stored = JSON.parse(JSON.stringify((await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo)).persisted)) as unknown;
+    const second = io(pending('QuotaExceeded'));
+    const still = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
+    expect(still.view.stage).toBe('waiting');
+    expect(second.progress.map((v) => `${v.stage}:${v.problem?.reason ?? ''}`)).toEqual(['waiting:QuotaExceeded']);
   });
 
   it('never reports the restored snapshot: a spec change on an Active tenant is not Active before the saga ran', async () => {

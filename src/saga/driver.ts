@@ -64,6 +64,12 @@ export function viewOf(snapshot: AnyMachineSnapshot): SagaView {
   return view;
 }
 
+/** The step a restored saga rests waiting on, if it is waiting. */
+function waitingStepOf(snapshot: AnyMachineSnapshot): StepName | undefined {
+  const view = viewOf(snapshot);
+  return view.stage === 'waiting' ? view.problem?.step : undefined;
+}
+
 function machineFor(io: SagaIo): typeof tenantSagaMachine {
   return tenantSagaMachine.provide({
     actors: {
@@ -114,11 +120,18 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
   // A snapshot restored from status is already persisted there; it is not progress. Reported again,
   // it would stamp the current generation on it: Active (Ready) on a changed spec the saga never ran.
   let lastValue = persisted === undefined || persisted === null ? '' : JSON.stringify(actor.getSnapshot().value);
+  let resumingWaitAt = waitingStepOf(actor.getSnapshot());
   actor.subscribe((snapshot) => {
     const value = JSON.stringify(snapshot.value);
     if (value === lastValue) return;
     lastValue = value;
     const view = viewOf(snapshot);
+    // Taking up again the step the tenant was waiting on is no news: the stored status already says
+    // where it stands and why, and a crash resumes at that step either way. Written, it would only
+    // flip the condition to Progressing and back on every wake-up.
+    const resumesWait = view.stage === 'provisioning' && view.currentStep === resumingWaitAt;
+    resumingWaitAt = undefined;
+    if (resumesWait) return;
     const saved: unknown = actor.getPersistedSnapshot();
     progress = progress
       .then(() => io.onProgress(view, saved))
