@@ -240,14 +240,16 @@ async function main(): Promise<void> {
   const wall = (Date.now() - started) / 1000;
   const memory = rssMiB(operator.pid);
   const cpuAfter = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
-  const reconcilesAfter = reconcileCounts(await scrape(operator));
+  const metricsAfter = await scrape(operator);
+  const reconcilesAfter = reconcileCounts(metricsAfter);
+  const heapUsedMiB = metricSum(metricsAfter, 'eva_operator_nodejs_heap_size_used_bytes') / 2 ** 20;
   const writes = auditWrites(auditOffset, new Set(codes));
   const perTenant = Object.entries(writes).map(([client, n]) => `${client} ${(n / count).toFixed(1)}`).join(', ');
   report(`${count} × ${tier} (${count * MODULES_BY_TIER[tier].length} releases), operator concurrency ${concurrency}`, wall, count * MODULES_BY_TIER[tier].length, elapsed, [
     `not Active: ${pending.size}`,
     `API writes per tenant (audit log, by client): ${perTenant}`,
     `reconciles per tenant (eva_reconcile_total, by result): ${RESULTS.map((r) => `${r} ${((reconcilesAfter[r] - reconcilesBefore[r]) / count).toFixed(1)}`).join(', ')}`,
-    `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak`,
+    `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak; V8 heap in use ${heapUsedMiB.toFixed(0)} MiB`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,
     `secret values files left: ${operator.secretFilesLeft().length}`,
   ]);
