@@ -14,7 +14,8 @@
 # ENETUNREACH). OUTPUT accepts loopback destinations over lo (counted) and drops everything else
 # (counted). Nothing could leave anyway: the namespace has no link to the outside. /etc/resolv.conf is
 # bind-mounted to name 127.0.0.53 only, a recording DNS server inside the namespace that answers
-# NXDOMAIN to everything. A private tmpfs on /tmp holds every file of the run, and this script is PID 1
+# NXDOMAIN to everything. A private tmpfs on /run/eva-air-gap holds every file of the run (not on
+# /tmp: the checkout itself may live there, as a fresh clone in CI does), and this script is PID 1
 # of its own PID namespace: when it ends, however it ends, every process it started and every file
 # it wrote go with it.
 set -euo pipefail
@@ -52,9 +53,13 @@ control_name=registry.example.invalid
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-mount -t tmpfs -o mode=1777,size=4g eva-air-gap /tmp
-export TMPDIR=/tmp
-out=$(mktemp -d /tmp/air-gap.XXXXXX)   # what the summary is built from
+# The mount is private to this mount namespace (concurrent runs each see their own); only the empty
+# mount point stays behind on the host's /run.
+scratch=/run/eva-air-gap
+mkdir -p "$scratch"
+mount -t tmpfs -o mode=1777,size=4g eva-air-gap "$scratch"
+export TMPDIR=$scratch
+out=$(mktemp -d "$scratch/air-gap.XXXXXX")   # what the summary is built from
 echo "$code" >"$out/code"
 echo "$control_name" >"$out/control.name"
 mark() { echo "$1 $(date +%s%3N)" >>"$out/timings"; }
@@ -106,7 +111,7 @@ start_operator() {
   echo "$version" >"$out/operator-version"
   mkdir -p "$out/helm-secrets" "$out/home"
   # An empty HOME: no helm repository, cache or plugin from this machine can help.
-  (cd "$root" && exec env -i PATH="$PATH" HOME="$out/home" TMPDIR=/tmp KUBECONFIG="$KUBECONFIG" NATS_URL="$NATS_URL" \
+  (cd "$root" && exec env -i PATH="$PATH" HOME="$out/home" TMPDIR="$TMPDIR" KUBECONFIG="$KUBECONFIG" NATS_URL="$NATS_URL" \
     OPERATOR_VERSION="$version" HELM_BINARY="$EVA_TOOLS_DIR/helm" HELM_SECRETS_DIR="$out/helm-secrets" \
     INGRESS_CLASS=eva-lb METRICS_PORT=18080 METRICS_BIND_ADDRESS=127.0.0.1 LOG_LEVEL=info \
     node src/cli.ts run </dev/null >"$out/operator.log" 2>&1) &
