@@ -102,13 +102,22 @@ const CONFIG = {
   legend: { labelFont: FONT, labelFontSize: 10, labelColor: '#24292E', symbolSize: 60, symbolType: 'stroke', symbolStrokeWidth: 3, orient: 'bottom', direction: 'horizontal', title: null, labelLimit: 220, columnPadding: 12 },
 } as const;
 
+/** What every panel's spec shares: its size inside the grid cell, its title and the Grafana-like look. */
+interface Frame {
+  width: number;
+  height: number;
+  autosize: { type: 'fit'; contains: 'padding' };
+  title: typeof TITLE & { text: string };
+  config: typeof CONFIG;
+}
+
+function frame(panel: Panel, width: number, height: number): Frame {
+  return { width, height, autosize: { type: 'fit', contains: 'padding' }, title: { text: panel.title, ...TITLE }, config: CONFIG };
+}
+
 function noData(panel: Panel, width: number, height: number): TopLevelSpec {
   return {
-    width,
-    height,
-    autosize: { type: 'fit', contains: 'padding' },
-    title: { text: panel.title, ...TITLE },
-    config: CONFIG,
+    ...frame(panel, width, height),
     data: { values: [{ text: 'No data' }] },
     mark: { type: 'text', fontSize: 16, color: '#8E8E8E', font: FONT },
     encoding: { text: { field: 'text' } },
@@ -156,11 +165,7 @@ function timeseries(data: PanelData, layout: Layout, width: number, height: numb
   // Seconds on the time axis for a short range (as Grafana does).
   const timeFormat = layout.endMs - layout.startMs <= 15 * 60_000 ? '%H:%M:%S' : '%H:%M';
   return {
-    width,
-    height,
-    autosize: { type: 'fit', contains: 'padding' },
-    title: { text: panel.title, ...TITLE },
-    config: CONFIG,
+    ...frame(panel, width, height),
     data: { values: timeRows(data.series, data.stepMs) },
     encoding: {
       x: { field: 't', type: 'temporal', scale: { domain: [layout.startMs, layout.endMs] }, axis: { format: timeFormat, tickCount: Math.max(2, Math.floor(width / 110)), grid: false } },
@@ -197,11 +202,7 @@ function bargauge(data: PanelData, width: number, height: number): TopLevelSpec 
   const names = bars.map((b) => b.name);
   const max = Math.max(0, ...bars.map((b) => b.value));
   return {
-    width,
-    height,
-    autosize: { type: 'fit', contains: 'padding' },
-    title: { text: panel.title, ...TITLE },
-    config: CONFIG,
+    ...frame(panel, width, height),
     data: { values: bars },
     encoding: {
       y: { field: 'name', type: 'nominal', sort: names, axis: { title: null, labelFontSize: 11, labelColor: '#24292E', ticks: false, domain: false, labelLimit: 160 } },
@@ -225,11 +226,7 @@ function stat(data: PanelData, width: number, height: number): TopLevelSpec {
   const reached = steps.filter((step) => step.value === null || value >= step.value).at(-1);
   const background = colour(reached?.color ?? 'green');
   return {
-    width,
-    height,
-    autosize: { type: 'fit', contains: 'padding' },
-    title: { text: panel.title, ...TITLE },
-    config: CONFIG,
+    ...frame(panel, width, height),
     data: { values: [{ label: formatValue(value, unit, decimals) }] },
     layer: [
       { mark: { type: 'rect', color: background, cornerRadius: 2 }, encoding: { x: { value: 0 }, x2: { value: width }, y: { value: 0 }, y2: { value: height } } },
