@@ -30,8 +30,20 @@ function exited(child: ChildProcess): Promise<number | null> {
   });
 }
 
+/**
+ * A tmpfs folder for the operator's secret values files. It outlives the operator (tests look into it
+ * after a stop or a crash) and goes when this test process exits, so /dev/shm does not fill up.
+ */
+function createdSecretsDir(): string {
+  const dir = mkdtempSync('/dev/shm/eva-e2e-secrets-');
+  process.once('exit', () => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
+
 export function startOperator(env: Record<string, string> = {}, secretsDir?: string): OperatorProcess {
-  const dir = secretsDir ?? mkdtempSync('/dev/shm/eva-e2e-secrets-');
+  const dir = secretsDir ?? createdSecretsDir();
   const child = spawn(process.execPath, [join(repoRoot, 'src/cli.ts'), 'run'], {
     cwd: repoRoot,
     env: {
