@@ -258,35 +258,21 @@ describe('crash safety of the real operator process', () => {
     }
   });
 
-  it('SIGKILL right after NamespaceReady turns True: converges with one of everything', async () => {
-    const code = 'CHAOSA';
+  it.each([
+    { code: 'CHAOSA', condition: 'NamespaceReady' },
+    { code: 'CHAOSB', condition: 'Provisioned' },
+  ])('SIGKILL right after $condition turns True: converges with one of everything', async ({ code, condition }) => {
     const tier = 'Customer';
-    const watch = watchCondition(nameOf(code), 'NamespaceReady', ACTIVE_TIMEOUT_MS);
+    const watch = watchCondition(nameOf(code), condition, ACTIVE_TIMEOUT_MS);
     applyTenant(code, tier);
     const seen = await watch.line;
     await killOperator();
     watch.stop();
-    expect(seen, 'NamespaceReady never turned True').toBe('True');
+    expect(seen, `${condition} never turned True`).toBe('True');
     const atKill = readTenant(nameOf(code));
-    console.log(`[chaos] killed after NamespaceReady: phase ${atKill?.phase}, ${conditionSummary(atKill?.conditions)}`);
+    console.log(`[chaos] killed after ${condition}: phase ${atKill?.phase}, ${conditionSummary(atKill?.conditions)}`);
     expect(atKill?.phase).not.toBe('Active');
-    await restartAndTimeToActive(code, 'SIGKILL after NamespaceReady');
-    await expectConverged(code, tier);
-  }, 400_000);
-
-  it('SIGKILL right after Provisioned turns True: converges with one of everything', async () => {
-    const code = 'CHAOSB';
-    const tier = 'Customer';
-    const watch = watchCondition(nameOf(code), 'Provisioned', ACTIVE_TIMEOUT_MS);
-    applyTenant(code, tier);
-    const seen = await watch.line;
-    await killOperator();
-    watch.stop();
-    expect(seen, 'Provisioned never turned True').toBe('True');
-    const atKill = readTenant(nameOf(code));
-    console.log(`[chaos] killed after Provisioned: phase ${atKill?.phase}, ${conditionSummary(atKill?.conditions)}`);
-    expect(atKill?.phase).not.toBe('Active');
-    await restartAndTimeToActive(code, 'SIGKILL after Provisioned');
+    await restartAndTimeToActive(code, `SIGKILL after ${condition}`);
     await expectConverged(code, tier);
   }, 400_000);
 
