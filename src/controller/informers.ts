@@ -2,8 +2,7 @@
  * Informers that stay up: client-node's informer stops on a watch error (e.g. 410 Gone once its
  * resourceVersion expired); restarting it re-lists, so nothing is missed.
  */
-import { type Informer, type KubernetesObject, makeInformer, type ObjectCache } from '@kubernetes/client-node';
-import type { KubeConfig, KubernetesListObject } from '@kubernetes/client-node';
+import { type Informer, type KubeConfig, type KubernetesListObject, type KubernetesObject, makeInformer, type ObjectCache } from '@kubernetes/client-node';
 import type { Logger } from '../log.ts';
 
 export type CachingInformer<T extends KubernetesObject> = Informer<T> & ObjectCache<T>;

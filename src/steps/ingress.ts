@@ -86,11 +86,12 @@ async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Pro
 }
 
 /** The ingress controller setting the address, or someone changing or deleting the Ingress. */
+const MANAGED_INGRESSES = `${LABELS.managedBy}=${MANAGED_BY}`;
 const wakeOn: WakeOn<V1Ingress> = {
   kind: 'Ingress',
   path: '/apis/networking.k8s.io/v1/ingresses',
-  labelSelector: `${LABELS.managedBy}=${MANAGED_BY}`,
-  list: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: `${LABELS.managedBy}=${MANAGED_BY}` }),
+  labelSelector: MANAGED_INGRESSES,
+  list: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: MANAGED_INGRESSES }),
   state: (ingress) => JSON.stringify([routes(ingress.spec), ingress.status?.loadBalancer?.ingress ?? []]),
 };
 
