@@ -4,6 +4,7 @@
  * drift check makes no API write.
  */
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../canonical-json.ts';
 import type { EvaTenant, EvaTenantSpec, EvaTenantStatus } from '../api/evatenant.ts';
 import { PROVISIONING_CONDITIONS } from '../api/constants.ts';
 import { allConditions, mergeConditions, phaseOf, type SagaView } from '../saga/conditions.ts';
@@ -41,7 +42,7 @@ export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknow
  * on the tenant; nothing provisioned depends on it.
  */
 export function provisionedSpecDigest(spec: EvaTenantSpec): string {
-  return createHash('sha256').update(canonical({ ...spec, operatorVersion: undefined })).digest('hex');
+  return createHash('sha256').update(canonicalJson({ ...spec, operatorVersion: undefined })).digest('hex');
 }
 
 /**
@@ -57,15 +58,7 @@ export function provisionedSpecChanged(tenant: EvaTenant): boolean {
 
 /** Equal as stored JSON (key order aside): such a status needs no write. */
 export function sameStatus(a: EvaTenantStatus | undefined, b: EvaTenantStatus): boolean {
-  return canonical(a ?? {}) === canonical(b);
-}
-
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([x], [y]) => x.localeCompare(y)))
-      : v,
-  );
+  return canonicalJson(a ?? {}) === canonicalJson(b);
 }
 
 export function persistedSnapshotOf(tenant: EvaTenant): unknown {

@@ -8,6 +8,8 @@
  * PrometheusRule; elsewhere they are a ConfigMap labelled for a rule-file sidecar to pick up. Both
  * have the same name in the tenant namespace, and only one of them exists once ensure has run.
  */
+import { Reason } from '../api/reasons.ts';
+import { canonicalJson } from '../canonical-json.ts';
 import { ApiextensionsV1Api, type KubernetesObject, type V1ConfigMap, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '../adapters/kube.ts';
@@ -178,16 +180,8 @@ function readConfigMap(kube: Kube, scope: TenantScope): Promise<V1ConfigMap | un
   return readOptional(() => kube.core.readNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
 }
 
-/** Sorts object keys recursively: the API server re-encodes custom objects with its own key order. */
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]));
-  }
-  return value;
-}
-
-const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+/** Key order aside: the API server re-encodes custom objects with its own key order. */
+const sameJson = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
 
 function hasLabels(actual: Record<string, string> | undefined, desired: Record<string, string>): boolean {
   return Object.entries(desired).every(([k, v]) => actual?.[k] === v);
@@ -232,14 +226,14 @@ async function verify(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verd
   const name = alertRulesName(scope.code);
   if (await prometheusRulesSupported(kube, scope.log)) {
     const rule = await readPrometheusRule(kube, scope);
-    if (!rule) return notReady('AlertRulesMissing', `PrometheusRule ${name} is missing`);
-    if (!prometheusRuleMatches(rule, scope)) return notReady('AlertRulesDrifted', `PrometheusRule ${name} differs from the ${scope.tenant.spec.tier} tier`);
-    if (await readConfigMap(kube, scope)) return notReady('AlertRulesDuplicated', `ConfigMap ${name} is left over next to PrometheusRule ${name}`);
+    if (!rule) return notReady(Reason.AlertRulesMissing, `PrometheusRule ${name} is missing`);
+    if (!prometheusRuleMatches(rule, scope)) return notReady(Reason.AlertRulesDrifted, `PrometheusRule ${name} differs from the ${scope.tenant.spec.tier} tier`);
+    if (await readConfigMap(kube, scope)) return notReady(Reason.AlertRulesDuplicated, `ConfigMap ${name} is left over next to PrometheusRule ${name}`);
     return READY;
   }
   const configMap = await readConfigMap(kube, scope);
-  if (!configMap) return notReady('AlertRulesMissing', `ConfigMap ${name} is missing`);
-  if (!configMapMatches(configMap, scope)) return notReady('AlertRulesDrifted', `ConfigMap ${name} differs from the ${scope.tenant.spec.tier} tier`);
+  if (!configMap) return notReady(Reason.AlertRulesMissing, `ConfigMap ${name} is missing`);
+  if (!configMapMatches(configMap, scope)) return notReady(Reason.AlertRulesDrifted, `ConfigMap ${name} differs from the ${scope.tenant.spec.tier} tier`);
   return READY;
 }
 
@@ -251,8 +245,8 @@ async function remove(scope: TenantScope, { kube }: AlertStepDeps): Promise<void
 
 async function verifyRemoved(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
   const name = alertRulesName(scope.code);
-  if (await readPrometheusRule(kube, scope)) return notReady('AlertRulesPresent', `PrometheusRule ${name} still exists`);
-  if (await readConfigMap(kube, scope)) return notReady('AlertRulesPresent', `ConfigMap ${name} still exists`);
+  if (await readPrometheusRule(kube, scope)) return notReady(Reason.AlertRulesPresent, `PrometheusRule ${name} still exists`);
+  if (await readConfigMap(kube, scope)) return notReady(Reason.AlertRulesPresent, `ConfigMap ${name} still exists`);
   return READY;
 }
 

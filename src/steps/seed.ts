@@ -9,16 +9,18 @@
  * desired one (any module). Listing the bucket instead would also delete what modules wrote there
  * themselves, which is tenant data; a seed-owned key the module also writes is the accepted overlap.
  */
+import { Reason } from '../api/reasons.ts';
 import type { Kube } from '../adapters/kube.ts';
 import { seededByInitContainers } from './seed-init-containers.ts';
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../canonical-json.ts';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
 import { MODULES, type ModuleName } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import {
   bundledSeedsVersions,
   codeInUse,
@@ -43,18 +45,6 @@ export interface SeedDiff {
 }
 
 // ---- pure helpers ---------------------------------------------------------------------------------
-
-/** JSON with object keys sorted at every level: equal values always give equal text. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value === null || typeof value !== 'object') return value;
-  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return Object.fromEntries(entries.map(([k, v]) => [k, sortKeys(v)]));
-}
 
 /** sha256 (hex) of the canonical JSON of the entries as a key-sorted [{key, value}] list. */
 export function seedDigest(entries: SeedEntries): string {
@@ -108,13 +98,13 @@ function versionDir(seedsBasePath: string, version: string): string | undefined 
 export function unknownVersion(seedsBasePath: string, version: string): InputError {
   const available = bundledSeedsVersions(seedsBasePath).reverse().join(', ') || 'none';
   return new InputError(
-    'UnknownSeedsVersion',
+    Reason.UnknownSeedsVersion,
     `seedsVersion "${version}" is not bundled with this operator; available: ${available}`,
   );
 }
 
 function invalid(file: string, problem: string): InputError {
-  return new InputError('SeedsBundleInvalid', `bundled seed file ${file} ${problem}; choose another seedsVersion`);
+  return new InputError(Reason.SeedsBundleInvalid, `bundled seed file ${file} ${problem}; choose another seedsVersion`);
 }
 
 function readModuleFile(dir: string, module: ModuleName): [string, unknown][] {
@@ -198,7 +188,7 @@ async function openDataBucket(scope: TenantScope, session: NatsSession): Promise
 async function tenantRecordOf(scope: TenantScope, session: NatsSession): Promise<StoredRecord> {
   const stored = await readTenantRecord(session, scope.code);
   if (!stored) {
-    throw new DependencyError('TenantRecordMissing', `no tenant record for ${scope.code} yet (the record step comes first)`);
+    throw new DependencyError(Reason.TenantRecordMissing, `no tenant record for ${scope.code} yet (the record step comes first)`);
   }
   if (stored.record.uid !== tenantUid(scope)) throw codeInUse(scope, 'its tenant record', stored.record.uid);
   return stored;
@@ -270,10 +260,10 @@ async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdi
       // Either the operator applied the seeds, or every module's seed init container did.
       if (deps.kube && (await seededByInitContainers(deps.kube, scope.namespace, scope.modules, desired.version))) return READY;
       const applied = seed?.version ?? 'none';
-      return notReady('SeedPending', `seeds version ${desired.version} is not applied yet (applied: ${applied})`);
+      return notReady(Reason.SeedPending, `seeds version ${desired.version} is not applied yet (applied: ${applied})`);
     }
     const kv = await session.existingKv(dataBucket(scope.code));
-    if (!kv) return notReady('SeedBucketMissing', `bucket ${dataBucket(scope.code)} does not exist`);
+    if (!kv) return notReady(Reason.SeedBucketMissing, `bucket ${dataBucket(scope.code)} does not exist`);
     return READY;
   });
 }
@@ -299,7 +289,7 @@ async function verifySeedRemoved(scope: TenantScope, deps: NatsStepDeps): Promis
     const kv = await session.existingKv(dataBucket(scope.code));
     const owner = kv ? ownerOf((await kv.status()).metadata) : undefined;
     if (kv && (owner === undefined || owner === uid)) {
-      return notReady('SeedBucketPresent', `bucket ${dataBucket(scope.code)} still exists`);
+      return notReady(Reason.SeedBucketPresent, `bucket ${dataBucket(scope.code)} still exists`);
     }
     return READY;
   });
