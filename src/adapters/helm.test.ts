@@ -7,7 +7,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DependencyError, InputError, type StepError } from '../steps/errors.ts';
+import { DependencyError, InputError, type StepError } from '../errors.ts';
 import {
   classifyHelmFailure,
   Helm,

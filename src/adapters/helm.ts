@@ -9,11 +9,12 @@
  * Secret `sh.helm.release.v1.<release>.v<N>` labelled owner=helm, name, status, version plus the
  * release's own labels (`--labels`), so the drift check reads labels and never decodes the payload.
  */
+import { Reason } from '../api/reasons.ts';
 import { execFile } from 'node:child_process';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import type { Kube } from './kube.ts';
 import { redactSecrets } from '../log.ts';
-import { DependencyError, InputError, type StepError } from '../steps/errors.ts';
+import { DependencyError, InputError, type StepError } from '../errors.ts';
 
 /** Helm's release statuses (helm.sh/helm/v4/pkg/release/common/status.go). */
 export type ReleaseStatus =
@@ -153,18 +154,18 @@ const REJECTED_VALUES = [
 
 /** Routes a helm failure on what helm said (already scrubbed). Pure, so every shape is unit-tested. */
 export function classifyHelmFailure(message: string, timedOut = false): StepError {
-  if (timedOut) return new DependencyError('HelmTimeout', `helm did not finish in time: ${message}`);
-  if (/exceeded quota|failed quota/.test(message)) return new InputError('QuotaExceeded', message);
-  if (REJECTED_VALUES.some((p) => p.test(message))) return new InputError('InvalidHelmValues', message);
-  if (RENDER_FAILURES.some((p) => p.test(message))) return new InputError('ChartRenderFailed', message);
+  if (timedOut) return new DependencyError(Reason.HelmTimeout, `helm did not finish in time: ${message}`);
+  if (/exceeded quota|failed quota/.test(message)) return new InputError(Reason.QuotaExceeded, message);
+  if (REJECTED_VALUES.some((p) => p.test(message))) return new InputError(Reason.InvalidHelmValues, message);
+  if (RENDER_FAILURES.some((p) => p.test(message))) return new InputError(Reason.ChartRenderFailed, message);
   if (message.includes('another operation (install/upgrade/rollback) is in progress')) {
-    return new DependencyError('ReleasePending', message);
+    return new DependencyError(Reason.ReleasePending, message);
   }
-  if (/context deadline exceeded|timed out waiting/.test(message)) return new DependencyError('HelmTimeout', message);
+  if (/context deadline exceeded|timed out waiting/.test(message)) return new DependencyError(Reason.HelmTimeout, message);
   if (/Kubernetes cluster unreachable|connection refused|no such host/.test(message)) {
-    return new DependencyError('KubernetesUnreachable', message);
+    return new DependencyError(Reason.KubernetesUnreachable, message);
   }
-  return new DependencyError('HelmFailed', message);
+  return new DependencyError(Reason.HelmFailed, message);
 }
 
 function labelsArgument(labels: Readonly<Record<string, string>>): string {
@@ -188,7 +189,7 @@ const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
 
 export function parseHistory(json: string): HistoryEntry[] {
   const parsed: unknown = JSON.parse(json);
-  if (!Array.isArray(parsed)) throw new DependencyError('HelmFailed', 'helm history did not print a JSON list');
+  if (!Array.isArray(parsed)) throw new DependencyError(Reason.HelmFailed, 'helm history did not print a JSON list');
   return parsed.map((item) => {
     const entry = asRecord(item);
     return {

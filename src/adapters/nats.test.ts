@@ -2,7 +2,7 @@ import { ErrorCode, NatsError } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNatsServer, type TestNatsServer } from '../../test/support/nats-server.ts';
 import { createLogger } from '../log.ts';
-import { DependencyError } from '../steps/errors.ts';
+import { DependencyError } from '../errors.ts';
 import { createNatsClient, JS_ERR, jsErrCode, natsStepError, safeTarget } from './nats.ts';
 
 const USER = 'eva';

@@ -2,8 +2,9 @@
  * The NATS adapter: the only module that opens NATS connections. One connection is opened lazily
  * (the operator starts even when NATS is down) and shared by every step; it reconnects forever on its
  * own, so a NATS restart costs retries, never an operator restart. Every failure to reach NATS leaves
- * this module as DependencyError('NatsUnavailable') with the server address stripped of credentials.
+ * this module as DependencyError(Reason.NatsUnavailable) with the server address stripped of credentials.
  */
+import { Reason } from '../api/reasons.ts';
 import {
   connect,
   ErrorCode,
@@ -19,7 +20,7 @@ import {
 import type { NatsSettings } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { redactSecrets } from '../log.ts';
-import { DependencyError, StepError } from '../steps/errors.ts';
+import { DependencyError, StepError } from '../errors.ts';
 
 /** JetStream API error codes (api_error.err_code) the steps act on. */
 export const JS_ERR = {
@@ -45,7 +46,7 @@ export interface NatsClient {
   readonly target: string;
   /** Connects on first use and reuses the connection afterwards. */
   session(): Promise<NatsSession>;
-  /** Runs `fn` on a session; transport failures come out as DependencyError('NatsUnavailable'). */
+  /** Runs `fn` on a session; transport failures come out as DependencyError(Reason.NatsUnavailable). */
   run<T>(fn: (session: NatsSession) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -105,12 +106,12 @@ export function natsStepError(err: unknown, target: string, secrets: readonly st
   if (err instanceof StepError || !(err instanceof NatsError) || err.api_error !== undefined) return err;
   const reason = scrub(err.message || err.code, secrets);
   if (err.isAuthError()) {
-    return new DependencyError('NatsAuthFailed', `NATS at ${target} rejected the operator's credentials: ${reason}`, {
+    return new DependencyError(Reason.NatsAuthFailed, `NATS at ${target} rejected the operator's credentials: ${reason}`, {
       cause: err,
     });
   }
   if (UNAVAILABLE_CODES.has(err.code)) {
-    return new DependencyError('NatsUnavailable', `cannot reach NATS at ${target}: ${reason}`, { cause: err });
+    return new DependencyError(Reason.NatsUnavailable, `cannot reach NATS at ${target}: ${reason}`, { cause: err });
   }
   return err;
 }
@@ -222,11 +223,11 @@ class LazyNatsClient implements NatsClient {
     const mapped = this.mapped(err);
     if (mapped instanceof StepError) return mapped;
     const reason = scrub(err instanceof Error ? err.message : String(err), this.secrets());
-    return new DependencyError('NatsUnavailable', `cannot reach NATS at ${this.target}: ${reason}`, { cause: err });
+    return new DependencyError(Reason.NatsUnavailable, `cannot reach NATS at ${this.target}: ${reason}`, { cause: err });
   }
 
   private lost(): DependencyError {
-    return new DependencyError('NatsUnavailable', `cannot reach NATS at ${this.target}: connection lost, reconnecting`);
+    return new DependencyError(Reason.NatsUnavailable, `cannot reach NATS at ${this.target}: connection lost, reconnecting`);
   }
 
   /** Tracks whether the connection is up, and logs disconnects and reconnects (an outage's only trace). */

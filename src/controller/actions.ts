@@ -4,7 +4,7 @@
  */
 import { isConflict } from '../adapters/kube.ts';
 import type { SagaView } from '../saga/conditions.ts';
-import { InputError } from '../steps/errors.ts';
+import { InputError } from '../errors.ts';
 import type { StepName } from '../steps/step.ts';
 
 export type Action =

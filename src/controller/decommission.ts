@@ -4,6 +4,8 @@
  * resources are gone. Only when all are gone may the finalizer come off: zero residue.
  */
 import { readOptional } from '../adapters/kube.ts';
+import { Reason } from '../api/reasons.ts';
+import { problemOf } from '../errors.ts';
 import { LABELS } from '../steps/names.ts';
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
 import type { StepName, TenantScope } from '../steps/step.ts';
@@ -30,8 +32,8 @@ export interface DecommissionResult {
 }
 
 function describe(err: unknown): string {
-  const reason = err instanceof Error && 'reason' in err && typeof err.reason === 'string' ? err.reason : 'RemoveFailed';
-  return `${reason}: ${err instanceof Error ? err.message : 'unknown error'}`;
+  const { reason, message } = problemOf(err, Reason.RemoveFailed);
+  return `${reason}: ${message}`;
 }
 
 async function removeStep(step: StepName, scope: TenantScope, deps: OperatorDeps): Promise<string | undefined> {

@@ -3,7 +3,7 @@ import { startNatsServer, testScope, type TestNatsServer } from '../../test/supp
 import { createNatsClient, type NatsClient } from '../adapters/nats.ts';
 import { OperatorMetrics } from '../metrics/metrics.ts';
 import { refreshQueueDepth } from './queue-depth.ts';
-import { streamName, streamsStep } from './streams.ts';
+import { streamName, streamsStep } from '../steps/streams.ts';
 
 /** The capsule_queue_depth samples of one capsule, as "stream value" pairs. */
 async function depths(metrics: OperatorMetrics, code: string): Promise<string[]> {

@@ -6,8 +6,8 @@
 import type { NatsClient, NatsSession } from '../adapters/nats.ts';
 import { JS_ERR, jsErrCode } from '../adapters/nats.ts';
 import type { OperatorMetrics } from '../metrics/metrics.ts';
-import type { TenantScope } from './step.ts';
-import { STREAM_KINDS, streamName } from './streams.ts';
+import type { TenantScope } from '../steps/step.ts';
+import { STREAM_KINDS, streamName } from '../steps/streams.ts';
 
 export type QueueDepthSink = Pick<OperatorMetrics, 'setQueueDepth' | 'forgetQueueDepth'>;
 

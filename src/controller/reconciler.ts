@@ -12,7 +12,7 @@ import type { OperatorMetricsSink } from './metrics-sink.ts';
 import { runSaga } from '../saga/driver.ts';
 import type { SagaEmitted, SagaEvent } from '../saga/machine.ts';
 import type { SagaView } from '../saga/conditions.ts';
-import { refreshQueueDepth } from '../steps/queue-depth.ts';
+import { refreshQueueDepth } from './queue-depth.ts';
 import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
 import type { TenantScope } from '../steps/step.ts';
 import { tenantNamespace } from '../steps/names.ts';

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { Reason } from '../api/reasons.ts';
 import type { StepName } from '../steps/step.ts';
 import type { SagaView } from './conditions.ts';
 import { createActor } from 'xstate';
 import { runSaga, type SagaIo, viewOf } from './driver.ts';
-import { type SagaEmitted, ShutdownError, type StepOutcome, tenantSagaMachine } from './machine.ts';
+import { type SagaEmitted, tenantSagaMachine } from './machine.ts';
+import { ShutdownError } from '../errors.ts';
+import type { StepOutcome } from '../steps/step.ts';
 
 function io(outcome: (step: StepName) => StepOutcome = () => ({ kind: 'done' })) {
   const progress: SagaView[] = [];
@@ -36,7 +39,7 @@ describe('runSaga', () => {
   });
 
   it('resumes from the persisted snapshot of an earlier run (JSON round trip, as in status)', async () => {
-    const first = io((step) => (step === 'modules' ? { kind: 'pending', reason: 'NotAvailable', message: 'm' } : { kind: 'done' }));
+    const first = io((step) => (step === 'modules' ? { kind: 'pending', reason: Reason.DeploymentUnavailable, message: 'm' } : { kind: 'done' }));
     const waiting = await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo);
     expect(waiting.view.stage).toBe('waiting');
     const stored = JSON.parse(JSON.stringify(waiting.persisted)) as unknown;
@@ -50,10 +53,10 @@ describe('runSaga', () => {
   });
 
   it('reports a step it waits on again when it still waits (a new reason is news)', async () => {
-    const pending = (reason: string) => (step: StepName): StepOutcome => (step === 'modules' ? { kind: 'pending', reason, message: 'm' } : { kind: 'done' });
-    const first = io(pending('DeploymentUnavailable'));
+    const pending = (reason: Reason) => (step: StepName): StepOutcome => (step === 'modules' ? { kind: 'pending', reason, message: 'm' } : { kind: 'done' });
+    const first = io(pending(Reason.DeploymentUnavailable));
     const stored = JSON.parse(JSON.stringify((await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo)).persisted)) as unknown;
-    const second = io(pending('QuotaExceeded'));
+    const second = io(pending(Reason.QuotaExceeded));
     const still = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
     expect(still.view.stage).toBe('waiting');
     expect(second.progress.map((v) => `${v.stage}:${v.problem?.reason ?? ''}`)).toEqual(['waiting:QuotaExceeded']);

@@ -5,17 +5,10 @@
  * any point resumes at the step that was running, which is safe because every step is idempotent.
  */
 import { type AnyMachineSnapshot, createActor, fromPromise, waitFor } from 'xstate';
-import { STEP_NAMES, type StepName } from '../steps/step.ts';
+import { ShutdownError } from '../errors.ts';
+import { type DriftReport, STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
 import type { SagaStage, SagaView } from './conditions.ts';
-import {
-  type DriftReport,
-  REST_TAG,
-  type SagaEmitted,
-  ShutdownError,
-  type SagaEvent,
-  type StepOutcome,
-  tenantSagaMachine,
-} from './machine.ts';
+import { REST_TAG, type SagaEmitted, type SagaEvent, tenantSagaMachine } from './machine.ts';
 
 export interface SagaIo {
   runStep(step: StepName): Promise<StepOutcome>;

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { Reason } from '../api/reasons.ts';
 import { createActor, fromPromise, waitFor, type SnapshotFrom } from 'xstate';
-import { DependencyError, InputError } from '../steps/errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import type { StepName } from '../steps/step.ts';
-import { type DriftReport, REST_TAG, ShutdownError, type StepOutcome, tenantSagaMachine } from './machine.ts';
+import { REST_TAG, tenantSagaMachine } from './machine.ts';
+import { ShutdownError } from '../errors.ts';
+import type { DriftReport, StepOutcome } from '../steps/step.ts';
 
 type Behaviour = (step: StepName, call: number) => StepOutcome | Error;
 
@@ -49,13 +52,13 @@ describe('tenant saga machine', () => {
 
   it('waits on a pending step and resumes exactly there', async () => {
     const { machine, calls } = harness((step, call) =>
-      step === 'modules' && call === 1 ? { kind: 'pending', reason: 'DeploymentsNotAvailable', message: 'orbit-crm 0/1' } : { kind: 'done' },
+      step === 'modules' && call === 1 ? { kind: 'pending', reason: Reason.DeploymentUnavailable, message: 'orbit-crm 0/1' } : { kind: 'done' },
     );
     const actor = createActor(machine).start();
     actor.send({ type: 'RECONCILE' });
     const waiting = await settle(actor);
     expect(waiting.value).toBe('waiting');
-    expect(waiting.context.problem).toMatchObject({ step: 'modules', reason: 'DeploymentsNotAvailable', needsUser: false });
+    expect(waiting.context.problem).toMatchObject({ step: 'modules', reason: Reason.DeploymentUnavailable, needsUser: false });
     actor.send({ type: 'RECONCILE' });
     expect((await settle(actor)).value).toBe('active');
     expect(calls.slice(6)).toEqual(['modules', 'modules', 'ingress']);

@@ -3,6 +3,7 @@
  * module (to the module's Service, named after its release). Ready once the ingress controller gave
  * it an address, or, with INGRESS_READY_ON_CREATE, as soon as it exists.
  */
+import { Reason } from '../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
@@ -67,13 +68,13 @@ async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Pr
 
 async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
   const current = await readIngress(kube, scope.namespace);
-  if (!current) return notReady('IngressMissing', `Ingress ${INGRESS_NAME} does not exist`);
+  if (!current) return notReady(Reason.IngressMissing, `Ingress ${INGRESS_NAME} does not exist`);
   if (routes(current.spec) !== routes(desiredIngressSpec(scope, config))) {
-    return notReady('IngressDrifted', `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
+    return notReady(Reason.IngressDrifted, `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
   }
   if (config.ingressReadyOnCreate) return READY;
   const addresses = current.status?.loadBalancer?.ingress ?? [];
-  if (addresses.length === 0) return notReady('WaitingForAddress', `Ingress ${INGRESS_NAME} has no load-balancer address yet`);
+  if (addresses.length === 0) return notReady(Reason.WaitingForAddress, `Ingress ${INGRESS_NAME} has no load-balancer address yet`);
   return READY;
 }
 
@@ -82,7 +83,7 @@ async function remove(scope: TenantScope, { kube }: IngressStepDeps): Promise<vo
 }
 
 async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Promise<Verdict> {
-  return (await readIngress(kube, scope.namespace)) ? notReady('IngressPresent', `Ingress ${INGRESS_NAME} still exists`) : READY;
+  return (await readIngress(kube, scope.namespace)) ? notReady(Reason.IngressPresent, `Ingress ${INGRESS_NAME} still exists`) : READY;
 }
 
 /** The ingress controller setting the address, or someone changing or deleting the Ingress. */

@@ -8,7 +8,7 @@ import type { EvaTenant } from '../api/evatenant.ts';
 import { MODULES_BY_TIER } from '../api/modules.ts';
 import { ImageCatalog } from '../adapters/images.ts';
 import { createLogger } from '../log.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import {
   chartFingerprint,
   chartPath,

@@ -8,6 +8,7 @@
  * A hash of chart + values is stored as a release label, so a repeat ensure compares labels and starts
  * no helm process, and verify (the drift check) reads release Secrets' labels and Deployments only.
  */
+import { Reason } from '../api/reasons.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,10 +21,10 @@ import { type Helm, isPending, readReleases, recoverPendingRelease, type Release
 import type { ImageCatalog } from '../adapters/images.ts';
 import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
-import { DependencyError, InputError, StepError } from './errors.ts';
+import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { desiredSeedsVersion } from './record.ts';
-import { canonicalJson } from './seed.ts';
+import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 
 export interface ModuleStepDeps {
@@ -85,7 +86,7 @@ export function moduleValues({ module, scope, deps, credentials }: ValuesInput):
   const reserved = OPERATOR_SECRET_KEYS.filter((key) => key in user);
   if (reserved.length > 0) {
     throw new InputError(
-      'InvalidHelmValues',
+      Reason.InvalidHelmValues,
       `helmValues.${module} sets ${reserved.join(' and ')}: secret values are set by the operator and never belong in an EvaTenant`,
     );
   }
@@ -126,7 +127,7 @@ export function secretStrings(values: ModuleValues): string[] {
   return out;
 }
 
-type Problem = { reason: string; message: string };
+type Problem = { reason: Reason; message: string };
 type DeploymentCondition = NonNullable<NonNullable<V1Deployment['status']>['conditions']>[number];
 
 /** Pods the ReplicaSet could not create (a quota, a LimitRange, Pod Security) or a stalled rollout. */
@@ -134,22 +135,22 @@ function conditionProblem(name: string, conditions: readonly DeploymentCondition
   const failure = conditions.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
   if (failure !== undefined) {
     const message = `${name}: ${failure.message ?? failure.reason ?? 'cannot create pods'}`;
-    return { reason: message.includes('exceeded quota') ? 'QuotaExceeded' : 'ReplicaFailure', message };
+    return { reason: message.includes('exceeded quota') ? Reason.QuotaExceeded : Reason.ReplicaFailure, message };
   }
   const progressing = conditions.find((c) => c.type === 'Progressing');
   if (progressing?.reason !== 'ProgressDeadlineExceeded') return undefined;
-  return { reason: 'DeploymentStalled', message: `${name}: ${progressing.message ?? 'progress deadline exceeded'}` };
+  return { reason: Reason.DeploymentStalled, message: `${name}: ${progressing.message ?? 'progress deadline exceeded'}` };
 }
 
 /** The controller has seen the current spec and every wanted replica runs the current template. */
 function rolloutProblem(name: string, deployment: V1Deployment): Problem | undefined {
   const { metadata, spec, status } = deployment;
   if ((status?.observedGeneration ?? 0) < (metadata?.generation ?? 0)) {
-    return { reason: 'DeploymentProgressing', message: `${name}: the new spec is not observed yet` };
+    return { reason: Reason.DeploymentProgressing, message: `${name}: the new spec is not observed yet` };
   }
   const wanted = spec?.replicas ?? 1;
   const updated = status?.updatedReplicas ?? 0;
-  if (updated < wanted) return { reason: 'DeploymentProgressing', message: `${name}: ${updated}/${wanted} replicas updated` };
+  if (updated < wanted) return { reason: Reason.DeploymentProgressing, message: `${name}: ${updated}/${wanted} replicas updated` };
   return undefined;
 }
 
@@ -161,7 +162,7 @@ export function deploymentProblem(deployment: V1Deployment): Problem | undefined
   if (problem !== undefined) return problem;
   const available = conditions.find((c) => c.type === 'Available');
   if (available?.status === 'True') return undefined;
-  return { reason: 'DeploymentUnavailable', message: `${name}: ${available?.message ?? 'not available yet'}` };
+  return { reason: Reason.DeploymentUnavailable, message: `${name}: ${available?.message ?? 'not available yet'}` };
 }
 
 /** What is wrong with the releases against the desired hashes (in module order), if anything. */
@@ -173,12 +174,12 @@ export function releaseProblems(
   const problems: Problem[] = [];
   for (const [module, hash] of desired) {
     const release = byName.get(module);
-    if (release === undefined) problems.push({ reason: 'ReleaseMissing', message: `${module} is not installed` });
-    else if (release.status !== 'deployed') problems.push({ reason: 'ReleaseNotDeployed', message: `${module} revision ${release.version} is ${release.status}` });
-    else if (release.labels[VALUES_HASH_LABEL] !== hash) problems.push({ reason: 'ReleaseOutdated', message: `${module} revision ${release.version} has other values or chart than desired` });
+    if (release === undefined) problems.push({ reason: Reason.ReleaseMissing, message: `${module} is not installed` });
+    else if (release.status !== 'deployed') problems.push({ reason: Reason.ReleaseNotDeployed, message: `${module} revision ${release.version} is ${release.status}` });
+    else if (release.labels[VALUES_HASH_LABEL] !== hash) problems.push({ reason: Reason.ReleaseOutdated, message: `${module} revision ${release.version} has other values or chart than desired` });
   }
   for (const release of undesiredReleases(desired, releases)) {
-    problems.push({ reason: 'UndesiredRelease', message: `${release.name} is installed but not part of the tier` });
+    problems.push({ reason: Reason.UndesiredRelease, message: `${release.name} is installed but not part of the tier` });
   }
   return problems;
 }
@@ -210,7 +211,7 @@ export function chartFingerprint(dir: string): string {
   try {
     version = (parseYaml(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as { version?: unknown } | null)?.version;
   } catch (err) {
-    throw new DependencyError('ChartMissing', `cannot read the module chart at ${dir}: ${(err as Error).message}`, { cause: err });
+    throw new DependencyError(Reason.ChartMissing, `cannot read the module chart at ${dir}: ${(err as Error).message}`, { cause: err });
   }
   const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => statSync(join(dir, f)).isFile()).sort();
   const digest = createHash('sha256');
@@ -292,7 +293,7 @@ function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStep
 }
 
 function assertNotShuttingDown(scope: TenantScope): void {
-  if (scope.signal.aborted) throw new DependencyError('ShuttingDown', 'the operator is shutting down; helm was not started');
+  if (scope.signal.aborted) throw new DependencyError(Reason.ShuttingDown, 'the operator is shutting down; helm was not started');
 }
 
 async function ensureRelease(
@@ -345,13 +346,13 @@ async function uninstallRelease(scope: TenantScope, deps: ModuleStepDeps, releas
  * surface), else the first failure; the message names every module that failed.
  */
 export function combineFailures(failures: readonly { module: string; error: unknown }[]): StepError | undefined {
-  if (failures.length === 0) return undefined;
   const lead = failures.find((f) => f.error instanceof InputError) ?? failures[0];
-  const message = failures.map((f) => `${f.module}: ${f.error instanceof Error ? f.error.message : String(f.error)}`).join('; ');
-  const reason = lead?.error instanceof StepError ? lead.error.reason : 'ModuleDeployFailed';
-  return lead?.error instanceof InputError
+  if (lead === undefined) return undefined;
+  const message = failures.map((f) => `${f.module}: ${messageOf(f.error)}`).join('; ');
+  const { reason, needsUser } = problemOf(lead.error, Reason.ModuleDeployFailed);
+  return needsUser
     ? new InputError(reason, message, { cause: lead.error })
-    : new DependencyError(reason, message, { cause: lead?.error });
+    : new DependencyError(reason, message, { cause: lead.error });
 }
 
 async function settleAll(jobs: readonly { module: string; run: () => Promise<void> }[]): Promise<void> {
@@ -402,20 +403,20 @@ async function deploymentProblems(kube: Kube, namespace: string, modules: readon
   const problems: Problem[] = [];
   for (const module of modules) {
     const own = deployments.filter((d) => instanceOf(d) === module);
-    if (own.length === 0) problems.push({ reason: 'DeploymentMissing', message: `${module} has no Deployment` });
+    if (own.length === 0) problems.push({ reason: Reason.DeploymentMissing, message: `${module} has no Deployment` });
     for (const deployment of own) {
       const problem = deploymentProblem(deployment);
       if (problem !== undefined) problems.push(problem);
     }
   }
   // Quota first: it will not fix itself, and it is the message the tenant's owner needs.
-  return problems.sort((a, b) => Number(b.reason === 'QuotaExceeded') - Number(a.reason === 'QuotaExceeded'));
+  return problems.sort((a, b) => Number(b.reason === Reason.QuotaExceeded) - Number(a.reason === Reason.QuotaExceeded));
 }
 
 /** Read-only: release Secrets' labels, the credentials Secret and Deployments; never starts helm. */
 async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
   const credentials = await readCredentials(deps.kube, scope);
-  if (credentials === undefined) return notReady('CredentialsMissing', `Secret ${credentialsSecretName(scope.code)} does not exist`);
+  if (credentials === undefined) return notReady(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist`);
   const desired = new Map<ModuleName, string>();
   for (const module of scope.modules) {
     try {
@@ -444,13 +445,13 @@ async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
 async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
   const problems: Problem[] = [];
   const ours = (await readReleases(deps.kube, scope.namespace)).filter(isOurs);
-  if (ours.length > 0) problems.push({ reason: 'ReleasesRemain', message: `releases remain: ${ours.map((r) => r.name).join(', ')}` });
+  if (ours.length > 0) problems.push({ reason: Reason.ReleasesRemain, message: `releases remain: ${ours.map((r) => r.name).join(', ')}` });
   const deployments = await listModuleDeployments(deps.kube, scope.namespace);
   if (deployments.length > 0) {
-    problems.push({ reason: 'ModuleResourcesRemain', message: `Deployments remain: ${deployments.map((d) => d.metadata?.name ?? '?').join(', ')}` });
+    problems.push({ reason: Reason.ModuleResourcesRemain, message: `Deployments remain: ${deployments.map((d) => d.metadata?.name ?? '?').join(', ')}` });
   }
   if ((await readCredentials(deps.kube, scope)) !== undefined) {
-    problems.push({ reason: 'CredentialsRemain', message: `Secret ${credentialsSecretName(scope.code)} still exists` });
+    problems.push({ reason: Reason.CredentialsRemain, message: `Secret ${credentialsSecretName(scope.code)} still exists` });
   }
   return verdictOf(problems);
 }

@@ -2,6 +2,7 @@
  * NamespaceReady, part 2: the tier's ResourceQuota and the LimitRange with container defaults.
  * Enterprise and Platform have no quota: a quota left over from a lower tier is removed.
  */
+import { Reason } from '../api/reasons.ts';
 import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
 import { CONTAINER_DEFAULTS, QUOTA_BY_TIER } from '../api/tiers.ts';
 import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
@@ -55,11 +56,11 @@ function limitRangeMatches(lr: V1LimitRange | undefined): boolean {
 async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
   const quota = await readQuota(kube, scope.namespace);
-  if (hard && !quota) return notReady('QuotaMissing', `ResourceQuota ${QUOTA_NAME} is missing`);
-  if (hard && !sameMap(quota?.spec?.hard, hard)) return notReady('QuotaDrifted', `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
-  if (!hard && quota) return notReady('QuotaNotExpected', `the ${scope.tenant.spec.tier} tier is unrestricted but ResourceQuota ${QUOTA_NAME} exists`);
+  if (hard && !quota) return notReady(Reason.QuotaMissing, `ResourceQuota ${QUOTA_NAME} is missing`);
+  if (hard && !sameMap(quota?.spec?.hard, hard)) return notReady(Reason.QuotaDrifted, `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
+  if (!hard && quota) return notReady(Reason.QuotaNotExpected, `the ${scope.tenant.spec.tier} tier is unrestricted but ResourceQuota ${QUOTA_NAME} exists`);
   if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) {
-    return notReady('LimitRangeDrifted', `LimitRange ${LIMIT_RANGE_NAME} is missing or differs`);
+    return notReady(Reason.LimitRangeDrifted, `LimitRange ${LIMIT_RANGE_NAME} is missing or differs`);
   }
   return READY;
 }
@@ -78,8 +79,8 @@ async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void>
 }
 
 async function verifyRemoved(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
-  if (await readQuota(kube, scope.namespace)) return notReady('QuotaPresent', `ResourceQuota ${QUOTA_NAME} still exists`);
-  if (await readLimitRange(kube, scope.namespace)) return notReady('LimitRangePresent', `LimitRange ${LIMIT_RANGE_NAME} still exists`);
+  if (await readQuota(kube, scope.namespace)) return notReady(Reason.QuotaPresent, `ResourceQuota ${QUOTA_NAME} still exists`);
+  if (await readLimitRange(kube, scope.namespace)) return notReady(Reason.LimitRangePresent, `LimitRange ${LIMIT_RANGE_NAME} still exists`);
   return READY;
 }
 

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNatsServer, testScope, type TestNatsServer } from '../../test/support/nats-server.ts';
 import { createNatsClient, type NatsClient, type NatsStepDeps } from '../adapters/nats.ts';
-import { InputError } from './errors.ts';
+import { InputError } from '../errors.ts';
 import {
   bundledSeedsVersions,
   compareSemver,

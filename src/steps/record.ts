@@ -7,6 +7,7 @@
  * It also answers "which seeds version does this tenant want", because the record stores it and the
  * seed step applies it: both must resolve a missing spec.seedsVersion the same way.
  */
+import { Reason } from '../api/reasons.ts';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
@@ -16,7 +17,7 @@ import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapt
 import { TIERS } from '../api/constants.ts';
 import { MODULES } from '../api/modules.ts';
 import { StringEnum } from '../api/schema-kinds.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import { LABELS } from './names.ts';
 import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
 
@@ -112,7 +113,7 @@ export function desiredSeedsVersion(scope: TenantScope, seedsBasePath: string): 
   if (requested !== undefined) return { version: requested, defaulted: false };
   const newest = bundledSeedsVersions(seedsBasePath)[0];
   if (newest === undefined) {
-    throw new DependencyError('SeedsNotBundled', `no seeds versions are bundled under ${seedsBasePath}`);
+    throw new DependencyError(Reason.SeedsNotBundled, `no seeds versions are bundled under ${seedsBasePath}`);
   }
   return { version: newest, defaulted: true };
 }
@@ -123,7 +124,7 @@ export function desiredSeedsVersion(scope: TenantScope, seedsBasePath: string): 
 export function tenantUid(scope: TenantScope): string {
   const uid = scope.tenant.metadata.uid;
   if (uid === undefined || uid === '') {
-    throw new InputError('TenantUidMissing', `EvaTenant ${scope.tenant.metadata.name} has no metadata.uid`);
+    throw new InputError(Reason.TenantUidMissing, `EvaTenant ${scope.tenant.metadata.name} has no metadata.uid`);
   }
   return uid;
 }
@@ -139,7 +140,7 @@ export function ownerOf(metadata: Readonly<Record<string, string>> | undefined):
 
 export function codeInUse(scope: TenantScope, what: string, otherUid: string): InputError {
   return new InputError(
-    'CapsuleCodeInUse',
+    Reason.CapsuleCodeInUse,
     `capsule code ${scope.code} is already used by another tenant (uid ${otherUid}); ${what} belongs to it. ` +
       'Choose another capsuleCode.',
   );
@@ -149,7 +150,7 @@ export function codeInUse(scope: TenantScope, what: string, otherUid: string): I
 
 export function parseTenantRecord(raw: unknown, code: string): TenantRecord {
   if (!Value.Check(TenantRecordSchema, raw)) {
-    throw new DependencyError('TenantRecordCorrupt', `the tenant record for ${code} in ${TENANTS_BUCKET} is not valid`);
+    throw new DependencyError(Reason.TenantRecordCorrupt, `the tenant record for ${code} in ${TENANTS_BUCKET} is not valid`);
   }
   return raw;
 }
@@ -187,7 +188,7 @@ export async function writeTenantRecord(
     return revision === undefined ? await kv.create(record.code, data) : await kv.update(record.code, data, revision);
   } catch (err) {
     if (jsErrCode(err) !== JS_ERR.wrongLastSequence) throw err;
-    throw new DependencyError('TenantRecordConflict', `the tenant record for ${record.code} changed while being written`, {
+    throw new DependencyError(Reason.TenantRecordConflict, `the tenant record for ${record.code} changed while being written`, {
       cause: err,
     });
   }
@@ -231,12 +232,12 @@ async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<voi
 async function verifyRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const desired = ownedFields(scope, deps.seedsBasePath);
   const current = await deps.nats.run((session) => readTenantRecord(session, scope.code));
-  if (!current) return notReady('TenantRecordMissing', `no tenant record for ${scope.code} in ${TENANTS_BUCKET}`);
+  if (!current) return notReady(Reason.TenantRecordMissing, `no tenant record for ${scope.code} in ${TENANTS_BUCKET}`);
   if (current.record.uid !== desired.uid) {
-    return notReady('CapsuleCodeInUse', `the tenant record for ${scope.code} belongs to uid ${current.record.uid}`);
+    return notReady(Reason.CapsuleCodeInUse, `the tenant record for ${scope.code} belongs to uid ${current.record.uid}`);
   }
   const drift = recordDrift(current.record, desired);
-  if (drift.length > 0) return notReady('TenantRecordDrifted', `tenant record fields differ: ${drift.join(', ')}`);
+  if (drift.length > 0) return notReady(Reason.TenantRecordDrifted, `tenant record fields differ: ${drift.join(', ')}`);
   return READY;
 }
 
@@ -259,7 +260,7 @@ async function verifyRecordRemoved(scope: TenantScope, deps: NatsStepDeps): Prom
   const uid = tenantUid(scope);
   const current = await deps.nats.run((session) => readTenantRecord(session, scope.code));
   if (current && current.record.uid === uid) {
-    return notReady('TenantRecordPresent', `the tenant record for ${scope.code} still exists`);
+    return notReady(Reason.TenantRecordPresent, `the tenant record for ${scope.code} still exists`);
   }
   return READY;
 }

@@ -7,16 +7,16 @@ import type { Helm } from '../adapters/helm.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { NatsClient } from '../adapters/nats.ts';
-import { type DriftReport, ShutdownError, type StepOutcome } from '../saga/machine.ts';
 import { alertsStep } from './alerts.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { InputError, problemOf, ShutdownError } from '../errors.ts';
+import { Reason } from '../api/reasons.ts';
 import { ingressStep } from './ingress.ts';
 import { modulesStep } from './modules.ts';
 import { namespaceStep } from './namespace.ts';
 import { quotasStep } from './quotas.ts';
 import { recordStep } from './record.ts';
 import { seedStep } from './seed.ts';
-import { type Step, STEP_NAMES, type StepName, type TenantScope, type Verdict, type WakeOn } from './step.ts';
+import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 import { streamsStep } from './streams.ts';
 
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
@@ -67,10 +67,9 @@ async function verifySafely(step: StepName, scope: TenantScope, deps: OperatorDe
   try {
     return await STEPS[step].verify(scope, deps);
   } catch (err) {
-    if (err instanceof InputError) return { inSync: false, step, reason: err.reason, message: err.message, unavailable: false };
-    const reason = err instanceof DependencyError ? err.reason : 'CheckFailed';
-    const message = err instanceof Error ? err.message : String(err);
-    return { inSync: false, step, reason, message, unavailable: true };
+    // A refused spec is drift ensure will report; anything else means the check itself could not run.
+    const { reason, message } = problemOf(err, Reason.CheckFailed);
+    return { inSync: false, step, reason, message, unavailable: !(err instanceof InputError) };
   }
 }
 

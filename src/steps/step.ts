@@ -8,15 +8,27 @@ import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-
 import type { EvaTenant } from '../api/evatenant.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { ModuleName } from '../api/modules.ts';
+import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 
 export const STEP_NAMES = ['namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
-export type Verdict = { ready: true } | { ready: false; reason: string; message: string };
+export type Verdict = { ready: true } | { ready: false; reason: Reason; message: string };
 
 export const READY: Verdict = { ready: true };
-export const notReady = (reason: string, message: string): Verdict => ({ ready: false, reason, message });
+export const notReady = (reason: Reason, message: string): Verdict => ({ ready: false, reason, message });
+
+/** What running one step (ensure, then verify) came to. */
+export type StepOutcome = { kind: 'done' } | { kind: 'pending'; reason: Reason; message: string };
+
+/**
+ * What the read-only drift check saw. `drifted`: something is wrong that ensure can repair;
+ * `unavailable`: the check itself could not run (e.g. NATS down), so the tenant is Degraded.
+ */
+export type DriftReport =
+  | { inSync: true }
+  | { inSync: false; step: StepName; reason: Reason; message: string; unavailable: boolean };
 
 /** Everything a step may know about the tenant it works on. */
 export interface TenantScope {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNatsServer, testScope, type TestNatsServer } from '../../test/support/nats-server.ts';
 import { createNatsClient, type NatsClient, type NatsStepDeps } from '../adapters/nats.ts';
 import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import { READY } from './step.ts';
 import { desiredStreamConfig, streamDrift, streamName, streamsStep } from './streams.ts';
 

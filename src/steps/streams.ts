@@ -4,10 +4,11 @@
  * by the tier table. Streams carry their owner's uid in metadata, so a second EvaTenant claiming the
  * same capsule code can neither resize nor delete the first tenant's streams.
  */
+import { Reason } from '../api/reasons.ts';
 import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import { commandsStream, eventsStream } from './names.ts';
 import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './record.ts';
 import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
@@ -126,7 +127,7 @@ async function reconcile(
   const frozen = drift.filter((field) => IMMUTABLE.has(field));
   if (frozen.length > 0) {
     throw new InputError(
-      'StreamConflict',
+      Reason.StreamConflict,
       `stream ${desired.name} exists with a different ${frozen.join(', ')}, which cannot be changed in place`,
     );
   }
@@ -141,7 +142,7 @@ async function reconcile(
 
 function overlap(desired: OwnedStreamConfig, err: unknown): InputError {
   return new InputError(
-    'StreamSubjectsOverlap',
+    Reason.StreamSubjectsOverlap,
     `another stream already captures ${desired.subjects.join(', ')}, so ${desired.name} cannot be created`,
     { cause: err },
   );
@@ -150,7 +151,7 @@ function overlap(desired: OwnedStreamConfig, err: unknown): InputError {
 /** JetStream reserves max_bytes up front: a full server refuses new or grown streams. */
 function noStorage(desired: OwnedStreamConfig, err: unknown): DependencyError {
   return new DependencyError(
-    'NatsStorageExhausted',
+    Reason.NatsStorageExhausted,
     `NATS cannot reserve ${desired.max_bytes} bytes for stream ${desired.name}: its JetStream storage is fully reserved`,
     { cause: err },
   );
@@ -167,9 +168,9 @@ async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Ve
     for (const kind of STREAM_KINDS) {
       const desired = desiredStreamConfig(scope, kind);
       const actual = await info(session, desired.name);
-      if (!actual) return notReady('StreamMissing', `stream ${desired.name} does not exist`);
+      if (!actual) return notReady(Reason.StreamMissing, `stream ${desired.name} does not exist`);
       const drift = streamDrift(actual.config, desired);
-      if (drift.length > 0) return notReady('StreamDrifted', `stream ${desired.name} differs in ${drift.join(', ')}`);
+      if (drift.length > 0) return notReady(Reason.StreamDrifted, `stream ${desired.name} differs in ${drift.join(', ')}`);
     }
     return READY;
   });
@@ -203,7 +204,7 @@ async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Pro
       const actual = await info(session, streamName(scope.code, kind));
       const owner = ownerOf(actual?.config.metadata);
       if (actual && (owner === undefined || owner === uid)) {
-        return notReady('StreamPresent', `stream ${actual.config.name} still exists`);
+        return notReady(Reason.StreamPresent, `stream ${actual.config.name} still exists`);
       }
     }
     return READY;
