@@ -16,13 +16,14 @@ const LAYER: Readonly<Record<string, number>> = {
   'errors.ts': 1,
   'canonical-json.ts': 1,
   'log.ts': 1,
-  'config.ts': 1,
+  'config.ts': 2.5,
   adapters: 2,
   steps: 3,
   saga: 4,
   metrics: 5,
   controller: 6,
   'operator.ts': 7,
+  'nats-bootstrap.ts': 7,
   'cli.ts': 8,
 };
 

@@ -3,9 +3,11 @@
  * server, controller. On a signal: stop watching, let each running reconcile finish its current step
  * and persist status, close connections, exit 0.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { Reason } from './api/reasons.ts';
+import { DependencyError, messageOf } from './errors.ts';
 import type { Phase } from './api/constants.ts';
-import { type OperatorConfig } from './config.ts';
+import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
 import { LeaderElector, leaseNameForVersion } from './controller/leader-election.ts';
@@ -13,10 +15,13 @@ import { VersionPresenceReporter } from './controller/version-presence.ts';
 import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
-import { createNatsClient } from './adapters/nats.ts';
+import { NatsPool } from './adapters/nats.ts';
+import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
 import type { Logger } from './log.ts';
 import { OperatorMetrics, startMetricsServer } from './metrics/metrics.ts';
+import { KubeAccountKeyStore } from './steps/account-keys.ts';
+import { NatsAccounts } from './steps/nats-accounts.ts';
 import { type OperatorDeps, WAKE_ON } from './steps/registry.ts';
 
 export interface RunningOperator {
@@ -33,10 +38,50 @@ function prepareSecretsDir(config: OperatorConfig, log: Logger): void {
   if (stale > 0) log.warn({ count: stale }, 'removed secret values files left by an earlier crash');
 }
 
-function buildDeps(config: OperatorConfig, kube: Kube, log: Logger): OperatorDeps {
+/** NATS in operator mode: the system user and the operator signing key, read from their mounted files. */
+function natsAccounts(config: OperatorConfig, kube: Kube, log: Logger): NatsAccounts {
+  const { jwt, seed } = parseCreds(readFileSync(config.nats.systemCredsFile, 'utf8'));
+  return new NatsAccounts({
+    url: config.nats.url,
+    moduleUrl: config.nats.moduleUrl,
+    systemCredentials: { jwt, seed },
+    operatorSigningSeed: readFileSync(config.nats.operatorSigningKeyFile, 'utf8').trim(),
+    keys: new KubeAccountKeyStore(kube, config.leaseNamespace),
+    pool: new NatsPool(),
+    log,
+  });
+}
+
+/**
+ * Refuses to start with NATS credentials the server rejects, naming the setting (never its content).
+ * A NATS that cannot be reached is no reason not to start: tenants report it in their conditions.
+ */
+async function checkNatsAccess(nats: NatsAccounts, log: Logger): Promise<void> {
+  const refused = (err: unknown): boolean => err instanceof DependencyError && err.reason === Reason.NatsAuthFailed;
+  try {
+    await nats.system.ping();
+  } catch (err) {
+    if (refused(err)) throw new ConfigError([`NATS_SYSTEM_CREDS_FILE: NATS at ${nats.target} refuses the system user's credentials`]);
+    log.warn({ nats: nats.target, problem: messageOf(err) }, 'NATS not reachable at start; tenants will report it until it is');
+    return;
+  }
+  try {
+    // The server stores an account JWT signed by any key; only a login into it shows whether it is trusted.
+    await nats.runInRegistry((session) => session.jsm.getAccountInfo());
+  } catch (err) {
+    if (refused(err) || (err instanceof DependencyError && err.reason === Reason.AccountRejected)) {
+      throw new ConfigError([`NATS_OPERATOR_SIGNING_KEY_FILE: NATS at ${nats.target} does not trust accounts signed with this key (${messageOf(err)})`]);
+    }
+    log.warn({ nats: nats.target, problem: messageOf(err) }, 'NATS registry account not ready at start; retried on use');
+    return;
+  }
+  log.info({ nats: nats.target }, 'NATS accepts the system user and trusts the operator signing key');
+}
+
+function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts): OperatorDeps {
   return {
     kube,
-    nats: createNatsClient(config.nats, { log }),
+    nats,
     helm: new Helm({ binary: config.helmBinary, ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}) }),
     images: ImageCatalog.fromFile(config.imagesFile, config.airGapRegistry),
     config,
@@ -57,7 +102,12 @@ const aborted = (signal: AbortSignal): Promise<void> =>
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
   const kube = new Kube(loadKubeConfig(config.operatorVersion), config.identity);
-  const deps = buildDeps(config, kube, log);
+  const nats = natsAccounts(config, kube, log);
+  await checkNatsAccess(nats, log).catch(async (err: unknown) => {
+    await nats.close();
+    throw err;
+  });
+  const deps = buildDeps(config, kube, nats);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
   const metrics: OperatorMetrics = new OperatorMetrics({
     tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),

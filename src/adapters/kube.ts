@@ -113,7 +113,8 @@ function safeJson(text: string): unknown {
   }
 }
 
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Options for a JSON merge patch through the generated clients. */
+export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 export type JsonPatchOperation =
@@ -186,7 +187,7 @@ export class Kube {
     const body = { metadata: { ...metadata, resourceVersion: tenant.metadata.resourceVersion } };
     const updated: unknown = await this.custom.patchClusterCustomObject(
       { group: GROUP, version: VERSION, plural: PLURAL, name: tenant.metadata.name, body, fieldManager: FIELD_MANAGER },
-      mergePatch,
+      MERGE_PATCH,
     );
     return parseEvaTenant(updated);
   }

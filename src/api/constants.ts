@@ -17,6 +17,11 @@ export const WAVE_LABEL = `${GROUP}/wave`;
  * server that is gone for good): a comma-separated list of step names, or `all`. Recorded in an Event.
  */
 export const FORCE_DECOMMISSION_ANNOTATION = `${GROUP}/force-decommission`;
+/**
+ * Set (to any new value, e.g. a timestamp) to rotate the tenant's NATS credentials: new credentials
+ * in Secret eva-nats, the modules rolled once, then the old user revoked on the server.
+ */
+export const ROTATE_NATS_CREDENTIALS_ANNOTATION = `${GROUP}/rotate-nats-credentials`;
 
 export const TIERS = ['Starter', 'Customer', 'Enterprise', 'Platform'] as const;
 export type Tier = (typeof TIERS)[number];

@@ -46,6 +46,7 @@ export const Reason = {
   NatsUnavailable: 'NatsUnavailable',
   NatsAuthFailed: 'NatsAuthFailed',
   NatsStorageExhausted: 'NatsStorageExhausted',
+  JetStreamUnavailable: 'JetStreamUnavailable',
   AccountKeysCorrupt: 'AccountKeysCorrupt',
   AccountMissing: 'AccountMissing',
   AccountDrifted: 'AccountDrifted',
@@ -85,6 +86,7 @@ export const Reason = {
   SeedsBundleInvalid: 'SeedsBundleInvalid',
   SeedPending: 'SeedPending',
   SeedBucketMissing: 'SeedBucketMissing',
+  SeedBucketDrifted: 'SeedBucketDrifted',
   SeedBucketPresent: 'SeedBucketPresent',
 
   // -- module releases ----------------------------------------------------------------------------------

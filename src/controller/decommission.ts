@@ -10,7 +10,8 @@ import { LABELS } from '../steps/names.ts';
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
 import type { StepName, TenantScope } from '../steps/step.ts';
 
-export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'quotas', 'namespace'];
+/** Provisioning backwards; 'revoke' has nothing of its own (the account goes whole). */
+export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];
 
 export const REMOVED = 'Removed';
 
@@ -59,7 +60,7 @@ async function verifyStep(step: StepName, scope: TenantScope, deps: OperatorDeps
  * Steps whose objects live in the tenant namespace under fixed names (Ingress, releases, credentials,
  * alert rules, quota and limit range): nothing on them says which EvaTenant made them, the namespace does.
  */
-const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'alerts', 'quotas']);
+const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'alerts', 'network', 'quotas']);
 
 /**
  * The state of the in-namespace steps when they must not run, or undefined when the namespace is this

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, testScope, type TestNatsServer } from '../../test/support/nats-server.ts';
-import { createNatsClient, type NatsClient } from '../adapters/nats.ts';
+import { describe, expect, it } from 'vitest';
+import { testAccounts, testScope, useNatsServer, withAccount } from '../../test/support/fixtures.ts';
+import type { TenantScope } from '../steps/step.ts';
 import { OperatorMetrics } from '../metrics/metrics.ts';
 import { refreshQueueDepth } from './queue-depth.ts';
 import { streamName, streamsStep } from '../steps/streams.ts';
@@ -14,66 +14,59 @@ async function depths(metrics: OperatorMetrics, code: string): Promise<string[]>
     .map((line) => line.slice(prefix.length).replace('"} ', ' '));
 }
 
-describe('refreshQueueDepth against a real nats-server', () => {
-  let server: TestNatsServer;
-  let nats: NatsClient;
-  beforeAll(async () => {
-    server = await startNatsServer();
-    nats = createNatsClient({ url: server.url });
-  });
-  afterAll(async () => {
-    await nats.close();
-    await server.stop();
-  });
+describe('refreshQueueDepth against a real nats-server, in the tenant account', () => {
+  const f = useNatsServer();
 
-  async function publish(subject: string, count: number): Promise<void> {
-    const { js } = await nats.session();
-    for (let i = 0; i < count; i += 1) await js.publish(subject, new TextEncoder().encode(String(i)));
+  async function publish(scope: TenantScope, subject: string, count: number): Promise<void> {
+    await f.nats.runInTenant(scope, async ({ js }) => {
+      for (let i = 0; i < count; i += 1) await js.publish(subject, new TextEncoder().encode(String(i)));
+    });
+  }
+  async function provisioned(code: string): Promise<TenantScope> {
+    const scope = testScope({ code });
+    await withAccount(f.nats, scope);
+    await streamsStep.ensure(scope, f.deps());
+    return scope;
   }
 
   it('sets the message count of both streams', async () => {
-    const scope = testScope({ code: 'DEPTHA' });
-    await streamsStep.ensure(scope, { nats, seedsBasePath: 'unused' });
-    await publish('capsule.DEPTHA.events.created', 5);
-    await publish('capsule.DEPTHA.commands.run', 2);
+    const scope = await provisioned('DEPTHA');
+    await publish(scope, 'capsule.DEPTHA.events.created', 5);
+    await publish(scope, 'capsule.DEPTHA.commands.run', 2);
     const metrics = new OperatorMetrics();
 
-    expect(await refreshQueueDepth(scope, nats, metrics)).toBe(true);
+    expect(await refreshQueueDepth(scope, f.nats, metrics)).toBe(true);
     expect(await depths(metrics, 'DEPTHA')).toEqual(['eva-DEPTHA-events 5', 'eva-DEPTHA-commands 2']);
 
-    await publish('capsule.DEPTHA.events.created', 1);
-    expect(await refreshQueueDepth(scope, nats, metrics)).toBe(true);
+    await publish(scope, 'capsule.DEPTHA.events.created', 1);
+    expect(await refreshQueueDepth(scope, f.nats, metrics)).toBe(true);
     expect(await depths(metrics, 'DEPTHA')).toEqual(['eva-DEPTHA-events 6', 'eva-DEPTHA-commands 2']);
   });
 
   it('drops the series of a missing stream, reports false and creates nothing', async () => {
-    const scope = testScope({ code: 'DEPTHB' });
-    await streamsStep.ensure(scope, { nats, seedsBasePath: 'unused' });
+    const scope = await provisioned('DEPTHB');
     const metrics = new OperatorMetrics();
-    expect(await refreshQueueDepth(scope, nats, metrics)).toBe(true);
+    expect(await refreshQueueDepth(scope, f.nats, metrics)).toBe(true);
     expect(await depths(metrics, 'DEPTHB')).toEqual(['eva-DEPTHB-events 0', 'eva-DEPTHB-commands 0']);
 
-    const { jsm } = await nats.session();
-    await jsm.streams.delete(streamName('DEPTHB', 'commands'));
-    expect(await refreshQueueDepth(scope, nats, metrics)).toBe(false);
+    await f.nats.runInTenant(scope, ({ jsm }) => jsm.streams.delete(streamName('DEPTHB', 'commands')));
+    expect(await refreshQueueDepth(scope, f.nats, metrics)).toBe(false);
     expect(await depths(metrics, 'DEPTHB')).toEqual(['eva-DEPTHB-events 0']);
 
+    // A tenant without an account (or streams) yet: nothing is created on its behalf.
     const absent = testScope({ code: 'DEPTHC' });
-    expect(await refreshQueueDepth(absent, nats, metrics)).toBe(false);
+    expect(await refreshQueueDepth(absent, f.nats, metrics)).toBe(false);
     expect(await depths(metrics, 'DEPTHC')).toEqual([]);
-    const names: string[] = [];
-    for await (const name of jsm.streams.names()) names.push(name);
-    expect(names.filter((name) => name.includes('DEPTHC'))).toEqual([]);
+    expect(await f.nats.keys.read('eva-nats-account-depthc')).toBeUndefined();
   });
 
   it('swallows NATS being unreachable into false and keeps the last values', async () => {
-    const scope = testScope({ code: 'DEPTHD' });
-    await streamsStep.ensure(scope, { nats, seedsBasePath: 'unused' });
-    await publish('capsule.DEPTHD.events.created', 3);
+    const scope = await provisioned('DEPTHD');
+    await publish(scope, 'capsule.DEPTHD.events.created', 3);
     const metrics = new OperatorMetrics();
-    expect(await refreshQueueDepth(scope, nats, metrics)).toBe(true);
+    expect(await refreshQueueDepth(scope, f.nats, metrics)).toBe(true);
 
-    const nowhere = createNatsClient({ url: 'nats://127.0.0.1:1' }, { connectTimeoutMs: 500 });
+    const nowhere = testAccounts({ url: 'nats://127.0.0.1:1', auth: f.server.auth }, f.nats.keys);
     try {
       expect(await refreshQueueDepth(scope, nowhere, metrics)).toBe(false);
     } finally {

@@ -17,17 +17,20 @@ import type { StepProblem } from './machine.ts';
 export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>> = {
   namespace: 'NamespaceReady',
   quotas: 'NamespaceReady',
-  streams: Reason.Provisioned,
-  alerts: Reason.Provisioned,
-  record: Reason.Provisioned,
+  network: 'NamespaceReady',
+  account: 'Provisioned',
+  streams: 'Provisioned',
+  alerts: 'Provisioned',
+  record: 'Provisioned',
   seed: 'SeedLoaded',
   modules: 'ModulesDeployed',
+  revoke: 'ModulesDeployed',
   ingress: 'IngressReady',
 };
 
 const TRUE_REASON: Readonly<Record<ProvisioningCondition, [Reason, string]>> = {
-  NamespaceReady: [Reason.NamespaceActive, 'namespace, quota and limit range are in place'],
-  Provisioned: [Reason.TenantRecordStored, 'streams and tenant record are in place'],
+  NamespaceReady: [Reason.NamespaceActive, 'namespace, quota, limit range and network policy are in place'],
+  Provisioned: [Reason.TenantRecordStored, 'NATS account, credentials, streams and tenant record are in place'],
   SeedLoaded: [Reason.SeedApplied, 'seed data is applied'],
   ModulesDeployed: [Reason.ReleasesDeployed, 'every module release is deployed and available'],
   IngressReady: [Reason.IngressAdmitted, 'the tenant ingress routes to every module'],

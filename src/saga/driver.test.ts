@@ -33,7 +33,7 @@ describe('runSaga', () => {
     const result = await runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo);
     expect(result.view).toEqual({ stage: 'active', wasActive: true });
     expect(t.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'requested', 'namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress', 'active',
+      'requested', 'namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress', 'active',
     ]);
     expect(t.emitted.at(-1)?.type).toBe('ProvisioningComplete');
   });
@@ -47,9 +47,9 @@ describe('runSaga', () => {
     const second = io();
     const done = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
     expect(done.view.stage).toBe('active');
-    expect(second.steps).toEqual(['modules', 'ingress']);
+    expect(second.steps).toEqual(['modules', 'revoke', 'ingress']);
     // Taking the waited-on step up again is not reported (the stored status already says it waits there).
-    expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual(['ingress', 'active']);
+    expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual(['revoke', 'ingress', 'active']);
   });
 
   it('reports a step it waits on again when it still waits (a new reason is news)', async () => {
@@ -72,7 +72,7 @@ describe('runSaga', () => {
     expect(done.view.stage).toBe('active');
     // The status writer stamps the current generation on every report: the first must not be 'active'.
     expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress', 'active',
+      'namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress', 'active',
     ]);
   });
 

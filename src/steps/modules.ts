@@ -4,7 +4,9 @@
  *
  * Values: the operator's (image from images.txt honouring spec.versions, tenant, otel, seed) deep-merged
  * with spec.helmValues[module] (the tenant's win), plus the secret values (the tenant's generated
- * credentials and the NATS connection) that only ever reach helm through a tmpfs values file.
+ * credentials) that only ever reach helm through a tmpfs values file. The NATS connection is not a
+ * value: the charts mount the Secret eva-nats that step 'account' writes; the values only name it and
+ * carry a revision of its credentials, so a rotation rolls every module once.
  * A hash of chart + values is stored as a release label, so a repeat ensure compares labels and starts
  * no helm process, and verify (the drift check) reads release Secrets' labels and Deployments only.
  */
@@ -19,10 +21,11 @@ import { isModuleName, type ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, isPending, readReleases, recoverPendingRelease, type ReleaseRecord } from '../adapters/helm.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
-import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
+import { FIELD_MANAGER, isConflict, isNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
+import { inboxPrefix, LABELS, MANAGED_BY } from './names.ts';
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
@@ -33,7 +36,7 @@ export interface ModuleStepDeps {
   images: ImageCatalog;
   config: Pick<
     OperatorConfig,
-    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'nats'
+    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint'
   >;
 }
 
@@ -41,7 +44,7 @@ export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;
 export const MODULE_LABEL = `${GROUP}/module`;
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
 export const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
-/** Set by the operator from the credentials Secret and its NATS settings; never from the EvaTenant. */
+/** Set by the operator (the credentials Secret, the NATS Secret's name and revision); never from the EvaTenant. */
 const OPERATOR_SECRET_KEYS = ['credentials', 'nats'];
 const HELM_TIMEOUT_SECONDS = 120;
 
@@ -77,10 +80,12 @@ export interface ValuesInput {
   scope: TenantScope;
   deps: Pick<ModuleStepDeps, 'images' | 'config'>;
   credentials: Readonly<Record<string, string>>;
+  /** A digest of the credentials in Secret eva-nats: new credentials, new pods. */
+  natsRevision: string;
 }
 
 /** The non-secret values the operator sets for a module, merged with the tenant's helmValues. */
-export function moduleValues({ module, scope, deps, credentials }: ValuesInput): ModuleValues {
+export function moduleValues({ module, scope, deps, credentials, natsRevision }: ValuesInput): ModuleValues {
   const { spec } = scope.tenant;
   const user = spec.helmValues?.[module] ?? {};
   const reserved = OPERATOR_SECRET_KEYS.filter((key) => key in user);
@@ -97,10 +102,10 @@ export function moduleValues({ module, scope, deps, credentials }: ValuesInput):
     otel: { endpoint: deps.config.moduleOtelEndpoint ?? '' },
     seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
   };
-  const { nats } = deps.config;
+  const nats = { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision, inboxPrefix: inboxPrefix(scope.code) };
   return {
-    plain: deepMerge(operator, user),
-    secret: { credentials: { ...credentials }, nats: { url: nats.url, user: nats.user ?? '', password: nats.password ?? '' } },
+    plain: { ...deepMerge(operator, user), nats },
+    secret: { credentials: { ...credentials } },
   };
 }
 
@@ -277,6 +282,13 @@ async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record
   }
 }
 
+/** A digest of the modules' NATS credentials (Secret eva-nats), or undefined when there are none yet. */
+async function readNatsRevision(kube: Kube, scope: TenantScope): Promise<string | undefined> {
+  const secret = await readOptional(() => kube.core.readNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
+  const creds = secret?.data?.[NATS_CREDS_KEY];
+  return creds === undefined ? undefined : createHash('sha256').update(creds).digest('hex').slice(0, 16);
+}
+
 // ---- ensure ---------------------------------------------------------------------------------------
 
 interface DesiredRelease {
@@ -286,9 +298,15 @@ interface DesiredRelease {
   hash: string;
 }
 
-function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, credentials: Record<string, string>): DesiredRelease {
+/** What every release of the tenant is rendered with besides the spec: the two Secrets' contents. */
+interface TenantSecrets {
+  credentials: Record<string, string>;
+  natsRevision: string;
+}
+
+function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, secrets: TenantSecrets): DesiredRelease {
   const chart = chartPath(deps.config.chartBasePath, module);
-  const values = moduleValues({ module, scope, deps, credentials });
+  const values = moduleValues({ module, scope, deps, ...secrets });
   return { module, chart, values, hash: valuesHash(chartFingerprint(chart), values) };
 }
 
@@ -363,7 +381,9 @@ async function settleAll(jobs: readonly { module: string; run: () => Promise<voi
 }
 
 async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
-  const credentials = await ensureCredentials(deps.kube, scope);
+  const natsRevision = await readNatsRevision(deps.kube, scope);
+  if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
+  const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision };
   const releases = await readReleases(deps.kube, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
   const deployed = new Set((await listModuleDeployments(deps.kube, scope.namespace)).map(instanceOf));
@@ -371,7 +391,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const jobs: { module: string; run: () => Promise<void> }[] = [];
   for (const module of scope.modules) {
     try {
-      desired.set(module, desiredRelease(module, scope, deps, credentials));
+      desired.set(module, desiredRelease(module, scope, deps, secrets));
     } catch (err) {
       jobs.push({ module, run: () => Promise.reject(err instanceof Error ? err : new Error(String(err))) });
     }
@@ -417,10 +437,12 @@ async function deploymentProblems(kube: Kube, namespace: string, modules: readon
 async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
   const credentials = await readCredentials(deps.kube, scope);
   if (credentials === undefined) return notReady(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist`);
+  const natsRevision = await readNatsRevision(deps.kube, scope);
+  if (natsRevision === undefined) return notReady(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist`);
   const desired = new Map<ModuleName, string>();
   for (const module of scope.modules) {
     try {
-      desired.set(module, desiredRelease(module, scope, deps, credentials).hash);
+      desired.set(module, desiredRelease(module, scope, deps, { credentials, natsRevision }).hash);
     } catch (err) {
       // A spec ensure would refuse (unknown version pin, secret helmValues) is a verdict, not a crash.
       if (err instanceof InputError) return notReady(err.reason, `${module}: ${err.message}`);

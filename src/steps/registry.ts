@@ -6,15 +6,18 @@ import type { OperatorConfig } from '../config.ts';
 import type { Helm } from '../adapters/helm.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import type { Kube } from '../adapters/kube.ts';
-import type { NatsClient } from '../adapters/nats.ts';
+import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
 import { InputError, problemOf, ShutdownError } from '../errors.ts';
 import { Reason } from '../api/reasons.ts';
 import { ingressStep } from './ingress.ts';
 import { modulesStep } from './modules.ts';
 import { namespaceStep } from './namespace.ts';
+import type { NatsAccounts } from './nats-accounts.ts';
+import { networkStep } from './network.ts';
 import { quotasStep } from './quotas.ts';
 import { recordStep } from './record.ts';
+import { revokeStep } from './revoke.ts';
 import { seedStep } from './seed.ts';
 import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 import { streamsStep } from './streams.ts';
@@ -22,7 +25,7 @@ import { streamsStep } from './streams.ts';
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
 export interface OperatorDeps {
   kube: Kube;
-  nats: NatsClient;
+  nats: NatsAccounts;
   helm: Helm;
   images: ImageCatalog;
   config: OperatorConfig;
@@ -32,11 +35,14 @@ export interface OperatorDeps {
 export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
   namespace: namespaceStep,
   quotas: quotasStep,
+  network: networkStep,
+  account: accountStep,
   streams: streamsStep,
   alerts: alertsStep,
   record: recordStep,
   seed: seedStep,
   modules: modulesStep,
+  revoke: revokeStep,
   ingress: ingressStep,
 };
 

@@ -11,7 +11,7 @@ import type { ModuleName } from '../api/modules.ts';
 import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 
-export const STEP_NAMES = ['namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress'] as const;
+export const STEP_NAMES = ['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
 export type Verdict = { ready: true } | { ready: false; reason: Reason; message: string };

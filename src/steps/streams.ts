@@ -6,11 +6,12 @@
  */
 import { Reason } from '../api/reasons.ts';
 import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from 'nats';
-import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
+import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
+import type { NatsStepDeps } from './nats-accounts.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { commandsStream, eventsStream } from './names.ts';
-import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './record.ts';
+import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './ownership.ts';
 import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
 
 export const STREAM_KINDS = ['events', 'commands'] as const;
@@ -94,13 +95,13 @@ async function info(session: NatsSession, name: string): Promise<StreamInfo | un
 /** Creates the stream, or brings an existing one to the desired configuration. */
 async function ensureStream(scope: TenantScope, session: NatsSession, kind: StreamKind): Promise<void> {
   const desired = desiredStreamConfig(scope, kind);
-  const actual = await addOrInfo(session, desired);
-  // add() also succeeds for an identical existing stream, so the owner is checked either way.
+  // Looked up first: an add of an existing stream still asks for its reservation, which a full account refuses.
+  const actual = (await info(session, desired.name)) ?? (await add(session, desired));
   await reconcile(scope, session, actual.config, desired);
 }
 
-/** The stream as created now, or as it already exists (add answers 10058 when its config differs). */
-async function addOrInfo(session: NatsSession, desired: OwnedStreamConfig): Promise<StreamInfo> {
+/** The stream as created now, or as a concurrent writer created it (add answers 10058 when its config differs). */
+async function add(session: NatsSession, desired: OwnedStreamConfig): Promise<StreamInfo> {
   try {
     return await session.jsm.streams.add(desired);
   } catch (err) {
@@ -148,23 +149,23 @@ function overlap(desired: OwnedStreamConfig, err: unknown): InputError {
   );
 }
 
-/** JetStream reserves max_bytes up front: a full server refuses new or grown streams. */
+/** JetStream reserves max_bytes up front: a full account (or server) refuses new or grown streams. */
 function noStorage(desired: OwnedStreamConfig, err: unknown): DependencyError {
   return new DependencyError(
     Reason.NatsStorageExhausted,
-    `NATS cannot reserve ${desired.max_bytes} bytes for stream ${desired.name}: its JetStream storage is fully reserved`,
+    `NATS cannot reserve ${desired.max_bytes} bytes for stream ${desired.name}: the tenant account's JetStream storage is fully reserved`,
     { cause: err },
   );
 }
 
 async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
-  await deps.nats.run(async (session) => {
+  await deps.nats.runInTenant(scope, async (session) => {
     for (const kind of STREAM_KINDS) await ensureStream(scope, session, kind);
   });
 }
 
 async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  return deps.nats.run(async (session) => {
+  return deps.nats.runInTenant(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const desired = desiredStreamConfig(scope, kind);
       const actual = await info(session, desired.name);
@@ -178,7 +179,7 @@ async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Ve
 
 async function removeStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
   const uid = tenantUid(scope);
-  await deps.nats.run(async (session) => {
+  await deps.nats.runInTenantIfAny(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const name = streamName(scope.code, kind);
       const actual = await info(session, name);
@@ -199,7 +200,7 @@ async function deleteIfPresent(session: NatsSession, name: string): Promise<void
 
 async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const uid = tenantUid(scope);
-  return deps.nats.run(async (session) => {
+  const verdict = await deps.nats.runInTenantIfAny(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const actual = await info(session, streamName(scope.code, kind));
       const owner = ownerOf(actual?.config.metadata);
@@ -209,6 +210,7 @@ async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Pro
     }
     return READY;
   });
+  return verdict ?? READY;
 }
 
 export const streamsStep: Step<NatsStepDeps> = {

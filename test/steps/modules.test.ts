@@ -17,7 +17,7 @@ import { ImageCatalog } from '../../src/adapters/images.ts';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
 import { TMPFS_MAGIC } from '../../src/adapters/secret-values-file.ts';
 import { createLogger } from '../../src/log.ts';
-import { DependencyError, InputError, type StepError } from '../../src/steps/errors.ts';
+import { DependencyError, InputError, type StepError } from '../../src/errors.ts';
 import { credentialsSecretName, type ModuleStepDeps, modulesStep, VALUES_HASH_LABEL } from '../../src/steps/modules.ts';
 import type { TenantScope, Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
