@@ -3,11 +3,12 @@
 # etcd, kube-apiserver (RBAC, default admission incl. ResourceQuota/LimitRanger/PodSecurity, audit log),
 # kube-controller-manager (garbage collector, namespace controller, ...), kube-scheduler, kwok (a fake
 # node whose pods become Running/Ready) orchestrated by kwokctl's binary runtime, plus nats-server
-# with JetStream. Everything listens on 127.0.0.1 only.
+# with JetStream in operator mode (keys from `eva-operator nats-bootstrap`, kept in the state folder).
+# Everything listens on 127.0.0.1 only.
 #
 #   scripts/dev-cluster.sh up       build (cached) and start everything; idempotent; waits until ready
 #   scripts/dev-cluster.sh down     stop everything and remove its state
-#   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... PATH=...` (use with eval)
+#   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... NATS_*_FILE=... PATH=...` (use with eval)
 #   scripts/dev-cluster.sh status   tell what runs (exit 0 when everything is up, 3 otherwise)
 #   scripts/dev-cluster.sh stop-operator   stop the operator that scripts/quickstart.sh --local started
 set -euo pipefail
@@ -102,14 +103,39 @@ ensure_cluster_objects() {
 }
 
 nats_pid() { [[ -f "$state/nats.pid" ]] && cat "$state/nats.pid"; }
+nats_auth="$state/nats-auth"
+
+# The operator identity, system account and the operator's two files, made once per dev cluster by the
+# operator's own command (no nsc). The seeds stay in this 0700 folder; `down` removes it.
+ensure_nats_auth() {
+  [[ -f "$nats_auth/operator.jwt" ]] && return
+  [[ -x "$root/node_modules/.bin/node" ]] || "$root/scripts/bootstrap.sh"
+  "$root/node_modules/.bin/node" "$root/src/cli.ts" nats-bootstrap --out "$nats_auth" --namespace default >/dev/null
+  log "NATS operator keys generated in $nats_auth"
+}
+
+# Operator mode with a full resolver that takes account JWTs pushed at run time (and their deletion).
+# max_file_store is what accounts may reserve, not disk in use: every tenant account reserves its
+# tier's JetStream storage, and the dev cluster is meant to hold thousands of tenants.
+write_nats_config() {
+  cat >"$state/nats.conf" <<EOF
+server_name: eva-dev
+listen: 127.0.0.1:$nats_port
+http: 127.0.0.1:$nats_monitor_port
+include ./nats-auth/nats-auth.conf
+resolver { type: full, dir: "$state/nats/resolver", allow_delete: true, interval: "2m" }
+jetstream { store_dir: "$state/nats", max_file_store: 1T }
+EOF
+}
 
 ensure_nats() {
   if nats_ready; then return; fi
   mkdir -p "$state/nats"
-  log "starting nats-server $("$bin/nats-server" --version | awk '{print $2}') on 127.0.0.1:$nats_port"
-  setsid "$bin/nats-server" --addr 127.0.0.1 --port "$nats_port" --http_port "$nats_monitor_port" \
-    --jetstream --store_dir "$state/nats" --pid "$state/nats.pid" --log "$state/nats.log" \
-    --server_name eva-dev </dev/null >/dev/null 2>&1 8>&- &
+  ensure_nats_auth
+  write_nats_config
+  log "starting nats-server $("$bin/nats-server" --version | awk '{print $2}') on 127.0.0.1:$nats_port (operator mode)"
+  setsid "$bin/nats-server" -c "$state/nats.conf" --pid "$state/nats.pid" --log "$state/nats.log" \
+    </dev/null >/dev/null 2>&1 8>&- &
   wait_for 30 "nats-server with JetStream" nats_ready
 }
 
@@ -168,6 +194,8 @@ cmd_env() {
   bin=$(bin_dir)
   printf 'export KUBECONFIG=%q\n' "$kubeconfig"
   printf 'export NATS_URL=%q\n' "nats://127.0.0.1:$nats_port"
+  printf 'export NATS_SYSTEM_CREDS_FILE=%q\n' "$nats_auth/system.creds"
+  printf 'export NATS_OPERATOR_SIGNING_KEY_FILE=%q\n' "$nats_auth/operator-signing-key.nk"
   printf 'export EVA_TOOLS_DIR=%q\n' "$bin"
   printf 'export PATH=%q:"$PATH"\n' "$bin"
 }

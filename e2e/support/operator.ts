@@ -51,6 +51,8 @@ export function startOperator(env: Record<string, string> = {}, secretsDir?: str
       HOME: process.env['HOME'] ?? '/root',
       KUBECONFIG: requiredEnv('KUBECONFIG'),
       NATS_URL: requiredEnv('NATS_URL'),
+      NATS_SYSTEM_CREDS_FILE: requiredEnv('NATS_SYSTEM_CREDS_FILE'),
+      NATS_OPERATOR_SIGNING_KEY_FILE: requiredEnv('NATS_OPERATOR_SIGNING_KEY_FILE'),
       OPERATOR_VERSION: '1.0.0',
       HELM_BINARY: join(requiredEnv('EVA_TOOLS_DIR'), 'helm'),
       HELM_SECRETS_DIR: dir,

@@ -72,7 +72,7 @@ describe('module values', () => {
       otel: { endpoint: 'http://otel.eva-system:4318' },
       seed: { enabled: true, version: '1.0.0' },
       // The NATS connection is a mounted Secret, named here; its revision rolls the pods when it changes.
-      nats: { secretName: 'eva-nats', credentialsRevision: 'nats-rev-1', inboxPrefix: '_INBOX_ACMECO' },
+      nats: { secretName: 'eva-nats', credentialsRevision: 'nats-rev-1' },
     });
     expect(values.secret).toEqual({ credentials });
     expect(JSON.stringify(values.plain)).not.toMatch(/secret-value/);

@@ -25,7 +25,7 @@ import { FIELD_MANAGER, isConflict, isNotFound, type Kube, readOptional } from '
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
-import { inboxPrefix, LABELS, MANAGED_BY } from './names.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
@@ -102,7 +102,7 @@ export function moduleValues({ module, scope, deps, credentials, natsRevision }:
     otel: { endpoint: deps.config.moduleOtelEndpoint ?? '' },
     seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
   };
-  const nats = { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision, inboxPrefix: inboxPrefix(scope.code) };
+  const nats = { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision };
   return {
     plain: { ...deepMerge(operator, user), nats },
     secret: { credentials: { ...credentials } },

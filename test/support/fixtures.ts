@@ -12,7 +12,10 @@ import { createLogger } from '../../src/log.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, type StoredAccountKeys } from '../../src/steps/account-keys.ts';
 import { NatsAccounts, type NatsStepDeps, tenantClaims } from '../../src/steps/nats-accounts.ts';
 import type { TenantScope } from '../../src/steps/step.ts';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bootstrap } from '../../src/nats-bootstrap.ts';
 import { startNatsServer, type NatsServerOptions, type TestNatsServer } from './nats-server.ts';
 
 // ---- tenants and scopes -------------------------------------------------------------------------------
@@ -145,4 +148,14 @@ export function useNatsServer(options: NatsServerOptions = {}): NatsFixture {
     },
     deps: (seedsBasePath = 'unused') => ({ nats: ready(nats), seedsBasePath }),
   };
+}
+
+/** A throwaway `eva-operator nats-bootstrap` output (removed when the test process exits). */
+export async function natsBootstrapFiles(namespace = 'default'): Promise<{ dir: string; chartValues: string; operatorSecret: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'eva-nats-bootstrap-'));
+  process.once('exit', () => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+  await bootstrap({ out: dir, namespace, secretName: 'eva-operator-nats', operatorName: 'eva-test', force: false });
+  return { dir, chartValues: join(dir, 'eva-operator-nats-values.yaml'), operatorSecret: join(dir, 'eva-operator-nats-secret.yaml') };
 }
