@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { GROUP, PLURAL, TIERS, type Tier, VERSION as API_VERSION } from '../src/api/constants.ts';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
+import { STEP_NAMES } from '../src/steps/step.ts';
 import { metricSum, scrape } from '../e2e/support/metrics.ts';
 import { startOperator } from '../e2e/support/operator.ts';
 import { tenantYaml, waitForGone } from '../e2e/support/tenants.ts';
@@ -211,6 +212,16 @@ function report(title: string, wall: number, releases: number, elapsed: Record<s
 
 const RESULTS = ['success', 'requeue', 'error'] as const;
 
+/** Mean seconds per run of each saga step during the benchmark (eva_saga_step_duration_seconds sum / count). */
+function stepMeans(before: string, after: string): string {
+  return STEP_NAMES.map((step) => {
+    const delta = (suffix: string): number =>
+      metricSum(after, `eva_saga_step_duration_seconds_${suffix}`, `step="${step}"`) - metricSum(before, `eva_saga_step_duration_seconds_${suffix}`, `step="${step}"`);
+    const runs = delta('count');
+    return `${step} ${runs > 0 ? ((delta('sum') / runs) * 1000).toFixed(0) : '-'}`;
+  }).join(', ');
+}
+
 function reconcileCounts(metrics: string): Record<(typeof RESULTS)[number], number> {
   const count = (result: string): number => metricSum(metrics, 'eva_reconcile_total', `result="${result}"`);
   return { success: count('success'), requeue: count('requeue'), error: count('error') };
@@ -231,7 +242,8 @@ async function main(): Promise<void> {
 
   const auditOffset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
   const cpuBefore = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
-  const reconcilesBefore = reconcileCounts(await scrape(operator));
+  const metricsBefore = await scrape(operator);
+  const reconcilesBefore = reconcileCounts(metricsBefore);
   const started = Date.now();
   // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
   const manifests = codes.map((code) => tenantYaml(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
@@ -248,6 +260,7 @@ async function main(): Promise<void> {
   report(`${count} × ${tier} (${count * MODULES_BY_TIER[tier].length} releases), operator concurrency ${concurrency}`, wall, count * MODULES_BY_TIER[tier].length, elapsed, [
     `not Active: ${pending.size}`,
     `API writes per tenant (audit log, by client): ${perTenant}`,
+    `milliseconds per saga step run (mean; ensure + verify): ${stepMeans(metricsBefore, metricsAfter)}`,
     `reconciles per tenant (eva_reconcile_total, by result): ${RESULTS.map((r) => `${r} ${((reconcilesAfter[r] - reconcilesBefore[r]) / count).toFixed(1)}`).join(', ')}`,
     `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak; V8 heap in use ${heapUsedMiB.toFixed(0)} MiB`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,

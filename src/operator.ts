@@ -39,14 +39,14 @@ function prepareSecretsDir(config: OperatorConfig, log: Logger): void {
 }
 
 /** NATS in operator mode: the system user and the operator signing key, read from their mounted files. */
-function natsAccounts(config: OperatorConfig, kube: Kube, log: Logger): NatsAccounts {
+function natsAccounts(config: OperatorConfig, keys: KubeAccountKeyStore, log: Logger): NatsAccounts {
   const { jwt, seed } = parseCreds(readFileSync(config.nats.systemCredsFile, 'utf8'));
   return new NatsAccounts({
     url: config.nats.url,
     moduleUrl: config.nats.moduleUrl,
     systemCredentials: { jwt, seed },
     operatorSigningSeed: readFileSync(config.nats.operatorSigningKeyFile, 'utf8').trim(),
-    keys: new KubeAccountKeyStore(kube, config.leaseNamespace),
+    keys,
     pool: new NatsPool(),
     log,
   });
@@ -102,9 +102,12 @@ const aborted = (signal: AbortSignal): Promise<void> =>
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
   const kube = new Kube(loadKubeConfig(config.operatorVersion), config.identity);
-  const nats = natsAccounts(config, kube, log);
+  const keys = new KubeAccountKeyStore(kube, config.leaseNamespace);
+  await keys.start(log);
+  const nats = natsAccounts(config, keys, log);
   await checkNatsAccess(nats, log).catch(async (err: unknown) => {
     await nats.close();
+    await keys.stop();
     throw err;
   });
   const deps = buildDeps(config, kube, nats);
@@ -155,6 +158,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       await elector.stop();
       await controller.stop();
       await deps.nats.close();
+      await keys.stop();
       await server.close();
       log.info('stopped');
     },

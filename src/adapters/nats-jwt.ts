@@ -5,7 +5,15 @@
  *
  * Keys travel as seeds (strings beginning with SO, SA or SU); public keys begin with O, A or U.
  * Nothing here logs or throws a seed: errors name the kind of key, never its value.
+ *
+ * Signing runs on Node's own Ed25519 (OpenSSL) through OpenSslKeyPair: nkeys' pure-JS tweetnacl took
+ * 4.5 ms to derive a public key and 10 ms per signature here, several of each per tenant (0.05 ms with
+ * OpenSSL). Ed25519 is deterministic, so both produce the same bytes (nats-jwt.test.ts compares them);
+ * nkeys still encodes and decodes every key and @nats-io/jwt still builds every JWT.
  */
+import { createPrivateKey, createPublicKey, type KeyObject, sign as ed25519Sign, verify as ed25519Verify } from 'node:crypto';
+import { Codec } from '@nats-io/nkeys/lib/codec.js';
+import { Prefix } from '@nats-io/nkeys/lib/nkeys.js';
 import {
   Algorithms,
   type Account,
@@ -18,7 +26,6 @@ import {
   encodeOperator,
   encodeUser,
   fmtCreds,
-  fromSeed,
   type KeyPair,
   type Operator,
   type OperatorLimits,
@@ -41,12 +48,67 @@ export function newSeed(kind: KeyKind): string {
   return new TextDecoder().decode(pair.getSeed());
 }
 
+/** PKCS#8 DER of an Ed25519 private key is this prefix and the 32-byte seed (RFC 8410). */
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/** An nkeys KeyPair whose Ed25519 runs in OpenSSL (signing only: accounts, operators, users). */
+export class OpenSslKeyPair implements KeyPair {
+  readonly #seed: Uint8Array;
+  readonly #prefix: Prefix;
+  readonly #privateKey: KeyObject;
+  readonly #publicKey: KeyObject;
+  readonly #publicRaw: Buffer;
+
+  constructor(seed: Uint8Array) {
+    const { prefix, buf } = Codec.decodeSeed(seed);
+    this.#seed = seed;
+    this.#prefix = prefix;
+    this.#privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, buf]), format: 'der', type: 'pkcs8' });
+    this.#publicKey = createPublicKey(this.#privateKey);
+    // The SPKI DER of an Ed25519 key ends with the 32 raw public key bytes.
+    this.#publicRaw = this.#publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  }
+
+  getPublicKey(): string {
+    return new TextDecoder().decode(Codec.encode(this.#prefix, this.#publicRaw));
+  }
+
+  getPrivateKey(): Uint8Array {
+    const { buf } = Codec.decodeSeed(this.#seed);
+    return Codec.encode(Prefix.Private, new Uint8Array([...buf, ...this.#publicRaw]));
+  }
+
+  getSeed(): Uint8Array {
+    return this.#seed;
+  }
+
+  sign(input: Uint8Array): Uint8Array {
+    return new Uint8Array(ed25519Sign(null, input, this.#privateKey));
+  }
+
+  verify(input: Uint8Array, sig: Uint8Array): boolean {
+    return ed25519Verify(null, input, this.#publicKey, sig);
+  }
+
+  clear(): void {
+    this.#seed.fill(0);
+  }
+
+  seal(): Uint8Array {
+    throw new NatsKeyError('only curve keys seal');
+  }
+
+  open(): Uint8Array | null {
+    throw new NatsKeyError('only curve keys open');
+  }
+}
+
 /** The key pair of a seed, checked to be of the expected kind (a user seed is no operator key). */
 function keyPair(seed: string, kind: KeyKind): KeyPair {
   const text = seed.trim();
   if (!text.startsWith(SEED_PREFIX[kind])) throw new NatsKeyError(`not an nkey seed of an ${kind} (expected ${SEED_PREFIX[kind]}...)`);
   try {
-    return fromSeed(new TextEncoder().encode(text));
+    return new OpenSslKeyPair(new TextEncoder().encode(text));
   } catch {
     throw new NatsKeyError(`not a valid ${kind} nkey seed`);
   }

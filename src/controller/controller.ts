@@ -12,7 +12,7 @@ import type { Logger } from '../log.ts';
 import { tenantNamespace } from '../steps/names.ts';
 import type { WakeOn } from '../steps/step.ts';
 import { type Action, classifyError, errorPolicy } from './actions.ts';
-import { type CachingInformer, restartingInformer } from './informers.ts';
+import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
 import type { TenantReconciler } from './reconciler.ts';
 import { Wakeups } from './wakeups.ts';
 import { WorkQueue } from './workqueue.ts';

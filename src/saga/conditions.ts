@@ -11,7 +11,7 @@ import {
   type ProvisioningCondition,
 } from '../api/constants.ts';
 import type { Condition } from '../api/evatenant.ts';
-import type { StepName } from '../steps/step.ts';
+import { STEP_NAMES, type StepName } from '../steps/step.ts';
 import type { StepProblem } from './machine.ts';
 
 export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>> = {
@@ -27,6 +27,8 @@ export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>
   revoke: 'ModulesDeployed',
   ingress: 'IngressReady',
 };
+
+const stepsOf = (condition: ProvisioningCondition): StepName[] => STEP_NAMES.filter((step) => CONDITION_OF_STEP[step] === condition);
 
 const TRUE_REASON: Readonly<Record<ProvisioningCondition, [Reason, string]>> = {
   NamespaceReady: [Reason.NamespaceActive, 'namespace, quota, limit range and network policy are in place'],
@@ -73,7 +75,8 @@ function focusOf(view: SagaView): { condition: ProvisioningCondition; state: Con
   }
   if (view.stage === 'provisioning' && view.currentStep) {
     const condition = CONDITION_OF_STEP[view.currentStep];
-    return { condition, state: { status: 'Unknown', reason: Reason.Progressing, message: `running step ${view.currentStep}` } };
+    // Written once per condition (not per step): the message names the condition's steps.
+    return { condition, state: { status: 'Unknown', reason: Reason.Progressing, message: `running steps ${stepsOf(condition).join(', ')}` } };
   }
   // A graceful stop between two steps: what is done stays True, the next step is not started yet.
   if (view.stage === 'interrupted' && view.currentStep) {

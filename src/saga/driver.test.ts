@@ -28,13 +28,16 @@ function io(outcome: (step: StepName) => StepOutcome = () => ({ kind: 'done' }))
 }
 
 describe('runSaga', () => {
-  it('reports progress at every step boundary and rests in active', async () => {
+  it('reports progress when the condition being worked on changes, and rests in active', async () => {
     const t = io();
     const result = await runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo);
     expect(result.view).toEqual({ stage: 'active', wasActive: true });
     expect(t.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'requested', 'namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress', 'active',
+      // One write per condition: quotas and network (NamespaceReady), streams, alerts and record
+      // (Provisioned) and revoke (ModulesDeployed) run under the write of their condition's first step.
+      'requested', 'namespace', 'account', 'seed', 'modules', 'ingress', 'active',
     ]);
+    expect(t.steps).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress']);
     expect(t.emitted.at(-1)?.type).toBe('ProvisioningComplete');
   });
 
@@ -72,7 +75,7 @@ describe('runSaga', () => {
     expect(done.view.stage).toBe('active');
     // The status writer stamps the current generation on every report: the first must not be 'active'.
     expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress', 'active',
+      'namespace', 'account', 'seed', 'modules', 'ingress', 'active',
     ]);
   });
 
@@ -99,7 +102,8 @@ describe('runSaga', () => {
     let writes = 0;
     t.sagaIo.onProgress = () => (++writes === 3 ? Promise.reject(new Error('conflict')) : Promise.resolve());
     await expect(runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo)).rejects.toThrow('conflict');
-    // Writes: requested, namespace, quotas (fails). The quotas step must not start unannounced.
-    expect(t.steps).toEqual(['namespace']);
+    // Writes: requested, namespace (runs quotas and network too), account (fails): the account step
+    // must not start unannounced, since a crash would then resume before it.
+    expect(t.steps).toEqual(['namespace', 'quotas', 'network']);
   });
 });

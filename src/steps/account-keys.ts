@@ -12,7 +12,9 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import { Reason } from '../api/reasons.ts';
 import { DependencyError } from '../errors.ts';
+import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
 import { isConflict, isNotFound, type Kube, MERGE_PATCH, readOptional } from '../adapters/kube.ts';
+import type { Logger } from '../log.ts';
 import { isPublicKey, NatsKeyError, newSeed, publicKeyOf } from '../adapters/nats-jwt.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 
@@ -49,7 +51,8 @@ export interface AccountKeyStore {
   remove(name: string, owner: string): Promise<void>;
 }
 
-export const REGISTRY_KEYS = 'operator';
+/** The operator's own registry account (a tenant code has six letters, so no tenant is named like it). */
+export const REGISTRY_KEYS = 'eva-nats-account-operator';
 export const accountKeysName = (code: string): string => `eva-nats-account-${code.toLowerCase()}`;
 
 /** Fresh keys for a new account (with a modules user unless it is the operator's own account). */
@@ -118,18 +121,51 @@ function stateOf(name: string, text: string | undefined): Pick<AccountKeys, 'ret
   return { revocations, ...(retiringUser !== undefined ? { retiringUser } : {}), ...(rotation !== undefined ? { rotation } : {}) };
 }
 
-/** The Kubernetes implementation: Secrets in the operator's namespace. */
+/**
+ * The Kubernetes implementation: Secrets in the operator's namespace, read from a watch cache once
+ * start() ran (every NATS step reads its tenant's keys; a GET each time would be most of the step's
+ * API traffic). Writes go to the API and into a small overlay read first, so keys written in this
+ * reconcile are read back at once; the overlay entry goes as soon as the watch reports that Secret.
+ */
 export class KubeAccountKeyStore implements AccountKeyStore {
   private readonly kube: Kube;
   private readonly namespace: string;
+  private informer: CachingInformer<V1Secret> | undefined;
+  private readonly written = new Map<string, V1Secret | null>();
+  private stopped = false;
 
   constructor(kube: Kube, namespace: string) {
     this.kube = kube;
     this.namespace = namespace;
   }
 
+  /** Serves reads from a watch of the account key Secrets from now on. */
+  async start(log: Logger): Promise<void> {
+    const informer = restartingInformer<V1Secret>({
+      config: this.kube.config,
+      path: `/api/v1/namespaces/${this.namespace}/secrets`,
+      list: () => this.kube.core.listNamespacedSecret({ namespace: this.namespace, labelSelector: ACCOUNT_LABEL }),
+      labelSelector: ACCOUNT_LABEL,
+      log,
+      stopping: () => this.stopped,
+    });
+    const seen = (secret: V1Secret): void => {
+      this.written.delete(secret.metadata?.name ?? '');
+    };
+    informer.on('add', seen);
+    informer.on('update', seen);
+    informer.on('delete', seen);
+    await informer.start();
+    this.informer = informer;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.informer?.stop();
+  }
+
   async read(name: string): Promise<StoredAccountKeys | undefined> {
-    const secret = await readOptional(() => this.kube.core.readNamespacedSecret({ name, namespace: this.namespace }));
+    const secret = await this.secret(name);
     return secret === undefined ? undefined : keysFromSecret(secret);
   }
 
@@ -142,12 +178,12 @@ export class KubeAccountKeyStore implements AccountKeyStore {
       data: secretData(keys),
     };
     try {
-      return keysFromSecret(await this.kube.core.createNamespacedSecret({ namespace: this.namespace, body }));
+      return keysFromSecret(this.remember(name, await this.kube.core.createNamespacedSecret({ namespace: this.namespace, body })));
     } catch (err) {
       if (!isConflict(err)) throw err;
-      const winner = await this.read(name);
+      const winner = await this.fetch(name);
       if (winner === undefined) throw err;
-      return winner;
+      return keysFromSecret(this.remember(name, winner));
     }
   }
 
@@ -155,22 +191,40 @@ export class KubeAccountKeyStore implements AccountKeyStore {
     if (keys.account !== stored.keys.account) throw new Error(`Secret ${name}: an account's identity never changes`);
     const body = { metadata: { resourceVersion: stored.version }, data: secretData(keys) };
     try {
-      const updated = await this.kube.core.patchNamespacedSecret({ name, namespace: this.namespace, body }, MERGE_PATCH);
-      return keysFromSecret(updated);
+      return keysFromSecret(this.remember(name, await this.kube.core.patchNamespacedSecret({ name, namespace: this.namespace, body }, MERGE_PATCH)));
     } catch (err) {
       if (!isConflict(err)) throw err;
+      this.written.delete(name);
       throw new DependencyError(Reason.AccountKeysCorrupt, `Secret ${name} changed while being updated; retrying`, { cause: err });
     }
   }
 
   async remove(name: string, owner: string): Promise<void> {
     // Judged by the label, not the content: a corrupt Secret of ours is still ours to delete.
-    const secret = await readOptional(() => this.kube.core.readNamespacedSecret({ name, namespace: this.namespace }));
+    const secret = await this.fetch(name);
     if (secret === undefined || (secret.metadata?.labels?.[LABELS.tenantUid] ?? '') !== owner) return;
     try {
       await this.kube.core.deleteNamespacedSecret({ name, namespace: this.namespace, body: { preconditions: { uid: secret.metadata?.uid } } });
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
+    this.written.set(name, null);
+  }
+
+  private remember(name: string, secret: V1Secret): V1Secret {
+    this.written.set(name, secret);
+    return secret;
+  }
+
+  /** What this process wrote last, else the watch cache, else (no watch yet) the API. */
+  private async secret(name: string): Promise<V1Secret | undefined> {
+    const written = this.written.get(name);
+    if (written !== undefined) return written ?? undefined;
+    if (this.informer === undefined) return this.fetch(name);
+    return this.informer.get(name, this.namespace);
+  }
+
+  private fetch(name: string): Promise<V1Secret | undefined> {
+    return readOptional(() => this.kube.core.readNamespacedSecret({ name, namespace: this.namespace }));
   }
 }

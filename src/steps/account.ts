@@ -22,7 +22,7 @@ import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kub
 import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../adapters/nats-jwt.ts';
 import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from './account-keys.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
-import { modulePermissions, type NatsStepDeps, tenantClaims } from './nats-accounts.ts';
+import { type HeldClaims, modulePermissions, type NatsStepDeps, tenantClaims } from './nats-accounts.ts';
 import { codeInUse, tenantUid } from './ownership.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
@@ -75,8 +75,7 @@ async function rotateIfAsked(scope: TenantScope, deps: AccountStepDeps, stored: 
  * Refuses limits below what the account already stores: the server would keep the data but refuse
  * new writes, and shrinking a stream below its content discards messages. Nothing is deleted here.
  */
-async function assertDataFits(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys): Promise<void> {
-  const held = await deps.nats.serverClaims(keys.account);
+async function assertDataFits(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys, held: HeldClaims | undefined): Promise<void> {
   const desired = tenantClaims(scope, keys).limits;
   if (held === undefined || held.limits.diskStorage <= desired.diskStorage) return;
   const tier = scope.tenant.spec.tier;
@@ -156,8 +155,9 @@ const isOurs = (secret: V1Secret | undefined, scope: TenantScope): secret is V1S
 async function ensure(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
   const stored = await ensureKeys(scope, deps);
   const keys = await rotateIfAsked(scope, deps, stored);
-  await assertDataFits(scope, deps, keys);
-  if (await deps.nats.ensureAccount(tenantClaims(scope, keys))) {
+  const held = await deps.nats.serverClaims(keys.account);
+  await assertDataFits(scope, deps, keys, held);
+  if (await deps.nats.ensureAccount(tenantClaims(scope, keys), held)) {
     scope.log.info({ step: 'account', account: keys.account, tier: scope.tenant.spec.tier }, 'NATS account JWT pushed');
   }
   await ensureCredentialsSecret(scope, deps, keys);
@@ -171,7 +171,7 @@ async function verify(scope: TenantScope, deps: AccountStepDeps): Promise<Verdic
   if (asked !== undefined && asked !== keys.rotation) return notReady(Reason.NatsCredentialsRotating, `a rotation of the NATS credentials (${asked}) is requested`);
   const held = await deps.nats.serverClaims(keys.account);
   if (held === undefined) return notReady(Reason.AccountMissing, `NATS does not know account ${keys.account}`);
-  if (!(await deps.nats.inSync(tenantClaims(scope, keys)))) return notReady(Reason.AccountDrifted, `the JWT of account ${keys.account} on NATS differs from the ${scope.tenant.spec.tier} tier`);
+  if (!deps.nats.matches(held, tenantClaims(scope, keys))) return notReady(Reason.AccountDrifted, `the JWT of account ${keys.account} on NATS differs from the ${scope.tenant.spec.tier} tier`);
   const secret = await readCredentialsSecret(deps.kube, scope);
   const problem = credentialsProblem(secret, scope, keys, deps.nats.moduleUrl);
   if (problem !== undefined) return notReady(secret === undefined ? Reason.NatsCredentialsMissing : Reason.NatsCredentialsDrifted, problem);

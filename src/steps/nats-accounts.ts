@@ -125,6 +125,9 @@ export function modulePermissions(code: string): Permissions {
 }
 
 /** The claims this operator sets, in a comparable form (when it was signed is not one of them). */
+/** An account JWT as the server holds it: its claims and who signed it. */
+export type HeldClaims = AccountClaims & { readonly issuer: string };
+
 const comparable = (claims: AccountClaims, issuer: string): string =>
   canonicalJson({
     account: claims.account,
@@ -168,20 +171,24 @@ export class NatsAccounts {
   // ---- accounts on the server -----------------------------------------------------------------------
 
   /** The claims the server holds for an account, or undefined when it holds none. */
-  async serverClaims(account: string): Promise<(AccountClaims & { issuer: string }) | undefined> {
+  async serverClaims(account: string): Promise<HeldClaims | undefined> {
     const token = await this.system.lookupAccount(account);
     return token === undefined ? undefined : readAccount(token);
   }
 
-  /** Whether the server holds exactly these claims, signed by our operator signing key. */
-  async inSync(claims: AccountClaims): Promise<boolean> {
-    const held = await this.serverClaims(claims.account);
+  /** Whether `held` (what the server holds, from serverClaims) is exactly `claims`, signed by our operator signing key. */
+  matches(held: HeldClaims | undefined, claims: AccountClaims): boolean {
     return held !== undefined && comparable(held, held.issuer) === comparable(claims, this.operatorSigningKey);
   }
 
-  /** Signs and pushes the claims unless the server holds them already; true when it pushed. */
-  async ensureAccount(claims: AccountClaims): Promise<boolean> {
-    if (await this.inSync(claims)) return false;
+  /** Whether the server holds exactly these claims, signed by our operator signing key. */
+  async inSync(claims: AccountClaims): Promise<boolean> {
+    return this.matches(await this.serverClaims(claims.account), claims);
+  }
+
+  /** Signs and pushes the claims unless `held` (looked up when not given) is them already; true when it pushed. */
+  async ensureAccount(claims: AccountClaims, held?: HeldClaims): Promise<boolean> {
+    if (this.matches(held ?? (await this.serverClaims(claims.account)), claims)) return false;
     await this.system.pushAccount(claims.account, await signAccount(claims, this.options.operatorSigningSeed));
     return true;
   }
