@@ -25,7 +25,7 @@ const POD_NAME = 'eva-operator-e2e-0';
 describe('provisioning the samples to Active', () => {
   let operator: OperatorProcess;
 
-  beforeAll(async () => {
+  beforeAll(() => {
     kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
     operator = startOperator({ POD_NAME });

@@ -78,6 +78,21 @@ async function checkNatsAccess(nats: NatsAccounts, log: Logger): Promise<void> {
   log.info({ nats: nats.target }, 'NATS accepts the system user and trusts the operator signing key');
 }
 
+/** The account key store (watching its Secrets) and NATS, checked: refuses to start on credentials NATS rejects. */
+async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Promise<{ keys: KubeAccountKeyStore; nats: NatsAccounts }> {
+  const keys = new KubeAccountKeyStore(kube, config.leaseNamespace);
+  await keys.start(log);
+  const nats = natsAccounts(config, keys, log);
+  try {
+    await checkNatsAccess(nats, log);
+  } catch (err) {
+    await nats.close();
+    await keys.stop();
+    throw err;
+  }
+  return { keys, nats };
+}
+
 function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts): OperatorDeps {
   return {
     kube,
@@ -102,14 +117,7 @@ const aborted = (signal: AbortSignal): Promise<void> =>
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
   const kube = new Kube(loadKubeConfig(config.operatorVersion), config.identity);
-  const keys = new KubeAccountKeyStore(kube, config.leaseNamespace);
-  await keys.start(log);
-  const nats = natsAccounts(config, keys, log);
-  await checkNatsAccess(nats, log).catch(async (err: unknown) => {
-    await nats.close();
-    await keys.stop();
-    throw err;
-  });
+  const { keys, nats } = await connectNats(config, kube, log);
   const deps = buildDeps(config, kube, nats);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
   const metrics: OperatorMetrics = new OperatorMetrics({

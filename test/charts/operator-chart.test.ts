@@ -415,7 +415,7 @@ describe('helm template: nats.enabled', () => {
     expect(result.stderr).toContain('run `eva-operator nats-bootstrap`');
   });
 
-  it('runs NATS in operator mode with a config the real nats-server accepts', async () => {
+  it('runs NATS in operator mode with a config the real nats-server accepts', () => {
     const config = only(objects, 'ConfigMap', `${FULLNAME}-nats-config`);
     const text = config.data['nats.conf'] ?? '';
     expect(text).toMatch(/^operator: eyJ/m);
