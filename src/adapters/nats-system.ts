@@ -55,6 +55,14 @@ export class NatsSystem {
     return answer.trim() === '' ? undefined : answer.trim();
   }
 
+  /** Every account JWT the server's resolver holds (the system account's included). */
+  async listAccounts(): Promise<string[]> {
+    const answer = await this.client.run((s) => s.request('$SYS.REQ.CLAIMS.LIST', ''));
+    const data = (parseResponse(answer, 'the account list') as { data?: unknown }).data;
+    if (!Array.isArray(data)) throw new DependencyError(Reason.AccountRejected, 'NATS gave no account list');
+    return data.filter((a): a is string => typeof a === 'string');
+  }
+
   /** Deletes accounts; `deletion` is the operator-signed generic JWT naming them. */
   async deleteAccounts(accounts: readonly string[], deletion: string): Promise<void> {
     const answer = await this.client.run((s) => s.request('$SYS.REQ.CLAIMS.DELETE', deletion));

@@ -194,11 +194,13 @@ async function remove(scope: TenantScope, deps: AccountStepDeps): Promise<void> 
   await removeCredentialsSecret(scope, deps.kube);
   if (stored === undefined) return;
   const { keys } = stored;
-  // Data first: deleting the account JWT would leave its streams on the server's disk.
-  await deps.nats.runInTenant(scope, async (session) => {
+  // Data first: deleting the account JWT would leave its streams on the server's disk. An account the
+  // server no longer holds was deleted by an earlier attempt, after its data.
+  const deleted = await deps.nats.runInTenantIfAny(scope, async (session) => {
     for await (const name of session.jsm.streams.names()) await session.jsm.streams.delete(name);
+    return true;
   });
-  await deps.nats.deleteAccount(keys.account);
+  if (deleted === true) await deps.nats.deleteAccount(keys.account);
   await assertGone(scope, deps, keys);
   await deps.nats.keys.remove(accountKeysName(scope.code), tenantUid(scope));
   scope.log.info({ step: 'account', account: keys.account }, 'NATS account deleted');

@@ -230,7 +230,11 @@ export class NatsAccounts {
     return this.runIn(scope, stored.keys, fn);
   }
 
-  /** As runInTenant, but undefined (nothing run) when the tenant has no account of its own: for remove and verifyRemoved. */
+  /**
+   * As runInTenant, but for remove and verifyRemoved: undefined (nothing run) when the tenant has no
+   * account of its own or the server holds none. Never puts an account back: decommissioning must not
+   * resurrect what an earlier attempt already deleted.
+   */
   async runInTenantIfAny<T>(scope: TenantScope, fn: (session: NatsSession) => Promise<T>): Promise<T | undefined> {
     let stored: StoredAccountKeys | undefined;
     try {
@@ -240,13 +244,14 @@ export class NatsAccounts {
       if (err instanceof InputError) return undefined;
       throw err;
     }
-    return stored === undefined ? undefined : this.runIn(scope, stored.keys, fn);
+    if (stored === undefined || (await this.system.lookupAccount(stored.keys.account)) === undefined) return undefined;
+    return this.runIn(scope, stored.keys, fn, false);
   }
 
-  private runIn<T>(scope: TenantScope, keys: AccountKeys, fn: (session: NatsSession) => Promise<T>): Promise<T> {
+  private runIn<T>(scope: TenantScope, keys: AccountKeys, fn: (session: NatsSession) => Promise<T>, restore = true): Promise<T> {
     const credentials = async (): Promise<UserCredentials> => {
       // A server restarted empty has forgotten the account: put it back before logging in.
-      if ((await this.system.lookupAccount(keys.account)) === undefined) await this.ensureAccount(tenantClaims(scope, keys));
+      if (restore && (await this.system.lookupAccount(keys.account)) === undefined) await this.ensureAccount(tenantClaims(scope, keys));
       return this.operatorUser(keys);
     };
     return this.options.pool.run(keys.account, () => this.clientOptions(`eva-operator-${scope.code}`, credentials), fn);
