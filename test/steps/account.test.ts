@@ -66,14 +66,18 @@ function crashing<T extends object>(target: T, methods: readonly (keyof T)[], pl
   });
 }
 
+/** The object with some of its properties replaced (methods still run on the object itself). */
+function withParts<T extends object>(target: T, parts: Record<string | symbol, unknown>): T {
+  return new Proxy(target, { get: (obj, prop, receiver): unknown => (prop in parts ? parts[prop] : Reflect.get(obj, prop, receiver)) });
+}
+
 /** The step's deps where the side effects (key writes, account pushes and deletions, Secret writes) crash on cue. */
 function crashingDeps(plan: { at: number; calls: number }) {
   const keys = crashing<AccountKeyStore>(store, ['create', 'update', 'remove'], plan);
   const system = crashing(nats.system, ['pushAccount', 'deleteAccounts'], plan);
   const replaced: Record<string | symbol, unknown> = { keys, system };
-  const faultyNats = new Proxy(nats, { get: (obj, prop, receiver) => (prop in replaced ? replaced[prop] : Reflect.get(obj, prop, receiver)) });
-  const core = crashing(kube.core, ['deleteNamespacedSecret'], plan);
-  const faultyKube = crashing(new Proxy(kube, { get: (obj, prop, receiver) => (prop === 'core' ? core : Reflect.get(obj, prop, receiver)) as unknown }), ['apply'], plan);
+  const faultyNats = withParts(nats, replaced);
+  const faultyKube = crashing(withParts(kube, { core: crashing(kube.core, ['deleteNamespacedSecret'], plan) }), ['apply'], plan);
   return { nats: faultyNats, kube: faultyKube, seedsBasePath: 'unused' };
 }
 
