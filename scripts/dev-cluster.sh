@@ -196,6 +196,7 @@ cmd_env() {
   printf 'export NATS_URL=%q\n' "nats://127.0.0.1:$nats_port"
   printf 'export NATS_SYSTEM_CREDS_FILE=%q\n' "$nats_auth/system.creds"
   printf 'export NATS_OPERATOR_SIGNING_KEY_FILE=%q\n' "$nats_auth/operator-signing-key.nk"
+  printf 'export EVA_NATS_MONITOR_URL=%q\n' "http://127.0.0.1:$nats_monitor_port"
   printf 'export EVA_TOOLS_DIR=%q\n' "$bin"
   printf 'export PATH=%q:"$PATH"\n' "$bin"
 }

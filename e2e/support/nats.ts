@@ -9,6 +9,8 @@ import { parseCreds, signUser, newSeed } from '../../src/adapters/nats-jwt.ts';
 import { keysFromSecret } from '../../src/steps/account-keys.ts';
 import { inboxPrefix } from '../../src/steps/names.ts';
 import { kubectl } from '../../test/support/kubectl.ts';
+import { testAccounts } from '../../test/support/fixtures.ts';
+import type { NatsAccounts } from '../../src/steps/nats-accounts.ts';
 
 export interface NatsTarget {
   readonly url: string;
@@ -36,7 +38,22 @@ function secretKeys(name: string, namespace: string): ReturnType<typeof keysFrom
 
 /** The public key of a tenant's account (from the operator's key Secret), if it has one. */
 export function tenantAccount(code: string, t?: NatsTarget): string | undefined {
-  return secretKeys(`eva-nats-account-${code.toLowerCase()}`, target(t).keysNamespace)?.keys.account;
+  return tenantAccountIn(`eva-nats-account-${code.toLowerCase()}`, target(t).keysNamespace);
+}
+
+/** The account public key in a key Secret, if it exists. */
+export function tenantAccountIn(secretName: string, namespace: string): string | undefined {
+  return secretKeys(secretName, namespace)?.keys.account;
+}
+
+/** The operator's view of the dev cluster's NATS (the files `dev-cluster.sh env` exports), keys from `default`. */
+export function clusterAccounts(): NatsAccounts {
+  const auth = {
+    dir: '',
+    systemCredsFile: process.env['NATS_SYSTEM_CREDS_FILE'] ?? '',
+    operatorSigningKeyFile: process.env['NATS_OPERATOR_SIGNING_KEY_FILE'] ?? '',
+  };
+  return testAccounts({ url: target().url, auth });
 }
 
 async function openAs(url: string, jwt: string, seed: string, prefix?: string): Promise<AccountSession> {

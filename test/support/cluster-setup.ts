@@ -11,7 +11,7 @@ const script = join(repoRoot, 'scripts/dev-cluster.sh');
 
 function exportedVariables(envScript: string): Record<string, string> {
   const vars: Record<string, string> = {};
-  for (const name of ['KUBECONFIG', 'NATS_URL', 'NATS_SYSTEM_CREDS_FILE', 'NATS_OPERATOR_SIGNING_KEY_FILE', 'EVA_TOOLS_DIR']) {
+  for (const name of ['KUBECONFIG', 'NATS_URL', 'NATS_SYSTEM_CREDS_FILE', 'NATS_OPERATOR_SIGNING_KEY_FILE', 'EVA_NATS_MONITOR_URL', 'EVA_TOOLS_DIR']) {
     vars[name] = execFileSync('bash', ['-c', `${envScript}\nprintf %s "$${name}"`], { encoding: 'utf8' });
   }
   return vars;
