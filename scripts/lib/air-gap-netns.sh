@@ -112,6 +112,7 @@ start_operator() {
   mkdir -p "$out/helm-secrets" "$out/home"
   # An empty HOME: no helm repository, cache or plugin from this machine can help.
   (cd "$root" && exec env -i PATH="$PATH" HOME="$out/home" TMPDIR="$TMPDIR" KUBECONFIG="$KUBECONFIG" NATS_URL="$NATS_URL" \
+    NATS_SYSTEM_CREDS_FILE="$NATS_SYSTEM_CREDS_FILE" NATS_OPERATOR_SIGNING_KEY_FILE="$NATS_OPERATOR_SIGNING_KEY_FILE" \
     OPERATOR_VERSION="$version" HELM_BINARY="$EVA_TOOLS_DIR/helm" HELM_SECRETS_DIR="$out/helm-secrets" \
     INGRESS_CLASS=eva-lb METRICS_PORT=18080 METRICS_BIND_ADDRESS=127.0.0.1 LOG_LEVEL=info \
     node src/cli.ts run </dev/null >"$out/operator.log" 2>&1) &
@@ -199,7 +200,7 @@ teardown() {
 steps() { local step; for step in "$@"; do [[ -z $failed ]] || return 0; run "$step"; done; }
 
 steps seal_network start_dns cluster_up
-[[ -n $failed ]] || eval "$(cluster env)"   # KUBECONFIG, NATS_URL, EVA_TOOLS_DIR, PATH with kubectl and helm
+[[ -n $failed ]] || eval "$(cluster env)"   # KUBECONFIG, NATS_URL and its two key files, EVA_TOOLS_DIR, PATH with kubectl and helm
 steps install_crd start_operator create_tenant wait_active
 [[ -z $failed ]] || log "ERROR: $(cat "$out/error")"
 collect

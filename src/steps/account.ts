@@ -17,6 +17,7 @@ import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { ACCOUNT_BY_TIER, STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import { canonicalJson } from '../canonical-json.ts';
+import type { AccountClaims } from '../adapters/nats-jwt.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
 import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../adapters/nats-jwt.ts';
@@ -69,34 +70,58 @@ async function rotateIfAsked(scope: TenantScope, deps: AccountStepDeps, stored: 
   return rotated;
 }
 
-// ---- a tier change must fit the data ----------------------------------------------------------------
+// ---- a smaller tier: the data must fit, and the limits shrink after the streams ----------------------
+
+interface StreamUse {
+  readonly name: string;
+  readonly bytes: number;
+  readonly reserved: number;
+}
+
+/** What the account's streams hold and reserve (JetStream reserves each stream's max_bytes). */
+async function streamUse(scope: TenantScope, deps: AccountStepDeps): Promise<{ streams: StreamUse[]; stored: number }> {
+  return deps.nats.runInTenant(scope, async (session) => {
+    const streams: StreamUse[] = [];
+    for await (const info of session.jsm.streams.list()) streams.push({ name: info.config.name, bytes: info.state.bytes, reserved: Math.max(0, info.config.max_bytes) });
+    return { streams, stored: (await session.jsm.getAccountInfo()).storage };
+  });
+}
 
 /**
- * Refuses limits below what the account already stores: the server would keep the data but refuse
- * new writes, and shrinking a stream below its content discards messages. Nothing is deleted here.
+ * Refuses a tier whose limits are below what the account already stores: the server would keep the
+ * data but refuse new writes, and shrinking a stream below its content discards messages. Nothing is
+ * deleted here.
  */
-async function assertDataFits(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys, held: HeldClaims | undefined): Promise<void> {
-  const desired = tenantClaims(scope, keys).limits;
-  if (held === undefined || held.limits.diskStorage <= desired.diskStorage) return;
+function assertDataFits(scope: TenantScope, use: { streams: StreamUse[]; stored: number }): void {
   const tier = scope.tenant.spec.tier;
-  const perStream = STREAM_LIMITS_BY_TIER[tier].maxBytes;
-  const bucket = ACCOUNT_BY_TIER[tier].dataBucketBytes;
-  const over = await deps.nats.runInTenant(scope, async (session) => {
-    const problems: string[] = [];
-    for await (const info of session.jsm.streams.list()) {
-      const limit = info.config.name.startsWith('KV_') ? bucket : perStream;
-      if (info.state.bytes > limit) problems.push(`${info.config.name} holds ${mib(info.state.bytes)} (the ${tier} tier allows ${mib(limit)})`);
-    }
-    const used = (await session.jsm.getAccountInfo()).storage;
-    if (used > desired.diskStorage) problems.push(`the account stores ${mib(used)} (the ${tier} tier allows ${mib(desired.diskStorage)})`);
-    return problems;
+  const limits = { stream: STREAM_LIMITS_BY_TIER[tier].maxBytes, bucket: ACCOUNT_BY_TIER[tier].dataBucketBytes, account: ACCOUNT_BY_TIER[tier].diskStorage };
+  const over = use.streams.flatMap(({ name, bytes }) => {
+    const limit = name.startsWith('KV_') ? limits.bucket : limits.stream;
+    return bytes > limit ? [`${name} holds ${mib(bytes)} (the ${tier} tier allows ${mib(limit)})`] : [];
   });
+  if (use.stored > limits.account) over.push(`the account stores ${mib(use.stored)} (the ${tier} tier allows ${mib(limits.account)})`);
   if (over.length > 0) {
     throw new InputError(
       Reason.JetStreamUsageExceedsTier,
       `the tenant's NATS data does not fit the ${tier} tier: ${over.join('; ')}. Nothing was changed or deleted; delete data or keep the larger tier`,
     );
   }
+}
+
+/**
+ * The claims to hold now. Moving to a smaller tier, the account keeps storage for what its streams
+ * still reserve: with the tier's limit at once, JetStream refuses to shrink any stream (the others'
+ * old reservations alone exceed it). The streams and seed steps shrink them next; step revoke, after
+ * them, pushes the tier's own limits.
+ */
+async function claimsNow(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys, held: HeldClaims | undefined, checkData: boolean): Promise<AccountClaims> {
+  const desired = tenantClaims(scope, keys);
+  if (held === undefined || held.limits.diskStorage <= desired.limits.diskStorage) return desired;
+  const use = await streamUse(scope, deps);
+  if (checkData) assertDataFits(scope, use);
+  const reserved = use.streams.reduce((sum, s) => sum + s.reserved, 0);
+  const diskStorage = Math.min(held.limits.diskStorage, Math.max(desired.limits.diskStorage, reserved));
+  return { ...desired, limits: { ...desired.limits, diskStorage } };
 }
 
 // ---- the modules' credentials Secret ----------------------------------------------------------------
@@ -156,8 +181,8 @@ async function ensure(scope: TenantScope, deps: AccountStepDeps): Promise<void> 
   const stored = await ensureKeys(scope, deps);
   const keys = await rotateIfAsked(scope, deps, stored);
   const held = await deps.nats.serverClaims(keys.account);
-  await assertDataFits(scope, deps, keys, held);
-  if (await deps.nats.ensureAccount(tenantClaims(scope, keys), held)) {
+  const claims = await claimsNow(scope, deps, keys, held, true);
+  if (await deps.nats.ensureAccount(claims, held)) {
     scope.log.info({ step: 'account', account: keys.account, tier: scope.tenant.spec.tier }, 'NATS account JWT pushed');
   }
   await ensureCredentialsSecret(scope, deps, keys);
@@ -171,7 +196,7 @@ async function verify(scope: TenantScope, deps: AccountStepDeps): Promise<Verdic
   if (asked !== undefined && asked !== keys.rotation) return notReady(Reason.NatsCredentialsRotating, `a rotation of the NATS credentials (${asked}) is requested`);
   const held = await deps.nats.serverClaims(keys.account);
   if (held === undefined) return notReady(Reason.AccountMissing, `NATS does not know account ${keys.account}`);
-  if (!deps.nats.matches(held, tenantClaims(scope, keys))) return notReady(Reason.AccountDrifted, `the JWT of account ${keys.account} on NATS differs from the ${scope.tenant.spec.tier} tier`);
+  if (!deps.nats.matches(held, await claimsNow(scope, deps, keys, held, false))) return notReady(Reason.AccountDrifted, `the JWT of account ${keys.account} on NATS differs from the ${scope.tenant.spec.tier} tier`);
   const secret = await readCredentialsSecret(deps.kube, scope);
   const problem = credentialsProblem(secret, scope, keys, deps.nats.moduleUrl);
   if (problem !== undefined) return notReady(secret === undefined ? Reason.NatsCredentialsMissing : Reason.NatsCredentialsDrifted, problem);
