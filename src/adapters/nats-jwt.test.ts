@@ -16,6 +16,7 @@ import {
   readUser,
   signAccount,
   signAccountDeletion,
+  signNonce,
   signUser,
   UNLIMITED,
 } from './nats-jwt.ts';
@@ -133,5 +134,36 @@ describe('JWTs', () => {
     for (const seed of [identity.operatorSeed, identity.operatorSigningSeed, identity.systemSigningSeed]) {
       expect(identity.operatorJwt + identity.systemAccountJwt).not.toContain(seed);
     }
+  });
+});
+
+describe('signNonce', () => {
+  it('answers a login challenge exactly as nats.js does with nkeys (standard base64 of the signature)', () => {
+    const seed = newSeed('user');
+    const reference = fromSeed(new TextEncoder().encode(seed));
+    const nonce = 'a1b2c3-server-nonce';
+    expect(signNonce(seed, nonce)).toEqual({
+      nkey: reference.getPublicKey(),
+      sig: Buffer.from(reference.sign(new TextEncoder().encode(nonce))).toString('base64'),
+    });
+  });
+});
+
+describe('reading JWTs (signature verified through OpenSSL)', () => {
+  it('reads what @nats-io/jwt\'s decode reads, and refuses what it refuses: a tampered payload, a foreign signature', async () => {
+    const operatorSigning = newSeed('operator');
+    const account = publicKeyOf(newSeed('account'), 'account');
+    for (let i = 0; i < 20; i += 1) {
+      const token = await signAccount({ account, name: `T${String(i)}`, signingKeys: [], limits: UNLIMITED, revocations: {} }, operatorSigning);
+      expect(readAccount(token).name).toBe(decode(token).name);
+      const [header = '', payload = '', signature = ''] = token.split('.');
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { name: string };
+      const tampered = `${header}.${Buffer.from(JSON.stringify({ ...claims, name: 'EVIL' })).toString('base64url')}.${signature}`;
+      expect(() => decode(tampered)).toThrow('sig verification failed');
+      expect(() => readAccount(tampered)).toThrow('sig verification failed');
+      const foreign = (await signAccount({ account, name: 'X', signingKeys: [], limits: UNLIMITED, revocations: {} }, newSeed('operator'))).split('.')[2] ?? '';
+      expect(() => readAccount(`${header}.${payload}.${foreign}`)).toThrow('sig verification failed');
+    }
+    expect(() => readAccount('a.b')).toThrow('invalid jwt');
   });
 });

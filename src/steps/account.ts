@@ -177,7 +177,7 @@ const isOurs = (secret: V1Secret | undefined, scope: TenantScope): secret is V1S
 
 // ---- the step -------------------------------------------------------------------------------------
 
-async function ensure(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
   const stored = await ensureKeys(scope, deps);
   const keys = await rotateIfAsked(scope, deps, stored);
   const held = await deps.nats.serverClaims(keys.account);
@@ -186,6 +186,7 @@ async function ensure(scope: TenantScope, deps: AccountStepDeps): Promise<void> 
     scope.log.info({ step: 'account', account: keys.account, tier: scope.tenant.spec.tier }, 'NATS account JWT pushed');
   }
   await ensureCredentialsSecret(scope, deps, keys);
+  return READY;
 }
 
 async function verify(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {

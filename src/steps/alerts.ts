@@ -212,14 +212,15 @@ function configMapMatches(actual: V1ConfigMap | undefined, scope: TenantScope): 
 const deleteConfigMap = (kube: Kube, scope: TenantScope): Promise<void> =>
   deleteIgnoringNotFound(() => kube.core.deleteNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
 
-async function ensure(scope: TenantScope, { kube }: AlertStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
   if (await prometheusRulesSupported(kube, scope.log)) {
     if (!prometheusRuleMatches(await readPrometheusRule(kube, scope), scope)) await kube.apply(desiredPrometheusRule(scope));
     // The Prometheus Operator arrived after the ConfigMap was written: one source of rules, not two.
     await deleteConfigMap(kube, scope);
-    return;
+    return READY;
   }
   if (!configMapMatches(await readConfigMap(kube, scope), scope)) await kube.apply(desiredConfigMap(scope));
+  return READY;
 }
 
 async function verify(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {

@@ -380,7 +380,8 @@ async function settleAll(jobs: readonly { module: string; run: () => Promise<voi
   if (error !== undefined) throw error;
 }
 
-async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
+/** The Deployments' rollout is the controller-manager's: verify judges. */
+async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<undefined> {
   const natsRevision = await readNatsRevision(deps.kube, scope);
   if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
   const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision };
@@ -404,6 +405,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
     jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
   }
   await settleAll(jobs);
+  return undefined;
 }
 
 // ---- verify / remove ------------------------------------------------------------------------------

@@ -69,14 +69,14 @@ function assertOwned(scope: TenantScope, ns: V1Namespace): void {
   );
 }
 
-async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   let existing = await readNamespace(kube, scope.namespace);
   if (!existing) {
     try {
       // Create, not apply: two tenants racing for one code must not both "win" a server-side apply.
       existing = await kube.core.createNamespace({ body: desiredNamespace(scope) });
       scope.log.info({ namespace: scope.namespace }, 'namespace created');
-      return;
+      return READY;
     } catch (err) {
       if (!isConflict(err)) throw err;
       existing = await readNamespace(kube, scope.namespace);
@@ -84,8 +84,12 @@ async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void>
     }
   }
   assertOwned(scope, existing);
+  if (existing.status?.phase === 'Terminating') return terminating(scope);
   if (!labelsMatch(existing, namespaceLabels(scope))) await kube.apply(desiredNamespace(scope));
+  return READY;
 }
+
+const terminating = (scope: TenantScope): Verdict => notReady(Reason.NamespaceTerminating, `namespace ${scope.namespace} is being deleted`);
 
 function labelsMatch(ns: V1Namespace, desired: Record<string, string>): boolean {
   const labels = ns.metadata?.labels ?? {};
@@ -96,7 +100,7 @@ async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdi
   const ns = await readNamespace(kube, scope.namespace);
   if (!ns) return notReady(Reason.NamespaceMissing, `namespace ${scope.namespace} does not exist`);
   assertOwned(scope, ns);
-  if (ns.status?.phase === 'Terminating') return notReady(Reason.NamespaceTerminating, `namespace ${scope.namespace} is being deleted`);
+  if (ns.status?.phase === 'Terminating') return terminating(scope);
   if (!labelsMatch(ns, namespaceLabels(scope))) return notReady(Reason.NamespaceLabelsDrifted, `namespace ${scope.namespace} labels differ from the tenant`);
   return READY;
 }

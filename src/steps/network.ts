@@ -61,14 +61,15 @@ const specOf = (policy: V1NetworkPolicy | undefined): string =>
 
 const matches = (actual: V1NetworkPolicy | undefined, desired: V1NetworkPolicy): boolean => actual !== undefined && specOf(actual) === specOf(desired);
 
-async function ensure(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<Verdict> {
   const current = await readPolicy(kube, scope.namespace);
   if (!config.networkPolicy.enabled) {
     if (current?.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY) await remove(scope, { kube, config });
-    return;
+    return READY;
   }
   const desired = desiredNetworkPolicy(scope, config.networkPolicy);
   if (!matches(current, desired)) await kube.apply(desired);
+  return READY;
 }
 
 async function verify(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<Verdict> {

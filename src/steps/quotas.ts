@@ -65,12 +65,13 @@ async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdi
   return READY;
 }
 
-async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
   const quota = await readQuota(kube, scope.namespace);
   if (hard && !sameMap(quota?.spec?.hard, hard)) await kube.apply(desiredQuota(scope, hard));
   if (!hard && quota) await kube.core.deleteNamespacedResourceQuota({ name: QUOTA_NAME, namespace: scope.namespace });
   if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) await kube.apply(desiredLimitRange(scope));
+  return READY;
 }
 
 async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {

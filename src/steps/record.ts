@@ -185,7 +185,7 @@ export function recordDrift(record: TenantRecord, desired: OwnedFields): string[
   return keys.filter((key) => JSON.stringify(record[key]) !== JSON.stringify(desired[key]));
 }
 
-async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const desired = ownedFields(scope, deps.seedsBasePath);
   await deps.nats.runInRegistry(async (session) => {
     const current = await readFrom(await tenantsBucket(session), scope.code);
@@ -196,6 +196,7 @@ async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<voi
     await writeTenantRecord(session, { ...current?.record, ...desired, createdAt, updatedAt: now }, current?.revision);
     scope.log.info({ step: 'record', created: current === undefined }, 'tenant record written');
   });
+  return READY;
 }
 
 async function verifyRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {

@@ -61,8 +61,8 @@ export async function runStep(step: StepName, scope: TenantScope, deps: Operator
   if (scope.signal.aborted) throw new ShutdownError(`stopping at a step boundary; step ${step} not started`);
   const started = performance.now();
   try {
-    await STEPS[step].ensure(scope, deps);
-    const verdict = await STEPS[step].verify(scope, deps);
+    // An ensure that knows from its own writes needs no second read of the same objects.
+    const verdict = (await STEPS[step].ensure(scope, deps)) ?? (await STEPS[step].verify(scope, deps));
     return verdict.ready ? { kind: 'done' } : { kind: 'pending', reason: verdict.reason, message: verdict.message };
   } finally {
     timer?.observe(step, (performance.now() - started) / 1000);

@@ -16,9 +16,9 @@ export function revoked(keys: AccountKeys, user: string, now: number): AccountKe
   return { ...next, ...(keys.userSeed !== undefined ? { userSeed: keys.userSeed } : {}), ...(keys.rotation !== undefined ? { rotation: keys.rotation } : {}) };
 }
 
-async function ensure(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const stored = await deps.nats.tenantKeys(scope);
-  if (stored === undefined) return;
+  if (stored === undefined) return READY;
   let { keys } = stored;
   const retiring = keys.retiringUser;
   if (retiring !== undefined) {
@@ -28,6 +28,7 @@ async function ensure(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
   if (await deps.nats.ensureAccount(tenantClaims(scope, keys))) {
     scope.log.info({ step: 'revoke', account: keys.account, revoked: retiring }, 'replaced NATS user revoked');
   }
+  return READY;
 }
 
 async function verify(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {

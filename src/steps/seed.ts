@@ -221,7 +221,7 @@ function desiredSeed(scope: TenantScope, seedsBasePath: string): Desired {
   return { version, defaulted, entries, digest: seedDigest(entries) };
 }
 
-async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const desired = desiredSeed(scope, deps.seedsBasePath);
   // Said by ensure only: verify runs on every drift check and would repeat it all day.
   if (desired.defaulted) {
@@ -247,6 +247,7 @@ async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void>
       'seed data applied',
     );
   }
+  return READY;
 }
 
 async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdict> {

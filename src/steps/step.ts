@@ -1,7 +1,7 @@
 /**
  * The contract every provisioning step implements: one side effect, four idempotent operations.
- * `ensure` makes the world right (safe to repeat after a crash at any line); `verify` only reads and
- * says whether it is right (the drift check calls it, so it must not write or start helm);
+ * `ensure` makes the world right (safe to repeat after a crash at any line) and says so when it knows;
+ * `verify` only reads and says whether it is right (the drift check calls it, so it must not write or start helm);
  * `remove` undoes `ensure` (and tolerates `ensure` never having run); `verifyRemoved` only reads.
  */
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
@@ -64,7 +64,11 @@ export interface Step<Deps> {
   readonly name: StepName;
   /** Set when verify waits on objects someone else makes ready (Deployments, an ingress address). */
   readonly wakeOn?: WakeOn;
-  ensure(scope: TenantScope, deps: Deps): Promise<void>;
+  /**
+   * Returns the verdict when its own writes and reads already prove it (READY, usually), saving verify's
+   * reads; undefined when what it waits on is someone else's to make ready (verify then judges).
+   */
+  ensure(scope: TenantScope, deps: Deps): Promise<Verdict | undefined>;
   verify(scope: TenantScope, deps: Deps): Promise<Verdict>;
   remove(scope: TenantScope, deps: Deps): Promise<void>;
   verifyRemoved(scope: TenantScope, deps: Deps): Promise<Verdict>;

@@ -158,10 +158,11 @@ function noStorage(desired: OwnedStreamConfig, err: unknown): DependencyError {
   );
 }
 
-async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   await deps.nats.runInTenant(scope, async (session) => {
     for (const kind of STREAM_KINDS) await ensureStream(scope, session, kind);
   });
+  return READY;
 }
 
 async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
