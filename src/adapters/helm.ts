@@ -16,20 +16,6 @@ import type { Kube } from './kube.ts';
 import { redactSecrets } from '../log.ts';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
 
-/** Helm's release statuses (helm.sh/helm/v4/pkg/release/common/status.go). */
-export type ReleaseStatus =
-  | 'unknown'
-  | 'deployed'
-  | 'uninstalled'
-  | 'superseded'
-  | 'failed'
-  | 'uninstalling'
-  | 'pending-install'
-  | 'pending-upgrade'
-  | 'pending-rollback';
-
-export const PENDING_STATUSES: readonly string[] = ['pending-install', 'pending-upgrade', 'pending-rollback'];
-
 export interface HelmSettings {
   /** The helm binary (config.helmBinary; tests: tool('helm')). */
   binary: string;
@@ -334,38 +320,4 @@ export async function readReleases(kube: Kube, namespace: string): Promise<Relea
     latest.set(name, { name, version, status: labels['status'] ?? 'unknown', labels: own });
   }
   return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name));
-}
-
-export function isPending(status: string): boolean {
-  return PENDING_STATUSES.includes(status);
-}
-
-export type Recovery = 'none' | 'uninstalled' | 'rolled-back';
-
-/** The revision to return to: the deployed one, else the newest superseded, older than `before`. */
-export function lastGoodRevision(history: readonly HistoryEntry[], before: number): number | undefined {
-  const older = history.filter((entry) => entry.revision < before);
-  const pick = (status: string): number | undefined =>
-    older.filter((entry) => entry.status === status).reduce<number | undefined>((max, e) => Math.max(max ?? 0, e.revision), undefined);
-  return pick('deployed') ?? pick('superseded');
-}
-
-/**
- * Unsticks a release left pending by a helm process that died (killed, OOM, node lost): helm refuses
- * every later operation with "another operation (install/upgrade/rollback) is in progress". Only the
- * operator runs helm for its tenants and a restarted operator has no helm child left, so a pending
- * state seen at the start of a step is stale. pending-install: uninstall (the caller installs again);
- * pending-upgrade/rollback: roll back to the last good revision, or uninstall when there is none.
- */
-export async function recoverPendingRelease(helm: Helm, namespace: string, release: ReleaseRecord): Promise<Recovery> {
-  if (!isPending(release.status)) return 'none';
-  if (release.status !== 'pending-install') {
-    const target = lastGoodRevision(await helm.history(release.name, namespace), release.version);
-    if (target !== undefined) {
-      await helm.rollback(release.name, namespace, target);
-      return 'rolled-back';
-    }
-  }
-  await helm.uninstall(release.name, namespace);
-  return 'uninstalled';
 }

@@ -9,6 +9,7 @@ import { MODULES_BY_TIER } from '../api/modules.ts';
 import { ImageCatalog } from '../adapters/images.ts';
 import { createLogger } from '../log.ts';
 import { DependencyError, InputError } from '../errors.ts';
+import { VALUES_HASH_LABEL } from './release-state.ts';
 import {
   chartFingerprint,
   chartPath,
@@ -21,7 +22,6 @@ import {
   releaseProblems,
   secretStrings,
   undesiredReleases,
-  VALUES_HASH_LABEL,
   valuesFileContent,
   valuesHash,
 } from './modules.ts';
@@ -197,7 +197,7 @@ describe('release checks', () => {
       { name: 'orbit-itsm', version: 4, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'h2' } },
       { name: 'someone-elses', version: 1, status: 'deployed', labels: {} },
     ];
-    expect(releaseProblems(desired, releases)).toEqual([]);
+    expect(releaseProblems(desired, releases, new Set(['orbit-crm', 'orbit-itsm']))).toEqual([]);
   });
 
   it('reports missing, unsettled, outdated and undesired releases', () => {
@@ -205,9 +205,9 @@ describe('release checks', () => {
       { name: 'orbit-crm', version: 2, status: 'pending-upgrade', labels: { ...ours, [VALUES_HASH_LABEL]: 'h1' } },
       { name: 'eva-shell', version: 1, status: 'deployed', labels: ours },
     ];
-    expect(releaseProblems(desired, releases).map((p) => p.reason)).toEqual(['ReleaseNotDeployed', 'ReleaseMissing', 'UndesiredRelease']);
+    expect(releaseProblems(desired, releases, new Set(['orbit-crm'])).map((p) => p.reason)).toEqual(['ReleaseNotDeployed', 'ReleaseMissing', 'UndesiredRelease']);
     const outdated = [{ name: 'orbit-crm', version: 1, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'old' } }];
-    expect(releaseProblems(new Map([['orbit-crm', 'h1']]), outdated)[0]?.reason).toBe('ReleaseOutdated');
+    expect(releaseProblems(new Map([['orbit-crm', 'h1']]), outdated, new Set(['orbit-crm']))[0]?.reason).toBe('ReleaseOutdated');
   });
 
   it('only calls the operator’s own module releases undesired', () => {

@@ -19,7 +19,8 @@ import { parse as parseYaml } from 'yaml';
 import { GROUP } from '../api/constants.ts';
 import { isModuleName, type ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
-import { type Helm, isPending, readReleases, recoverPendingRelease, type ReleaseRecord } from '../adapters/helm.ts';
+import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
+import { actionFor, problemFor, recoverPendingRelease, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import { FIELD_MANAGER, isConflict, isNotFound, type Kube, readOptional } from '../adapters/kube.ts';
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
@@ -40,7 +41,6 @@ export interface ModuleStepDeps {
   >;
 }
 
-export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;
 export const MODULE_LABEL = `${GROUP}/module`;
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
 export const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
@@ -174,14 +174,13 @@ export function deploymentProblem(deployment: V1Deployment): Problem | undefined
 export function releaseProblems(
   desired: ReadonlyMap<ModuleName, string>,
   releases: readonly ReleaseRecord[],
+  withDeployment: ReadonlySet<string>,
 ): Problem[] {
   const byName = new Map(releases.map((r) => [r.name, r]));
   const problems: Problem[] = [];
   for (const [module, hash] of desired) {
-    const release = byName.get(module);
-    if (release === undefined) problems.push({ reason: Reason.ReleaseMissing, message: `${module} is not installed` });
-    else if (release.status !== 'deployed') problems.push({ reason: Reason.ReleaseNotDeployed, message: `${module} revision ${release.version} is ${release.status}` });
-    else if (release.labels[VALUES_HASH_LABEL] !== hash) problems.push({ reason: Reason.ReleaseOutdated, message: `${module} revision ${release.version} has other values or chart than desired` });
+    const problem = problemFor(module, releaseState(hash, byName.get(module), withDeployment.has(module)));
+    if (problem !== undefined) problems.push(problem);
   }
   for (const release of undesiredReleases(desired, releases)) {
     problems.push({ reason: Reason.UndesiredRelease, message: `${release.name} is installed but not part of the tier` });
@@ -322,12 +321,13 @@ async function ensureRelease(
   deploymentMissing: boolean,
 ): Promise<void> {
   const log = scope.log.child({ module: desired.module });
-  // Up to date, unless its Deployment was deleted: only helm puts it back (an upgrade recreates it).
-  if (current?.status === 'deployed' && current.labels[VALUES_HASH_LABEL] === desired.hash && !deploymentMissing) return;
-  if (current !== undefined && isPending(current.status)) {
+  const state = releaseState(desired.hash, current, !deploymentMissing);
+  const action = actionFor(state);
+  if (action === 'none') return;
+  if (action === 'unlock-then-upgrade' && current !== undefined) {
     assertNotShuttingDown(scope);
-    const action = await recoverPendingRelease(deps.helm, scope.namespace, current);
-    log.warn({ status: current.status, revision: current.version, action }, 'recovered a release left pending by an interrupted helm');
+    const recovery = await recoverPendingRelease(deps.helm, scope.namespace, current);
+    log.warn({ status: current.status, revision: current.version, recovery }, 'recovered a release left pending by an interrupted helm');
   }
   assertNotShuttingDown(scope);
   using file = writeSecretValuesFile(valuesFileContent(desired.values), {
@@ -420,13 +420,11 @@ function instanceOf(deployment: V1Deployment): string | undefined {
   return deployment.metadata?.labels?.['app.kubernetes.io/instance'];
 }
 
-async function deploymentProblems(kube: Kube, namespace: string, modules: readonly ModuleName[]): Promise<Problem[]> {
-  const deployments = await listModuleDeployments(kube, namespace);
+/** Why the modules' Deployments are not serving yet (a missing one is the release's state: Drifted). */
+function deploymentProblems(deployments: readonly V1Deployment[], modules: readonly ModuleName[]): Problem[] {
   const problems: Problem[] = [];
   for (const module of modules) {
-    const own = deployments.filter((d) => instanceOf(d) === module);
-    if (own.length === 0) problems.push({ reason: Reason.DeploymentMissing, message: `${module} has no Deployment` });
-    for (const deployment of own) {
+    for (const deployment of deployments.filter((d) => instanceOf(d) === module)) {
       const problem = deploymentProblem(deployment);
       if (problem !== undefined) problems.push(problem);
     }
@@ -451,9 +449,11 @@ async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
       throw err;
     }
   }
-  const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace));
+  const deployments = await listModuleDeployments(deps.kube, scope.namespace);
+  const withDeployment = new Set(deployments.map(instanceOf).filter((name) => name !== undefined));
+  const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace), withDeployment);
   if (problems.length > 0) return verdictOf(problems);
-  return verdictOf(await deploymentProblems(deps.kube, scope.namespace, scope.modules));
+  return verdictOf(deploymentProblems(deployments, scope.modules));
 }
 
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {

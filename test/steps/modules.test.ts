@@ -20,7 +20,8 @@ import { createLogger } from '../../src/log.ts';
 import { DependencyError, InputError, type StepError } from '../../src/errors.ts';
 import { formatCreds, newSeed, publicKeyOf, signUser } from '../../src/adapters/nats-jwt.ts';
 import { NATS_CREDENTIALS_SECRET } from '../../src/steps/account.ts';
-import { credentialsSecretName, type ModuleStepDeps, modulesStep, VALUES_HASH_LABEL } from '../../src/steps/modules.ts';
+import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
+import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
 import type { TenantScope, Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
 
