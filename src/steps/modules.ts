@@ -327,7 +327,7 @@ async function ensureRelease(
   if (action === 'unlock-then-upgrade' && current !== undefined) {
     assertNotShuttingDown(scope);
     const recovery = await recoverPendingRelease(deps.helm, scope.namespace, current);
-    log.warn({ status: current.status, revision: current.version, recovery }, 'recovered a release left pending by an interrupted helm');
+    log.warn({ status: current.status, revision: current.version, action: recovery }, 'recovered a release left pending by an interrupted helm');
   }
   assertNotShuttingDown(scope);
   using file = writeSecretValuesFile(valuesFileContent(desired.values), {
