@@ -8,7 +8,7 @@ import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
-import { leaseExpiresAt, leaseNameForVersion } from './leader-election.ts';
+import { leaseExpiresAt, leaseNameForVersion } from './lease.ts';
 
 const REPORT_EVERY_MS = 15 * 60_000;
 

@@ -18,7 +18,7 @@ import { repoRoot, tool } from '../support/tools.ts';
 import { type EnvVar, helm, type HelmResult, type KubeObject, parseManifest } from './render.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../../e2e/support/operator.ts';
 import { applyTenant, waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
-import { leaseNameForVersion } from '../../src/controller/leader-election.ts';
+import { leaseNameForVersion } from '../../src/controller/lease.ts';
 import { natsBootstrapFiles } from '../support/fixtures.ts';
 
 const chartDir = join(repoRoot, 'charts/eva-operator');
