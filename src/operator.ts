@@ -10,6 +10,8 @@ import type { Phase } from './api/constants.ts';
 import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
+import { operatorSteps } from './controller/tenant-steps.ts';
+import { kubeTenantStore } from './controller/tenant-store.ts';
 import { LeaderElector } from './controller/leader-election.ts';
 import { leaseNameForVersion } from './controller/lease.ts';
 import { VersionPresenceReporter } from './controller/version-presence.ts';
@@ -124,7 +126,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const metrics: OperatorMetrics = new OperatorMetrics({
     tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),
   });
-  const reconciler = new TenantReconciler({ deps, config, log, metrics });
+  const reconciler = new TenantReconciler({ tenants: kubeTenantStore(kube), steps: operatorSteps(deps, metrics), config, log, metrics });
   const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, wakeOn: WAKE_ON });
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);

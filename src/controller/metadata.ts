@@ -5,7 +5,7 @@
  */
 import { FINALIZER, OWNER_ANNOTATION, WAVE_LABEL } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
-import type { Kube } from '../adapters/kube.ts';
+import type { TenantStore } from './tenant-store.ts';
 
 export type Ownership =
   | { kind: 'mine' }
@@ -42,17 +42,17 @@ export function metadataPatch(tenant: EvaTenant, intent: MetadataIntent): Record
 }
 
 /** Writes the intent if anything differs; returns the tenant as it now is. A 409 propagates. */
-export async function syncMetadata(kube: Kube, tenant: EvaTenant, intent: MetadataIntent): Promise<EvaTenant> {
+export async function syncMetadata(tenants: TenantStore, tenant: EvaTenant, intent: MetadataIntent): Promise<EvaTenant> {
   const patch = metadataPatch(tenant, intent);
-  return patch ? kube.patchTenantMetadata(tenant, patch) : tenant;
+  return patch ? tenants.patchMetadata(tenant, patch) : tenant;
 }
 
 /** Removes the finalizer, and only it, only if it is still where we saw it (JSON patch test). */
-export async function removeFinalizer(kube: Kube, tenant: EvaTenant): Promise<void> {
+export async function removeFinalizer(tenants: TenantStore, tenant: EvaTenant): Promise<void> {
   const index = (tenant.metadata.finalizers ?? []).indexOf(FINALIZER);
   if (index < 0) return;
   const path = `/metadata/finalizers/${index}`;
-  await kube.jsonPatchTenant(tenant.metadata.name, [
+  await tenants.jsonPatch(tenant.metadata.name, [
     { op: 'test', path, value: FINALIZER },
     { op: 'remove', path },
   ]);
