@@ -20,6 +20,8 @@ export const Reason = {
   StepFailed: 'StepFailed',
   CheckFailed: 'CheckFailed',
   RemoveFailed: 'RemoveFailed',
+  /** A reconcile failed outside any step (e.g. the API server refused a status write). */
+  ReconcileFailed: 'ReconcileFailed',
   ShuttingDown: 'ShuttingDown',
 
   // -- the tenant itself ----------------------------------------------------------------------------

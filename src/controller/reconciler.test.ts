@@ -112,7 +112,7 @@ describe('TenantReconciler', () => {
     expect(store.peek('badsee')?.status?.phase).toBe('Failed');
     expect(conditionOf(store, 'badsee', 'SeedLoaded')).toMatchObject({ status: 'False', reason: 'UnknownSeedsVersion', message: 'seed: no 9.9.9' });
     expect(store.events.filter((e) => e.type === 'Warning').map((e) => e.reason)).toEqual(['UnknownSeedsVersion']);
-    expect(action).toEqual({ kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS });
+    expect(action).toEqual({ kind: 'requeue', failed: Reason.UnknownSeedsVersion, afterMs: USER_ERROR_RECHECK_MS });
   });
 
   it('a failed event write is no failure: the tenant still becomes Active', async () => {

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PHASES, type Phase, type Tier } from '../api/constants.ts';
+import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 import type { StepName } from '../steps/step.ts';
 
@@ -30,7 +31,7 @@ export interface OperatorMetricsOptions {
 
 export class OperatorMetrics {
   readonly registry: Registry;
-  private readonly reconcileTotal: Counter<'result'>;
+  private readonly reconcileTotal: Counter<'result' | 'reason'>;
   private readonly reconcileDuration: Histogram<'result'>;
   private readonly stepDuration: Histogram<'step' | 'tier'>;
   private readonly timeToActive: Histogram<'tier'>;
@@ -45,7 +46,12 @@ export class OperatorMetrics {
     this.registry = new Registry();
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'eva_operator_' });
-    this.reconcileTotal = new Counter({ name: 'eva_reconcile_total', help: 'Reconciles by result.', labelNames: ['result'], registers });
+    this.reconcileTotal = new Counter({
+      name: 'eva_reconcile_total',
+      help: 'Reconciles by result; errors by reason (a condition reason of the catalogue, bounded).',
+      labelNames: ['result', 'reason'],
+      registers,
+    });
     this.reconcileDuration = new Histogram({
       name: 'eva_reconcile_duration_seconds',
       help: 'Duration of one reconcile, by result.',
@@ -110,8 +116,8 @@ export class OperatorMetrics {
     return this.registry.metrics();
   }
 
-  observeReconcile(result: ReconcileResult, seconds: number): void {
-    this.reconcileTotal.inc({ result });
+  observeReconcile(result: ReconcileResult, seconds: number, reason?: Reason): void {
+    this.reconcileTotal.inc({ result, reason: reason ?? '' });
     this.reconcileDuration.observe({ result }, seconds);
   }
 
