@@ -19,9 +19,9 @@ import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { STEP_NAMES } from '../src/steps/step.ts';
 import { metricSum, scrape } from '../e2e/support/metrics.ts';
 import { startOperator } from '../e2e/support/operator.ts';
-import { tenantYaml, waitForGone } from '../e2e/support/tenants.ts';
+import { waitForGone } from '../e2e/support/tenants.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
-import { kubectlOk } from '../test/support/kubectl.ts';
+import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 
 const VERSION = '9.9.0';
@@ -246,7 +246,7 @@ async function main(): Promise<void> {
   const reconcilesBefore = reconcileCounts(metricsBefore);
   const started = Date.now();
   // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
-  const manifests = codes.map((code) => tenantYaml(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
+  const manifests = codes.map((code) => tenantManifest(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
   kubectlOk(['apply', '-f', '-'], manifests.join('\n'));
   const { elapsed, pending } = await waitAllActive(codes);
   const wall = (Date.now() - started) / 1000;

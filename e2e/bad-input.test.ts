@@ -12,7 +12,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
-import { startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
+import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
 import { parseCreds } from '../src/adapters/nats-jwt.ts';
 import { inRegistry, inTenant, tenantAccount } from './support/nats.ts';
 import { repoRoot } from '../test/support/tools.ts';
@@ -265,9 +265,7 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
     natsDownOperator = startOperator({
       OPERATOR_VERSION: NATS_DOWN_VERSION,
       MAX_WAVE: '0',
-      NATS_URL: privateNats.url,
-      NATS_SYSTEM_CREDS_FILE: privateNats.auth.systemCredsFile,
-      NATS_OPERATOR_SIGNING_KEY_FILE: privateNats.auth.operatorSigningKeyFile,
+      ...operatorNatsEnv(privateNats),
     });
     const seeds = [readFileSync(privateNats.auth.operatorSigningKeyFile, 'utf8').trim(), parseCreds(readFileSync(privateNats.auth.systemCredsFile, 'utf8')).seed];
     await natsDownOperator.ready();

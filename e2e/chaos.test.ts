@@ -14,12 +14,12 @@ import { join } from 'node:path';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { Tier } from '../src/api/constants.ts';
 import { LABELS, tenantNamespace } from '../src/steps/names.ts';
-import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
+import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
 import { helmProcesses } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { inRegistry, streamNames, tenantAccount } from './support/nats.ts';
-import { readTenant, tenantYaml, waitForGone, waitForPhase } from './support/tenants.ts';
+import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
 
 const OPERATOR_VERSION = '9.2.0';
 /** MAX_WAVE 0: this operator claims only the tenants pinned to it, never another test's. */
@@ -55,7 +55,7 @@ async function stopOperator(): Promise<number | null> {
 function applyTenant(code: string, tier: Tier): void {
   const name = nameOf(code);
   created.add(name);
-  kubectlOk(['apply', '-f', '-'], tenantYaml(name, { capsuleCode: code, tier, seedsVersion: '1.0.0', wave: 1, operatorVersion: OPERATOR_VERSION }));
+  kubectlOk(['apply', '-f', '-'], tenantManifest(name, { capsuleCode: code, tier, seedsVersion: '1.0.0', wave: 1, operatorVersion: OPERATOR_VERSION }));
 }
 
 // ---- watching without blocking the event loop -----------------------------------------------------

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { StringCodec } from 'nats';
 import { FINALIZER } from '../src/api/constants.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
-import { startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
+import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
 import { inRegistry, inTenant, type NatsTarget, streamNames } from './support/nats.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { helmProcesses, helmReleases } from './support/helm.ts';
@@ -282,9 +282,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
       OPERATOR_VERSION: PRIVATE_VERSION,
       MAX_WAVE: '0',
       DRIFT_INTERVAL_SECONDS: String(DRIFT_INTERVAL_SECONDS),
-      NATS_URL: privateNats.url,
-      NATS_SYSTEM_CREDS_FILE: privateNats.auth.systemCredsFile,
-      NATS_OPERATOR_SIGNING_KEY_FILE: privateNats.auth.operatorSigningKeyFile,
+      ...operatorNatsEnv(privateNats),
     });
     await Promise.all([operator.ready(), privateOperator.ready()]);
     // Leftovers of an interrupted run (ours: the name and the pin both match) go first.

@@ -2,19 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { FINALIZER, OWNER_ANNOTATION, WAVE_LABEL } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { decideOwnership, metadataPatch } from './metadata.ts';
+import { testTenant } from '../../test/support/fixtures.ts';
 
 function tenant({ owner, pin, wave = 1, finalizers = [], waveLabel }: { owner?: string; pin?: string; wave?: number; finalizers?: string[]; waveLabel?: string }): EvaTenant {
-  return {
-    apiVersion: 'eva.aidonow.com/v1alpha1',
-    kind: 'EvaTenant',
-    metadata: {
-      name: 't',
-      finalizers,
-      annotations: owner ? { [OWNER_ANNOTATION]: owner } : {},
-      labels: waveLabel ? { [WAVE_LABEL]: waveLabel } : {},
-    },
-    spec: { capsuleCode: 'ABCDEF', tier: 'Starter', lifecycle: 'Active', wave, ...(pin ? { operatorVersion: pin } : {}) },
-  };
+  return testTenant({
+    name: 't',
+    finalizers,
+    annotations: owner ? { [OWNER_ANNOTATION]: owner } : {},
+    labels: waveLabel ? { [WAVE_LABEL]: waveLabel } : {},
+    spec: { wave, ...(pin ? { operatorVersion: pin } : {}) },
+  });
 }
 
 describe('decideOwnership (me = 2.0.0, MAX_WAVE 1)', () => {

@@ -2,13 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { buildStatus, provisionedSpecChanged, sameStatus } from './tenant-status.ts';
+import { testTenant } from '../../test/support/fixtures.ts';
 
-const base: EvaTenant = {
-  apiVersion: 'eva.aidonow.com/v1alpha1',
-  kind: 'EvaTenant',
-  metadata: { name: 't', generation: 3 },
-  spec: { capsuleCode: 'ABCDEF', tier: 'Starter', lifecycle: 'Active', wave: 1 },
-};
+const base: EvaTenant = testTenant({ name: 't', generation: 3 });
 
 describe('buildStatus', () => {
   it('records when provisioning started and the seconds to each condition, once', () => {

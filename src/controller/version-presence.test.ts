@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { pinnedToAbsent, presentLeases } from './version-presence.ts';
+import { testTenant } from '../../test/support/fixtures.ts';
 
 const now = Date.parse('2026-01-01T00:10:00Z');
 
@@ -10,12 +11,7 @@ function lease(name: string, holder: string, renewedSecondsAgo: number, duration
 }
 
 function tenant(name: string, pin?: string): EvaTenant {
-  return {
-    apiVersion: 'eva.aidonow.com/v1alpha1',
-    kind: 'EvaTenant',
-    metadata: { name, uid: name },
-    spec: { capsuleCode: 'ABCDEF', tier: 'Starter', lifecycle: 'Active', wave: 1, ...(pin ? { operatorVersion: pin } : {}) },
-  };
+  return testTenant({ name, uid: name, spec: pin ? { operatorVersion: pin } : {} });
 }
 
 describe('version presence', () => {

@@ -5,7 +5,6 @@ import { fileURLToPath } from 'node:url';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { MODULES_BY_TIER } from '../api/modules.ts';
 import { ImageCatalog } from '../adapters/images.ts';
 import { createLogger } from '../log.ts';
 import { DependencyError, InputError } from '../errors.ts';
@@ -26,25 +25,13 @@ import {
   valuesHash,
 } from './modules.ts';
 import type { TenantScope } from './step.ts';
+import { testScope } from '../../test/support/fixtures.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const DIGEST = 'c'.repeat(64);
 
 function scopeFor(spec: Partial<EvaTenant['spec']> = {}): TenantScope {
-  const tenant: EvaTenant = {
-    apiVersion: 'eva.aidonow.com/v1alpha1',
-    kind: 'EvaTenant',
-    metadata: { name: 'acme', uid: 'uid-1' },
-    spec: { capsuleCode: 'ACMECO', tier: 'Starter', lifecycle: 'Active', wave: 1, seedsVersion: '1.0.0', ...spec },
-  };
-  return {
-    tenant,
-    code: 'ACMECO',
-    namespace: 'eva-tenant-acmeco',
-    modules: MODULES_BY_TIER[tenant.spec.tier],
-    log: createLogger('silent'),
-    signal: new AbortController().signal,
-  };
+  return testScope({ code: 'ACMECO', seedsVersion: '1.0.0', spec, log: createLogger('silent') });
 }
 
 const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {

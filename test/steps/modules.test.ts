@@ -10,8 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Tier } from '../../src/api/constants.ts';
-import type { EvaTenant, EvaTenantSpec } from '../../src/api/evatenant.ts';
-import { MODULES_BY_TIER } from '../../src/api/modules.ts';
+import type { EvaTenantSpec } from '../../src/api/evatenant.ts';
 import { Helm, readReleases, type ReleaseRecord } from '../../src/adapters/helm.ts';
 import { ImageCatalog } from '../../src/adapters/images.ts';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
@@ -24,6 +23,7 @@ import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../s
 import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
 import type { TenantScope, Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
+import { testScope } from '../support/fixtures.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
 const natsCreds = async (): Promise<string> => {
@@ -108,14 +108,8 @@ async function writeNatsSecret(namespace: string, creds: string): Promise<void> 
 }
 
 function scopeWith(base: { code: string; namespace: string; tier: Tier; spec?: Partial<EvaTenantSpec> }): TenantScope {
-  const tenant: EvaTenant = {
-    apiVersion: 'eva.aidonow.com/v1alpha1',
-    kind: 'EvaTenant',
-    metadata: { name: base.code.toLowerCase(), uid: `uid-${base.code}` },
-    spec: { capsuleCode: base.code, tier: base.tier, lifecycle: 'Active', wave: 1, seedsVersion: '1.0.0', ...base.spec },
-  };
   const log = createLogger('debug', { write: (line: string) => logLines.push(line) }).child({ tenant: base.code });
-  return { tenant, code: base.code, namespace: base.namespace, modules: MODULES_BY_TIER[base.tier], log, signal: new AbortController().signal };
+  return { ...testScope({ code: base.code, tier: base.tier, seedsVersion: '1.0.0', spec: base.spec ?? {}, log }), namespace: base.namespace };
 }
 
 /** The same tenant with a changed spec (and the modules its tier calls for). */

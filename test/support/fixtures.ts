@@ -4,11 +4,12 @@
  */
 import { afterAll, beforeAll } from 'vitest';
 import { API_VERSION, KIND, type Tier } from '../../src/api/constants.ts';
-import type { EvaTenant } from '../../src/api/evatenant.ts';
+import type { EvaTenant, EvaTenantSpec } from '../../src/api/evatenant.ts';
 import { MODULES_BY_TIER } from '../../src/api/modules.ts';
 import { NatsPool } from '../../src/adapters/nats.ts';
 import { parseCreds } from '../../src/adapters/nats-jwt.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
+import { tenantNamespace } from '../../src/steps/names.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, type StoredAccountKeys } from '../../src/steps/account-keys.ts';
 import { NatsAccounts, type NatsStepDeps, tenantClaims } from '../../src/steps/nats-accounts.ts';
 import type { TenantScope } from '../../src/steps/step.ts';
@@ -21,43 +22,57 @@ import { startNatsServer, type NatsServerOptions, type TestNatsServer } from './
 // ---- tenants and scopes -------------------------------------------------------------------------------
 
 export interface TenantOptions {
-  code: string;
+  /** The capsule code; the tenant is named after it unless `name` is given. */
+  code?: string;
+  name?: string;
   tier?: Tier;
   uid?: string;
   seedsVersion?: string;
   annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  finalizers?: string[];
+  generation?: number;
+  /** Anything else of the spec (wave, operatorVersion, modules, ...). */
+  spec?: Partial<EvaTenantSpec>;
 }
 
-/** An EvaTenant as the API server would hand it over (uid set), named after its code. */
-export function testTenant(options: TenantOptions): EvaTenant {
+const DEFAULT_CODE = 'ABCDEF';
+
+/** An EvaTenant as the API server would hand it over (uid set). */
+export function testTenant(options: TenantOptions = {}): EvaTenant {
+  const code = options.code ?? DEFAULT_CODE;
   return {
     apiVersion: API_VERSION,
     kind: KIND,
     metadata: {
-      name: options.code.toLowerCase(),
-      uid: options.uid ?? `uid-${options.code}`,
+      name: options.name ?? code.toLowerCase(),
+      uid: options.uid ?? `uid-${code}`,
       ...(options.annotations ? { annotations: options.annotations } : {}),
+      ...(options.labels ? { labels: options.labels } : {}),
+      ...(options.finalizers ? { finalizers: options.finalizers } : {}),
+      ...(options.generation !== undefined ? { generation: options.generation } : {}),
     },
     spec: {
-      capsuleCode: options.code,
+      capsuleCode: code,
       tier: options.tier ?? 'Starter',
       lifecycle: 'Active',
       wave: 1,
       ...(options.seedsVersion !== undefined ? { seedsVersion: options.seedsVersion } : {}),
+      ...options.spec,
     },
   };
 }
 
 /** A TenantScope for step tests: modules follow the tier, logs go to `lines` when given. */
-export function testScope(options: TenantOptions & { lines?: string[] }): TenantScope {
+export function testScope(options: TenantOptions & { lines?: string[]; log?: Logger } = {}): TenantScope {
   const tenant = testTenant(options);
   const sink = { write: (line: string): void => void options.lines?.push(line) };
   return {
     tenant,
-    code: options.code,
-    namespace: `eva-tenant-${options.code.toLowerCase()}`,
+    code: tenant.spec.capsuleCode,
+    namespace: tenantNamespace(tenant.spec.capsuleCode),
     modules: MODULES_BY_TIER[tenant.spec.tier],
-    log: createLogger('debug', sink),
+    log: options.log ?? createLogger('debug', sink),
     signal: new AbortController().signal,
   };
 }

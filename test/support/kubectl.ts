@@ -1,6 +1,7 @@
 /** kubectl as a user runs it, against the local control plane (pinned binary, same minor as the server). */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { API_VERSION, KIND } from '../../src/api/constants.ts';
 
 export interface CommandResult {
   status: number;
@@ -42,4 +43,9 @@ export async function eventually(check: () => boolean, timeoutMs = 60_000, inter
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   return check();
+}
+
+/** An EvaTenant manifest as a user writes it (no uid, no defaults), for `kubectl apply -f -`. */
+export function tenantManifest(name: string, spec: Record<string, unknown>): string {
+  return JSON.stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec });
 }

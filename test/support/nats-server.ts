@@ -39,6 +39,11 @@ export interface TestNatsServer {
   restart(options?: { wipe?: boolean }): Promise<void>;
 }
 
+/** The operator's settings for this server: what an operator process started against it needs. */
+export function operatorNatsEnv(server: TestNatsServer): Record<'NATS_URL' | 'NATS_SYSTEM_CREDS_FILE' | 'NATS_OPERATOR_SIGNING_KEY_FILE', string> {
+  return { NATS_URL: server.url, NATS_SYSTEM_CREDS_FILE: server.auth.systemCredsFile, NATS_OPERATOR_SIGNING_KEY_FILE: server.auth.operatorSigningKeyFile };
+}
+
 const READY_TIMEOUT_MS = 15_000;
 
 /** Servers still running; killed when the test process exits, even after a failed test skipped stop(). */
