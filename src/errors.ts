@@ -30,10 +30,6 @@ export class ShutdownError extends Error {
   override readonly name = 'ShutdownError';
 }
 
-export function asStepError(err: unknown, fallbackReason: Reason): StepError {
-  if (err instanceof StepError) return err;
-  return new DependencyError(fallbackReason, messageOf(err), { cause: err });
-}
 
 export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 

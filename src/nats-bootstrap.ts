@@ -34,7 +34,7 @@ export class BootstrapRefused extends Error {
 }
 
 /** The part of nats-server's configuration that makes it trust this operator. */
-export function authConfig(identity: Pick<OperatorIdentity, 'operatorJwt' | 'systemAccount' | 'systemAccountJwt'>): string {
+function authConfig(identity: Pick<OperatorIdentity, 'operatorJwt' | 'systemAccount' | 'systemAccountJwt'>): string {
   return [
     '# eva-operator: NATS in operator mode (written by `eva-operator nats-bootstrap`). Public JWTs only.',
     `operator: ${identity.operatorJwt}`,

@@ -10,7 +10,7 @@ import { basename } from 'node:path';
 import type { ModuleName } from '../api/modules.ts';
 import { DependencyError, InputError } from '../errors.ts';
 
-export const DIGEST_PLACEHOLDER = 'PLACEHOLDER';
+const DIGEST_PLACEHOLDER = 'PLACEHOLDER';
 
 export interface CatalogImage {
   /** e.g. ghcr.io/aidonow/orbit-crm (already rewritten for the air-gap registry). */

@@ -1,11 +1,15 @@
 /**
- * The Kubernetes adapter: the only module that talks to @kubernetes/client-node. Objects leave it
- * typed (EvaTenant is parsed at this boundary); writes use server-side apply with one field manager,
- * and status writes carry a resourceVersion precondition.
+ * The Kubernetes adapter: the only module that builds API clients (one KubeConfig, one User-Agent,
+ * one kept-alive connection pool). Objects leave it typed (EvaTenant is parsed at this boundary);
+ * writes use server-side apply with one field manager, and status writes carry a resourceVersion
+ * precondition. Beside it, informers.ts (watch caches) and lease-store.ts (Leases) use its clients
+ * and config; elsewhere client-node is imported for its object types only.
  */
 import {
   ApiException,
+  ApiextensionsV1Api,
   AppsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
@@ -93,26 +97,6 @@ export async function deleteIgnoringNotFound(remove: () => Promise<unknown>): Pr
   }
 }
 
-/** The message the API server gave (its Status.message), for conditions and logs. */
-export function apiMessage(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = typeof err.body === 'string' ? safeJson(err.body) : err.body;
-    if (typeof body === 'object' && body !== null && 'message' in body && typeof body.message === 'string') {
-      return body.message;
-    }
-    return `HTTP ${err.code}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
 /** Options for a JSON merge patch through the generated clients. */
 export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
@@ -128,6 +112,8 @@ export class Kube {
   readonly apps: AppsV1Api;
   readonly networking: NetworkingV1Api;
   readonly custom: CustomObjectsApi;
+  readonly coordination: CoordinationV1Api;
+  readonly apiextensions: ApiextensionsV1Api;
   readonly objects: KubernetesObjectApi;
 
   readonly config: KubeConfig;
@@ -141,6 +127,8 @@ export class Kube {
     this.apps = config.makeApiClient(AppsV1Api);
     this.networking = config.makeApiClient(NetworkingV1Api);
     this.custom = config.makeApiClient(CustomObjectsApi);
+    this.coordination = config.makeApiClient(CoordinationV1Api);
+    this.apiextensions = config.makeApiClient(ApiextensionsV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(config);
   }
 

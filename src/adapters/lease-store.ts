@@ -4,7 +4,6 @@
  * error here, it is `undefined`: the elector keeps waiting.
  */
 import {
-  CoordinationV1Api,
   Observable,
   type ConfigurationOptions,
   type ObservableMiddleware,
@@ -46,8 +45,8 @@ async function unlessConflict(write: () => Promise<V1Lease>): Promise<V1Lease | 
   }
 }
 
-export function kubeLeaseStore(kube: Pick<Kube, 'config'>, namespace: string, name: string): LeaseStore {
-  const api = kube.config.makeApiClient(CoordinationV1Api);
+export function kubeLeaseStore(kube: Pick<Kube, 'coordination'>, namespace: string, name: string): LeaseStore {
+  const api = kube.coordination;
   return {
     get: (signal) => readOptional(() => api.readNamespacedLease({ name, namespace }, abortable(signal))),
     create: (body, signal) =>

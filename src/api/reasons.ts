@@ -125,8 +125,3 @@ export const Reason = {
 } as const;
 
 export type Reason = (typeof Reason)[keyof typeof Reason];
-
-const KNOWN: ReadonlySet<string> = new Set(Object.values(Reason));
-
-/** Whether a string (e.g. read back from a stored condition) is one of ours. */
-export const isReason = (value: string): value is Reason => KNOWN.has(value);

@@ -13,7 +13,7 @@ import type { StepName, TenantScope } from '../steps/step.ts';
 /** Provisioning backwards; 'revoke' has nothing of its own (the account goes whole). */
 export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];
 
-export const REMOVED = 'Removed';
+const REMOVED = 'Removed';
 
 /** Steps named in the force annotation; unknown names are returned apart so they can be reported. */
 export function forcedSteps(annotation: string | undefined): { skip: Set<StepName>; unknown: string[] } {

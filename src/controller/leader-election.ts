@@ -24,7 +24,7 @@ export interface Clock {
   setTimer(callback: () => void, ms: number): () => void;
 }
 
-export const systemClock: Clock = {
+const systemClock: Clock = {
   now: () => Date.now(),
   setTimer: (callback, ms) => {
     const timer = setTimeout(callback, ms);
@@ -65,7 +65,7 @@ interface ElectionSettings {
 }
 
 /** The Lease is read and written through `kube`, or through `store` (tests). */
-type LeaseSource = { readonly kube: Pick<Kube, 'config'>; readonly store?: undefined } | { readonly store: LeaseStore; readonly kube?: undefined };
+type LeaseSource = { readonly kube: Pick<Kube, 'coordination'>; readonly store?: undefined } | { readonly store: LeaseStore; readonly kube?: undefined };
 
 export type LeaderElectorOptions = ElectionSettings & LeaseSource;
 

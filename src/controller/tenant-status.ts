@@ -42,7 +42,7 @@ export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknow
  * The pin (operatorVersion) only says which operator version acts on the tenant; nothing provisioned
  * depends on it.
  */
-export function provisionedSpecDigest(tenant: Pick<EvaTenant, 'spec' | 'metadata'>): string {
+function provisionedSpecDigest(tenant: Pick<EvaTenant, 'spec' | 'metadata'>): string {
   const rotation = tenant.metadata.annotations?.[ROTATE_NATS_CREDENTIALS_ANNOTATION];
   return createHash('sha256').update(canonicalJson({ ...tenant.spec, operatorVersion: undefined, rotation })).digest('hex');
 }

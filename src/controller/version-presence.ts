@@ -4,7 +4,7 @@
  * expired is reported: a Warning Event on the tenant (once per pin per quarter hour) and the
  * eva_tenants_pinned_to_absent_version gauge.
  */
-import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
@@ -40,7 +40,7 @@ export class VersionPresenceReporter {
 
   constructor(options: { kube: Kube; namespace: string; tenants: () => EvaTenant[]; metrics: PresenceSink; log: Logger }) {
     this.options = options;
-    this.api = options.kube.config.makeApiClient(CoordinationV1Api);
+    this.api = options.kube.coordination;
   }
 
   /** One pass: read the Leases, count and report tenants pinned to absent versions. */

@@ -11,8 +11,7 @@ import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 import type { StepName } from '../steps/step.ts';
 
-export const RECONCILE_RESULTS = ['success', 'requeue', 'error'] as const;
-export type ReconcileResult = (typeof RECONCILE_RESULTS)[number];
+export type ReconcileResult = 'success' | 'requeue' | 'error';
 
 /** A reconcile is mostly API reads; a slow one waits on helm or NATS. */
 const RECONCILE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

@@ -69,7 +69,7 @@ export function newAccountKeys(withUser: boolean, rotation?: string): AccountKey
 // ---- the Secret -----------------------------------------------------------------------------------
 
 const KEY = { account: 'account', signing: 'signing.nk', user: 'user.nk', state: 'state.json' } as const;
-export const ACCOUNT_LABEL = 'eva.aidonow.com/nats-account';
+const ACCOUNT_LABEL = 'eva.aidonow.com/nats-account';
 
 interface State {
   retiringUser?: string;

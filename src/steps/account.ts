@@ -31,14 +31,14 @@ export type AccountStepDeps = NatsStepDeps & { readonly kube: Kube };
 
 /** The modules' NATS connection, in every tenant namespace (the module contract). */
 export const NATS_CREDENTIALS_SECRET = 'eva-nats';
-export const NATS_URL_KEY = 'url';
+const NATS_URL_KEY = 'url';
 export const NATS_CREDS_KEY = 'nats.creds';
 
 const MIB = 1024 * 1024;
 const mib = (bytes: number): string => `${(bytes / MIB).toFixed(1)} MiB`;
 
 /** The rotation the tenant asks for (the annotation's value), if any. */
-export const rotationAsked = (scope: TenantScope): string | undefined =>
+const rotationAsked = (scope: TenantScope): string | undefined =>
   scope.tenant.metadata.annotations?.[ROTATE_NATS_CREDENTIALS_ANNOTATION] || undefined;
 
 // ---- keys -------------------------------------------------------------------------------------------
@@ -54,7 +54,7 @@ async function ensureKeys(scope: TenantScope, deps: AccountStepDeps): Promise<St
 }
 
 /** A new modules user; the previous one is retired (revoked by step 'revoke' once the modules rolled). */
-export function rotatedKeys(keys: AccountKeys, rotation: string, now: number): AccountKeys {
+function rotatedKeys(keys: AccountKeys, rotation: string, now: number): AccountKeys {
   if (keys.userSeed === undefined) throw new Error('an account without a modules user cannot rotate');
   // A rotation asked again before the last one finished: the user that one retired goes at once.
   const revocations = keys.retiringUser === undefined ? keys.revocations : { ...keys.revocations, [keys.retiringUser]: now };
@@ -135,7 +135,7 @@ const decoded = (secret: V1Secret, key: string): string | undefined => {
 };
 
 /** What is wrong with the Secret's credentials for the current user, or undefined when they are right. */
-export function credentialsProblem(secret: V1Secret | undefined, scope: TenantScope, keys: AccountKeys, url: string): string | undefined {
+function credentialsProblem(secret: V1Secret | undefined, scope: TenantScope, keys: AccountKeys, url: string): string | undefined {
   if (secret === undefined) return `Secret ${NATS_CREDENTIALS_SECRET} does not exist`;
   if (decoded(secret, NATS_URL_KEY) !== url) return `Secret ${NATS_CREDENTIALS_SECRET} names another NATS URL`;
   let creds: ReturnType<typeof parseCreds>;

@@ -10,7 +10,7 @@
  */
 import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
-import { ApiextensionsV1Api, type KubernetesObject, type V1ConfigMap, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ConfigMap, V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '../adapters/kube.ts';
 import { GROUP } from '../api/constants.ts';
@@ -34,13 +34,13 @@ export const PROMETHEUS_RULE = {
 
 /** Marks rule ConfigMaps (and PrometheusRules) for whatever loads rule files into Prometheus. */
 export const ALERT_RULES_LABEL = `${GROUP}/alert-rules`;
-export const QUEUE_DEPTH_ALERT = 'CapsuleQueueDepthHigh';
+const QUEUE_DEPTH_ALERT = 'CapsuleQueueDepthHigh';
 
 export const alertRulesName = (code: string): string => `eva-${code.toLowerCase()}-queue-depth`;
 export const alertRulesFileKey = (code: string): string => `eva-${code}-queue-depth.yaml`;
 
 /** 80% of the tier's max messages per stream, in integer arithmetic (0.8 is not exact in binary). */
-export function queueDepthThreshold(scope: TenantScope): number {
+function queueDepthThreshold(scope: TenantScope): number {
   return Math.floor((STREAM_LIMITS_BY_TIER[scope.tenant.spec.tier].maxMsgs * 4) / 5);
 }
 
@@ -57,7 +57,7 @@ export interface RuleGroup {
   rules: AlertRule[];
 }
 
-export function desiredRuleGroup(scope: TenantScope): RuleGroup {
+function desiredRuleGroup(scope: TenantScope): RuleGroup {
   const { code } = scope;
   const threshold = queueDepthThreshold(scope);
   const max = STREAM_LIMITS_BY_TIER[scope.tenant.spec.tier].maxMsgs;
@@ -80,7 +80,7 @@ export function desiredRuleGroup(scope: TenantScope): RuleGroup {
 }
 
 /** The rule group as a Prometheus rule file. */
-export function ruleFileYaml(scope: TenantScope): string {
+function ruleFileYaml(scope: TenantScope): string {
   // lineWidth 0: no folding, so the file reads like the rule (and diffs stay one line per field).
   return stringify({ groups: [desiredRuleGroup(scope)] }, { lineWidth: 0 });
 }
@@ -125,13 +125,6 @@ interface SupportAnswer {
 }
 /** Per Kube (i.e. per cluster connection): a CRD lookup per tenant per drift check would be wasteful. */
 const supportCache = new WeakMap<Kube, SupportAnswer>();
-const apiextensionsClients = new WeakMap<Kube, ApiextensionsV1Api>();
-
-function apiextensions(kube: Kube): ApiextensionsV1Api {
-  const client = apiextensionsClients.get(kube) ?? kube.config.makeApiClient(ApiextensionsV1Api);
-  apiextensionsClients.set(kube, client);
-  return client;
-}
 
 /** Usable means: established, serving v1 and not being deleted (creating objects would fail otherwise). */
 function usable(crd: V1CustomResourceDefinition): boolean {
@@ -142,7 +135,7 @@ function usable(crd: V1CustomResourceDefinition): boolean {
 
 async function lookUpSupport(kube: Kube, log: Logger): Promise<boolean> {
   try {
-    const crd = await readOptional(() => apiextensions(kube).readCustomResourceDefinition({ name: PROMETHEUS_RULE.crd }));
+    const crd = await readOptional(() => kube.apiextensions.readCustomResourceDefinition({ name: PROMETHEUS_RULE.crd }));
     return crd !== undefined && usable(crd);
   } catch (err) {
     // Without RBAC to read CRDs the answer is unknowable; the ConfigMap works everywhere.

@@ -10,7 +10,7 @@ import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kub
 import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 
-export const INGRESS_NAME = 'eva-tenant';
+const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;
 
 export interface IngressStepDeps {
@@ -18,9 +18,9 @@ export interface IngressStepDeps {
   config: Pick<OperatorConfig, 'baseDomain' | 'ingressClass' | 'ingressReadyOnCreate'>;
 }
 
-export const tenantHost = (code: string, baseDomain: string): string => `${code.toLowerCase()}.${baseDomain}`;
+const tenantHost = (code: string, baseDomain: string): string => `${code.toLowerCase()}.${baseDomain}`;
 
-export function desiredIngressSpec(scope: TenantScope, config: IngressStepDeps['config']): V1IngressSpec {
+function desiredIngressSpec(scope: TenantScope, config: IngressStepDeps['config']): V1IngressSpec {
   const spec: V1IngressSpec = {
     rules: [
       {

@@ -43,7 +43,7 @@ export interface ModuleStepDeps {
 
 export const MODULE_LABEL = `${GROUP}/module`;
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
-export const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
+const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
 /** Set by the operator (the credentials Secret, the NATS Secret's name and revision); never from the EvaTenant. */
 const OPERATOR_SECRET_KEYS = ['credentials', 'nats'];
 const HELM_TIMEOUT_SECONDS = 120;

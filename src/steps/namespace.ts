@@ -22,7 +22,7 @@ const POD_SECURITY = {
   'pod-security.kubernetes.io/audit': 'restricted',
 };
 
-export function namespaceLabels(scope: TenantScope): Record<string, string> {
+function namespaceLabels(scope: TenantScope): Record<string, string> {
   return {
     [LABELS.capsuleCode]: scope.code,
     [LABELS.tier]: scope.tenant.spec.tier,

@@ -57,7 +57,7 @@ export interface NatsAccountsOptions {
 }
 
 /** The account limits of a tier, as signed into the tenant's account JWT. */
-export function tenantLimits(scope: TenantScope): AccountLimits {
+function tenantLimits(scope: TenantScope): AccountLimits {
   const tier = ACCOUNT_BY_TIER[scope.tenant.spec.tier];
   return {
     connections: tier.connections,

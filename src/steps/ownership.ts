@@ -9,8 +9,8 @@ import { LABELS } from './names.ts';
 import type { TenantScope } from './step.ts';
 
 /** Stream/bucket metadata naming the tenant that owns a NATS object: the same keys as our labels. */
-export const OWNER_UID_METADATA = LABELS.tenantUid;
-export const CAPSULE_CODE_METADATA = LABELS.capsuleCode;
+const OWNER_UID_METADATA = LABELS.tenantUid;
+const CAPSULE_CODE_METADATA = LABELS.capsuleCode;
 
 /** The Kubernetes uid: what tells two EvaTenants that asked for the same capsule code apart. */
 export function tenantUid(scope: TenantScope): string {

@@ -10,14 +10,14 @@ import { LABELS, MANAGED_BY } from './names.ts';
 import type { KubeStepDeps } from './namespace.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
-export const QUOTA_NAME = 'eva-tier-quota';
-export const LIMIT_RANGE_NAME = 'eva-container-defaults';
+const QUOTA_NAME = 'eva-tier-quota';
+const LIMIT_RANGE_NAME = 'eva-container-defaults';
 
 function labels(scope: TenantScope): Record<string, string> {
   return { [LABELS.capsuleCode]: scope.code, [LABELS.tier]: scope.tenant.spec.tier, [LABELS.managedBy]: MANAGED_BY };
 }
 
-export function desiredQuotaHard(scope: TenantScope): Record<string, string> | undefined {
+function desiredQuotaHard(scope: TenantScope): Record<string, string> | undefined {
   const quota = QUOTA_BY_TIER[scope.tenant.spec.tier];
   if (!quota) return undefined;
   return { 'requests.cpu': quota.requestsCpu, 'requests.memory': quota.requestsMemory, pods: quota.pods };

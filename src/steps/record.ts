@@ -117,7 +117,7 @@ export function desiredSeedsVersion(scope: TenantScope, seedsBasePath: string): 
 
 // ---- the record in KV -----------------------------------------------------------------------------
 
-export function parseTenantRecord(raw: unknown, code: string): TenantRecord {
+function parseTenantRecord(raw: unknown, code: string): TenantRecord {
   if (!Value.Check(TenantRecordSchema, raw)) {
     throw new DependencyError(Reason.TenantRecordCorrupt, `the tenant record for ${code} in ${TENANTS_BUCKET} is not valid`);
   }
@@ -180,7 +180,7 @@ function ownedFields(scope: TenantScope, seedsBasePath: string): OwnedFields {
 }
 
 /** The owned fields that differ between the record and what the tenant wants; empty when in sync. */
-export function recordDrift(record: TenantRecord, desired: OwnedFields): string[] {
+function recordDrift(record: TenantRecord, desired: OwnedFields): string[] {
   const keys = ['code', 'tier', 'uid', 'modules', 'seedsVersion'] as const;
   return keys.filter((key) => JSON.stringify(record[key]) !== JSON.stringify(desired[key]));
 }

@@ -14,7 +14,7 @@ import type { Helm, HistoryEntry, ReleaseRecord } from '../adapters/helm.ts';
 export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;
 
 const PENDING_STATUSES: ReadonlySet<string> = new Set(['pending-install', 'pending-upgrade', 'pending-rollback']);
-export const isPending = (status: string): boolean => PENDING_STATUSES.has(status);
+const isPending = (status: string): boolean => PENDING_STATUSES.has(status);
 
 export type ReleaseState =
   /** No release: install it. */

@@ -88,7 +88,7 @@ function versionDir(seedsBasePath: string, version: string): string | undefined 
   }
 }
 
-export function unknownVersion(seedsBasePath: string, version: string): InputError {
+function unknownVersion(seedsBasePath: string, version: string): InputError {
   const available = bundledSeedsVersions(seedsBasePath).reverse().join(', ') || 'none';
   return new InputError(
     Reason.UnknownSeedsVersion,

@@ -19,7 +19,7 @@ export type StreamKind = (typeof STREAM_KINDS)[number];
 
 export const streamName = (code: string, kind: StreamKind): string =>
   kind === 'events' ? eventsStream(code) : commandsStream(code);
-export const streamSubject = (code: string, kind: StreamKind): string => `capsule.${code}.${kind}.>`;
+const streamSubject = (code: string, kind: StreamKind): string => `capsule.${code}.${kind}.>`;
 
 /** The part of a stream's configuration this step owns; everything else is left as the server has it. */
 export type OwnedStreamConfig = Pick<
