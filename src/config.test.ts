@@ -54,6 +54,15 @@ describe('loadConfig', () => {
     });
   });
 
+  it('serves the default shard unless SHARD names one (a label value)', () => {
+    expect(loadConfig(minimal).shard).toBeUndefined();
+    expect(loadConfig({ ...minimal, SHARD: 'eu-1' }).shard).toBe('eu-1');
+    expect(loadConfig({ ...minimal, SHARD: '' }).shard, 'empty is unset').toBeUndefined();
+    for (const bad of ['eu/1', '-eu', 'x'.repeat(64)]) {
+      expect(problems({ ...minimal, SHARD: bad }), bad).toEqual([expect.stringMatching(/^SHARD .*label value/)]);
+    }
+  });
+
   it('reports every bad variable at once, by name', () => {
     const found = problems({ ...minimal, OPERATOR_VERSION: 'latest', NATS_URL: 'nats://u:p@h:4222', METRICS_PORT: '70000', RECONCILE_CONCURRENCY: 'x', HELM_SECRETS_ALLOW_NON_TMPFS: 'maybe', NETWORK_POLICY_INGRESS_NAMESPACES: 'no selector!' });
     expect(found.map((p) => p.split(' ')[0])).toEqual(['OPERATOR_VERSION', 'NATS_URL', 'NETWORK_POLICY_INGRESS_NAMESPACES', 'HELM_SECRETS_ALLOW_NON_TMPFS', 'METRICS_PORT', 'RECONCILE_CONCURRENCY']);

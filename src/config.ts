@@ -51,6 +51,8 @@ export interface OperatorConfig {
   moduleOtelEndpoint?: string;
   airGapRegistry?: string;
   maxWave: number;
+  /** The shard this Deployment serves (label eva.aidonow.com/shard); undefined: the default shard. */
+  shard?: string;
   logLevel: string;
   /** Leader election: the Lease lives here; identity is the pod name. */
   leaseNamespace: string;
@@ -161,6 +163,9 @@ class EnvReader {
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
+/** A non-empty label value (the default shard is SHARD unset, not empty). */
+const SHARD_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
 const NATS_URL_PATTERN = /^(nats|tls|wss?):\/\/[^\s/@]+\/?$/;
 
 function readNats(env: EnvReader): NatsSettings {
@@ -239,6 +244,11 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     leaseNamespace,
     identity: env.string('POD_NAME', `${hostname()}-${process.pid}`),
   };
+  const shard = env.optional('SHARD');
+  if (shard !== undefined) {
+    env.matching('SHARD', shard, SHARD_PATTERN, 'a label value: 1-63 letters, digits, - _ . (unset for the default shard)');
+    config.shard = shard;
+  }
   const ingressClass = env.optional('INGRESS_CLASS');
   if (ingressClass !== undefined) config.ingressClass = ingressClass;
   const otel = env.optional('MODULE_OTEL_ENDPOINT');

@@ -119,7 +119,7 @@ const aborted = (signal: AbortSignal): Promise<void> =>
 
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
-  const kube = new Kube(loadKubeConfig(config.operatorVersion), config.identity);
+  const kube = new Kube(loadKubeConfig(config.operatorVersion, config.shard), config.identity);
   const { keys, nats } = await connectNats(config, kube, log);
   const deps = buildDeps(config, kube, nats);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
@@ -131,8 +131,8 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);
   };
-  // One active replica per operator version: each version has its own Lease.
-  const lease = leaseNameForVersion(config.operatorVersion);
+  // One active replica per operator version and shard: each has its own Lease.
+  const lease = leaseNameForVersion(config.operatorVersion, config.shard);
   const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
   const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => controller.cachedTenants(), metrics, log });
   let leading = false;
@@ -146,7 +146,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
         leading = true;
         await controller.start();
         void presence.runUntil(signal, PRESENCE_CHECK_MS);
-        log.info({ version: config.operatorVersion, concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
+        log.info({ version: config.operatorVersion, shard: config.shard ?? '(default)', concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
         await aborted(signal);
         await controller.stop();
       },

@@ -86,8 +86,8 @@ export const conditionFalse = (type: string, reason: string, phase?: string) => 
   t.conditions[type]?.status === 'False' && t.conditions[type].reason === reason && (phase === undefined || t.phase === phase);
 
 /** Creates (or updates) a tenant from a spec, as `kubectl apply` does. */
-export function applyTenant(name: string, spec: Record<string, unknown>): void {
-  kubectlOk(['apply', '-f', '-'], tenantManifest(name, spec));
+export function applyTenant(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): void {
+  kubectlOk(['apply', '-f', '-'], tenantManifest(name, spec, labels));
 }
 
 /** `kubectl patch evt <name> --type merge`: fields set to null are removed. */

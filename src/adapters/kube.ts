@@ -63,10 +63,11 @@ class IdentifiedKubeConfig extends KubeConfig {
   }
 }
 
-export function loadKubeConfig(operatorVersion?: string): KubeConfig {
+/** User-Agent `eva-operator/<version>`, and ` (shard <shard>)` for a sharded Deployment. */
+export function loadKubeConfig(operatorVersion?: string, shard?: string): KubeConfig {
   const kc = new IdentifiedKubeConfig();
   kc.loadFromDefault();
-  if (operatorVersion) kc.userAgent = `${FIELD_MANAGER}/${operatorVersion}`;
+  if (operatorVersion) kc.userAgent = `${FIELD_MANAGER}/${operatorVersion}${shard === undefined ? '' : ` (shard ${shard})`}`;
   return kc;
 }
 

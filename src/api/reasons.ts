@@ -24,6 +24,10 @@ export const Reason = {
   ReconcileFailed: 'ReconcileFailed',
   ShuttingDown: 'ShuttingDown',
 
+  // -- no running operator serves the tenant (Warning events of controller/version-presence.ts) ------
+  OperatorVersionAbsent: 'OperatorVersionAbsent',
+  OperatorShardAbsent: 'OperatorShardAbsent',
+
   // -- the tenant itself ----------------------------------------------------------------------------
   TenantUidMissing: 'TenantUidMissing',
   CapsuleCodeInUse: 'CapsuleCodeInUse',

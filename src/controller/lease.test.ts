@@ -88,6 +88,11 @@ describe('lease records', () => {
     expect(() => leaseNameForVersion('...')).toThrow(/cannot derive/);
   });
 
+  it('and one per operator version and shard', () => {
+    expect(leaseNameForVersion('1.4.0', 'eu-1')).toBe('eva-operator-1-4-0-shard-eu-1');
+    expect(leaseNameForVersion('1.4.0', 'EU_1.b')).toBe('eva-operator-1-4-0-shard-eu-1-b');
+  });
+
   it('validates durations as client-go does', () => {
     expect(electionTiming()).toEqual({ leaseDurationSeconds: 15, renewDeadlineMs: 10_000, retryPeriodMs: 2000, requestTimeoutMs: 5000 });
     expect(electionTiming(3, 2, 0.5)).toMatchObject({ renewDeadlineMs: 2000, retryPeriodMs: 500, requestTimeoutMs: 1000 });

@@ -6,11 +6,19 @@
 import { V1MicroTime, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 
 
-/** The Lease of one operator version: `1.4.0` → `eva-operator-1-4-0` (a valid object name). */
-export function leaseNameForVersion(version: string): string {
-  const slug = version.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
-  if (slug === '') throw new Error(`cannot derive a lease name from version ${JSON.stringify(version)}`);
-  return `eva-operator-${slug}`;
+const slug = (text: string): string => text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
+
+/** What ends the Lease name of every operator of one shard, whatever its version. */
+export const shardLeaseSuffix = (shard: string): string => `-shard-${slug(shard)}`;
+
+/**
+ * The Lease of one operator version and shard (a valid object name): `1.4.0` → `eva-operator-1-4-0`;
+ * `1.4.0` of shard `eu-1` → `eva-operator-1-4-0-shard-eu-1`. Each elects on its own.
+ */
+export function leaseNameForVersion(version: string, shard?: string): string {
+  const versionSlug = slug(version);
+  if (versionSlug === '') throw new Error(`cannot derive a lease name from version ${JSON.stringify(version)}`);
+  return `eva-operator-${versionSlug}${shard === undefined ? '' : shardLeaseSuffix(shard)}`;
 }
 
 /** Milliseconds since the epoch of a Lease MicroTime, or undefined when absent or unparsable. */

@@ -14,7 +14,7 @@ import type { SagaEvent } from '../saga/machine.ts';
 import type { TenantScope } from '../steps/step.ts';
 import { tenantNamespace } from '../steps/names.ts';
 import { forcedSteps } from './decommission.ts';
-import { decideOwnership, removeFinalizer, syncMetadata } from './metadata.ts';
+import { decideOwnership, type OperatorSelf, ownerValue, removeFinalizer, syncMetadata } from './metadata.ts';
 import { StatusWriter } from './status-writer.ts';
 import { persistedSnapshotOf, provisionedSpecChanged } from './tenant-status.ts';
 import type { TenantSteps } from './tenant-steps.ts';
@@ -24,7 +24,7 @@ import { type Action, DONE, actionFor } from './actions.ts';
 export interface ReconcilerContext {
   tenants: TenantStore;
   steps: TenantSteps;
-  config: Pick<OperatorConfig, 'operatorVersion' | 'maxWave' | 'driftIntervalSeconds'>;
+  config: Pick<OperatorConfig, 'operatorVersion' | 'shard' | 'maxWave' | 'driftIntervalSeconds'>;
   log: Logger;
   metrics: Pick<OperatorMetricsSink, 'observeTimeToActive' | 'forgetTenant'>;
 }
@@ -34,23 +34,26 @@ export class TenantReconciler {
   onOwnWrite: (name: string, resourceVersion: string | undefined) => void = () => undefined;
   private readonly ctx: ReconcilerContext;
 
+  private readonly self: OperatorSelf;
+
   constructor(ctx: ReconcilerContext) {
     this.ctx = ctx;
+    this.self = { version: ctx.config.operatorVersion, shard: ctx.config.shard };
   }
 
   async reconcile(name: string, signal: AbortSignal): Promise<Action> {
     const found = await this.ctx.tenants.get(name);
     if (!found) return DONE;
-    const ownership = decideOwnership(found, this.ctx.config.operatorVersion, this.ctx.config.maxWave);
+    const ownership = decideOwnership(found, this.self, this.ctx.config.maxWave);
     if (ownership.kind === 'notMine') return DONE;
     const deleting = found.metadata.deletionTimestamp !== undefined;
     if (ownership.kind === 'release') {
       await syncMetadata(this.ctx.tenants, found, { finalizer: !deleting, owner: null });
-      this.ctx.log.info({ tenant: found.spec.capsuleCode, to: ownership.to }, 'tenant handed over to the pinned operator version');
+      this.ctx.log.info({ tenant: found.spec.capsuleCode, to: ownership.to }, 'tenant handed over');
       return DONE;
     }
     // Finalizer first, before any side effect; claiming is the same guarded write.
-    const tenant = await syncMetadata(this.ctx.tenants, found, { finalizer: !deleting, owner: this.ctx.config.operatorVersion });
+    const tenant = await syncMetadata(this.ctx.tenants, found, { finalizer: !deleting, owner: ownerValue(this.self) });
     if (tenant !== found) this.onOwnWrite(name, tenant.metadata.resourceVersion);
     const scope = this.scopeFor(tenant, signal);
     if (deleting || tenant.spec.lifecycle === 'Decommissioned') return this.decommission(tenant, scope);

@@ -37,6 +37,7 @@ export class OperatorMetrics {
   private readonly tenants: Gauge<'phase'>;
   private readonly workqueueDepth: Gauge;
   private readonly pinnedToAbsentVersion: Gauge;
+  private readonly inAbsentShard: Gauge;
   private readonly queueDepth: Gauge<'capsule' | 'stream'>;
   /** Streams with a queue-depth series, per capsule code: prom-client removes series only by full label set. */
   private readonly queueDepthStreams = new Map<string, Set<string>>();
@@ -77,6 +78,11 @@ export class OperatorMetrics {
     this.pinnedToAbsentVersion = new Gauge({
       name: 'eva_tenants_pinned_to_absent_version',
       help: 'Tenants whose spec.operatorVersion names an operator version that is not running.',
+      registers,
+    });
+    this.inAbsentShard = new Gauge({
+      name: 'eva_tenants_in_absent_shard',
+      help: 'Tenants whose label eva.aidonow.com/shard names a shard no running operator serves.',
       registers,
     });
     this.queueDepth = new Gauge({
@@ -148,6 +154,10 @@ export class OperatorMetrics {
 
   setTenantsPinnedToAbsentVersion(count: number): void {
     this.pinnedToAbsentVersion.set(count);
+  }
+
+  setTenantsInAbsentShard(count: number): void {
+    this.inAbsentShard.set(count);
   }
 
   setQueueDepth(code: string, stream: string, messages: number): void {

@@ -324,6 +324,7 @@ describe('helm template: values', () => {
     '--set', 'concurrency=16',
     '--set', 'driftIntervalSeconds=60',
     '--set', 'maxWave=1',
+    '--set', 'shard=eu-1',
     '--set', 'logLevel=debug',
     '--set', 'nats.auth.existingSecret=nats-credentials',
     '--set', 'nats.moduleUrl=nats://nats.eva-system.svc:4222',
@@ -343,6 +344,7 @@ describe('helm template: values', () => {
       RECONCILE_CONCURRENCY: '16',
       DRIFT_INTERVAL_SECONDS: '60',
       MAX_WAVE: '1',
+      SHARD: 'eu-1',
       LOG_LEVEL: 'debug',
       METRICS_BIND_ADDRESS: '0.0.0.0',
       MODULE_NATS_URL: 'nats://nats.eva-system.svc:4222',
@@ -379,7 +381,7 @@ describe('helm template: values', () => {
 
   it('unset optional settings are not passed (the operator defaults apply)', async () => {
     const env = envOf(operatorContainer(await render()));
-    for (const name of ['INGRESS_CLASS', 'MODULE_OTEL_ENDPOINT', 'AIRGAP_REGISTRY', 'MODULE_NATS_URL', 'NETWORK_POLICY_NATS_CIDR', 'NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN']) {
+    for (const name of ['SHARD', 'INGRESS_CLASS', 'MODULE_OTEL_ENDPOINT', 'AIRGAP_REGISTRY', 'MODULE_NATS_URL', 'NETWORK_POLICY_NATS_CIDR', 'NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN']) {
       expect(env.has(name), name).toBe(false);
     }
   });
@@ -392,6 +394,7 @@ describe('helm template: values', () => {
   it.each([
     ['image.digest=latest', '/image/digest'],
     ['maxWave=4', 'maxWave'],
+    ['shard=eu/1', 'shard'],
     ['concurrency=0', 'concurrency'],
     ['driftIntervalSeconds=0', 'driftIntervalSeconds'],
     ['logLevel=verbose', 'logLevel'],

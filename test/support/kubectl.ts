@@ -46,6 +46,6 @@ export async function eventually(check: () => boolean, timeoutMs = 60_000, inter
 }
 
 /** An EvaTenant manifest as a user writes it (no uid, no defaults), for `kubectl apply -f -`. */
-export function tenantManifest(name: string, spec: Record<string, unknown>): string {
-  return JSON.stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec });
+export function tenantManifest(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): string {
+  return JSON.stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name, ...(labels ? { labels } : {}) }, spec });
 }
