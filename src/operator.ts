@@ -119,7 +119,7 @@ const aborted = (signal: AbortSignal): Promise<void> =>
 
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
-  const kube = new Kube(loadKubeConfig(config.operatorVersion, config.shard), config.identity);
+  const kube = new Kube(loadKubeConfig({ operatorVersion: config.operatorVersion, shard: config.shard, rateLimit: config.kubeApi }), config.identity);
   const { keys, nats } = await connectNats(config, kube, log);
   const deps = buildDeps(config, kube, nats);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.

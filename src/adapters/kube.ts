@@ -16,6 +16,8 @@ import {
   KubernetesObjectApi,
   type KubernetesObject,
   NetworkingV1Api,
+  Observable,
+  type ObservableMiddleware,
   type ApiConstructor,
   type ApiType,
   createConfiguration,
@@ -25,6 +27,7 @@ import {
   setHeaderMiddleware,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { TokenBucket } from 'limiter';
 import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
@@ -37,6 +40,8 @@ export const FIELD_MANAGER = 'eva-operator';
  */
 class IdentifiedKubeConfig extends KubeConfig {
   userAgent = FIELD_MANAGER;
+  /** Shared by every API client of this config, so the limit holds for the process as a whole. */
+  rateLimit: ObservableMiddleware | undefined;
   private sharedDispatcher: ReturnType<RequestContext['getDispatcher']>;
 
   /**
@@ -57,17 +62,44 @@ class IdentifiedKubeConfig extends KubeConfig {
     const config = createConfiguration({
       baseServer: new ServerConfiguration(cluster.server, {}),
       authMethods: { default: this },
-      middleware: [setHeaderMiddleware('User-Agent', this.userAgent)],
+      middleware: [setHeaderMiddleware('User-Agent', this.userAgent), ...(this.rateLimit ? [this.rateLimit] : [])],
     });
     return new apiClientType(config);
   }
 }
 
-/** User-Agent `eva-operator/<version>`, and ` (shard <shard>)` for a sharded Deployment. */
-export function loadKubeConfig(operatorVersion?: string, shard?: string): KubeConfig {
+/** client-go's QPS and burst: requests per second on average, and how many may go at once after a quiet spell. */
+export interface ClientRateLimit {
+  qps: number;
+  burst: number;
+}
+
+/**
+ * A token bucket in front of every request of the generated clients (client-go's client-side rate
+ * limit), so a restart with a thousand tenants to check cannot flood the API server. Watches are
+ * long-lived and not counted, as in client-go.
+ */
+function rateLimitMiddleware({ qps, burst }: ClientRateLimit): ObservableMiddleware {
+  const bucket = new TokenBucket({ bucketSize: burst, tokensPerInterval: qps, interval: 'second' });
+  return {
+    pre: (request) => new Observable(bucket.removeTokens(1).then(() => request)),
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+}
+
+export interface KubeConfigOptions {
+  /** User-Agent `eva-operator/<version>`, and ` (shard <shard>)` for a sharded Deployment. */
+  operatorVersion?: string;
+  shard?: string | undefined;
+  rateLimit?: ClientRateLimit;
+}
+
+export function loadKubeConfig(options: KubeConfigOptions = {}): KubeConfig {
   const kc = new IdentifiedKubeConfig();
   kc.loadFromDefault();
+  const { operatorVersion, shard, rateLimit } = options;
   if (operatorVersion) kc.userAgent = `${FIELD_MANAGER}/${operatorVersion}${shard === undefined ? '' : ` (shard ${shard})`}`;
+  if (rateLimit) kc.rateLimit = rateLimitMiddleware(rateLimit);
   return kc;
 }
 
