@@ -1,7 +1,10 @@
 /**
  * Provisioning benchmark on the local control plane (a benchmark that prints figures, not a test).
  *
- *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16] [--keep]
+ *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16] [--keep] [--as-image [--memory-limit MiB]]
+ * --as-image runs the operator as the image does: the bundle (`npm run build`) with the Dockerfile's
+ * NODE_OPTIONS, the old-space share taken of --memory-limit (the container's limit; default: the
+ * chart's resources.limits.memory) as V8 takes it of the cgroup's limit in a pod.
  *
  * Starts the real operator as a process, creates `count` tenants of `tier` at once, waits until all
  * are Active, then prints per-condition times (from status.elapsedSeconds), the wall time to the last
@@ -9,11 +12,13 @@
  * and the operator's resident memory. Tenants are pinned to the benchmark's own operator version
  * and deleted afterwards (with --keep they stay, for a look, until the next run removes them).
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { parse } from 'yaml';
 import { GROUP, PLURAL, TIERS, type Tier, VERSION as API_VERSION } from '../src/api/constants.ts';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { STEP_NAMES } from '../src/steps/step.ts';
@@ -33,6 +38,8 @@ interface Options {
   concurrency: number;
   /** Leave the tenants (and the operator's work) in place to look at them; the next run removes them. */
   keep: boolean;
+  /** Run the bundle with the image's NODE_OPTIONS, in a container of this memory limit (MiB). */
+  asImage: { memoryLimit: number } | undefined;
 }
 
 function options(): Options {
@@ -42,11 +49,14 @@ function options(): Options {
       count: { type: 'string', default: '1' },
       concurrency: { type: 'string', default: '16' },
       keep: { type: 'boolean', default: false },
+      'as-image': { type: 'boolean', default: false },
+      'memory-limit': { type: 'string' },
     },
   });
   const tier = values.tier as Tier;
   if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-  return { tier, count: Number(values.count), concurrency: Number(values.concurrency), keep: values.keep };
+  const memoryLimit = values['memory-limit'] !== undefined ? Number(values['memory-limit']) : chartMemoryLimitMiB();
+  return { tier, count: Number(values.count), concurrency: Number(values.concurrency), keep: values.keep, asImage: values['as-image'] ? { memoryLimit } : undefined };
 }
 
 /** Codes BAAAAA, BAAAAB, ... (another first letter for another workload): six uppercase letters, unique per index. */
@@ -227,13 +237,35 @@ function reconcileCounts(metrics: string): Record<(typeof RESULTS)[number], numb
   return { success: count('success'), requeue: count('requeue'), error: count('error') };
 }
 
+/** The chart's operator memory limit in MiB (values.yaml resources.limits.memory, e.g. 384Mi or 1Gi). */
+function chartMemoryLimitMiB(): number {
+  const values = parse(readFileSync(join(repoRoot, 'charts/eva-operator/values.yaml'), 'utf8')) as { resources: { limits: { memory: string } } };
+  const match = /^(\d+)(Mi|Gi)$/.exec(values.resources.limits.memory);
+  if (!match) throw new Error(`cannot read the chart's memory limit ${values.resources.limits.memory}`);
+  return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+}
+
+/**
+ * The image's runtime: the bundle, and the Dockerfile's NODE_OPTIONS with the old-space percentage
+ * applied to `memoryLimit` (V8 applies it to the cgroup's limit in a pod; this process has none).
+ */
+function imageRuntime(memoryLimit: number): { entry: string; nodeOptions: string } {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
+  const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
+  const options = /NODE_OPTIONS="([^"]*)"/.exec(dockerfile)?.[1];
+  if (options === undefined) throw new Error('no NODE_OPTIONS in the Dockerfile');
+  const nodeOptions = options.replace(/--max-old-space-size-percentage=(\d+)/, (_, percent: string) => `--max-old-space-size=${Math.floor((memoryLimit * Number(percent)) / 100)}`);
+  return { entry: 'dist/cli.js', nodeOptions };
+}
+
 async function main(): Promise<void> {
-  const { tier, count, concurrency, keep } = options();
+  const { tier, count, concurrency, keep, asImage } = options();
   setupCluster();
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
-  // NODE_OPTIONS passes through, e.g. --max-old-space-size as a container memory limit would set it.
-  const nodeOptions = process.env['EVA_OPERATOR_NODE_OPTIONS'];
-  const operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) });
+  const runtime = asImage ? imageRuntime(asImage.memoryLimit) : { entry: 'src/cli.ts', nodeOptions: process.env['EVA_OPERATOR_NODE_OPTIONS'] };
+  console.log(`operator: node ${runtime.nodeOptions ?? ''} ${runtime.entry}`.replace(/ +/g, ' '));
+  const env = { OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(runtime.nodeOptions ? { NODE_OPTIONS: runtime.nodeOptions } : {}) };
+  const operator = startOperator(env, undefined, runtime.entry);
   const codes = Array.from({ length: count }, (_, i) => codeFor(i));
   await operator.ready();
   // Leftovers of an interrupted run would read as instantly Active: remove them first.

@@ -42,9 +42,10 @@ function createdSecretsDir(): string {
   return dir;
 }
 
-export function startOperator(env: Record<string, string> = {}, secretsDir?: string): OperatorProcess {
+/** `entry`: the sources (default), or the bundle `npm run build` writes (dist/cli.js, what the image runs). */
+export function startOperator(env: Record<string, string> = {}, secretsDir?: string, entry = 'src/cli.ts'): OperatorProcess {
   const dir = secretsDir ?? createdSecretsDir();
-  const child = spawn(process.execPath, [join(repoRoot, 'src/cli.ts'), 'run'], {
+  const child = spawn(process.execPath, [join(repoRoot, entry), 'run'], {
     cwd: repoRoot,
     env: {
       PATH: process.env['PATH'] ?? '',
