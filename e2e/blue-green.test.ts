@@ -67,15 +67,6 @@ const timings: string[] = [];
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** `eventually` for checks that are themselves asynchronous (HTTP scrapes). */
-async function eventuallyAsync(check: () => Promise<boolean>, timeoutMs: number, intervalMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(intervalMs);
-  }
-}
 
 // ---- tenants as the API server has them -----------------------------------------------------------
 
@@ -433,7 +424,7 @@ describe('blue/green: two operator versions side by side', () => {
     expect(events[0]?.message).toContain(ABSENT);
     let gauge: number | undefined;
     const ports = [...operators.values()].map((r) => metricsPortOf(r.op));
-    const counted = await eventuallyAsync(async () => {
+    const counted = await eventually(async () => {
       for (const port of ports) {
         gauge = metricSum((await httpGet(port, '/metrics')).body, 'eva_tenants_pinned_to_absent_version');
         if ((gauge ?? 0) >= 1) return true;
@@ -478,7 +469,7 @@ describe('blue/green: two operator versions side by side', () => {
 
       // The new leader reconciles (it lists every tenant), and ours stay as they were.
       const port = metricsPortOf(standby);
-      const reconciled = await eventuallyAsync(async () => (metricSum((await httpGet(port, '/metrics')).body, 'eva_reconcile_total') ?? 0) >= 1, 10_000, 250);
+      const reconciled = await eventually(async () => (metricSum((await httpGet(port, '/metrics')).body, 'eva_reconcile_total') ?? 0) >= 1, 10_000, 250);
       expect(reconciled, 'the new leader reconciled nothing').toBe(true);
       await sleep(3_000);
       watch.stop();

@@ -48,13 +48,17 @@ function desiredIngress(scope: TenantScope, config: IngressStepDeps['config']): 
   };
 }
 
-/** The parts of the spec this operator owns, in a comparable form. */
-function routes(spec: V1IngressSpec | undefined): string {
+/**
+ * The parts of the spec this operator owns, in a comparable form. The class counts only when the
+ * operator sets one (INGRESS_CLASS): otherwise the API server's DefaultIngressClass admission fills
+ * in the cluster's default class, and that is not drift.
+ */
+function routes(spec: V1IngressSpec | undefined, withClass: boolean): string {
   const rules = (spec?.rules ?? []).map((r) => ({
     host: r.host,
     paths: (r.http?.paths ?? []).map((p) => [p.path, p.pathType, p.backend.service?.name, p.backend.service?.port?.number]),
   }));
-  return JSON.stringify({ cls: spec?.ingressClassName ?? null, rules });
+  return JSON.stringify({ cls: withClass ? (spec?.ingressClassName ?? null) : null, rules });
 }
 
 const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> =>
@@ -64,14 +68,14 @@ const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefin
 async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<undefined> {
   const current = await readIngress(kube, scope.namespace);
   const desired = desiredIngress(scope, config);
-  if (!current || routes(current.spec) !== routes(desired.spec)) await kube.apply(desired);
+  if (!current || routes(current.spec, config.ingressClass !== undefined) !== routes(desired.spec, config.ingressClass !== undefined)) await kube.apply(desired);
   return undefined;
 }
 
 async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
   const current = await readIngress(kube, scope.namespace);
   if (!current) return notReady(Reason.IngressMissing, `Ingress ${INGRESS_NAME} does not exist`);
-  if (routes(current.spec) !== routes(desiredIngressSpec(scope, config))) {
+  if (routes(current.spec, config.ingressClass !== undefined) !== routes(desiredIngressSpec(scope, config), config.ingressClass !== undefined)) {
     return notReady(Reason.IngressDrifted, `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
   }
   if (config.ingressReadyOnCreate) return READY;
@@ -95,7 +99,7 @@ const wakeOn: WakeOn<V1Ingress> = {
   path: '/apis/networking.k8s.io/v1/ingresses',
   labelSelector: MANAGED_INGRESSES,
   list: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: MANAGED_INGRESSES }),
-  state: (ingress) => JSON.stringify([routes(ingress.spec), ingress.status?.loadBalancer?.ingress ?? []]),
+  state: (ingress) => JSON.stringify([routes(ingress.spec, true), ingress.status?.loadBalancer?.ingress ?? []]),
 };
 
 export const ingressStep: Step<IngressStepDeps> = { name: 'ingress', ensure, verify, remove, verifyRemoved, wakeOn };

@@ -35,11 +35,11 @@ export function kubectlOk(args: readonly string[], input?: string): string {
   return result.stdout;
 }
 
-/** Polls until `check` returns true or the timeout passes; returns whether it became true. */
-export async function eventually(check: () => boolean, timeoutMs = 60_000, intervalMs = 250): Promise<boolean> {
+/** Polls until `check` returns (or resolves to) true or the timeout passes; returns whether it became true. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 60_000, intervalMs = 250): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (check()) return true;
+    if (await check()) return true;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   return check();
