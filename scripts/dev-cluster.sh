@@ -17,8 +17,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 here="$root/scripts/dev-cluster"
 state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/dev-cluster}"
 cluster=eva
-nats_port="${EVA_NATS_PORT:-14222}"
-nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
+# NATS ports: EVA_NATS_PORT / EVA_NATS_MONITOR_PORT at `up` (a second cluster, e.g. the tests', needs
+# its own), remembered in the state folder so that `env` and `status` need only EVA_DEV_CLUSTER_DIR.
+ports_file="$state/nats-ports"
+if [[ -f "$ports_file" && -z "${EVA_NATS_PORT:-}${EVA_NATS_MONITOR_PORT:-}" ]]; then
+  read -r nats_port nats_monitor_port <"$ports_file"
+else
+  nats_port="${EVA_NATS_PORT:-14222}"
+  nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
+fi
 kubeconfig="$state/kubeconfig"
 export KWOK_WORKDIR="$state/kwok"
 
@@ -147,6 +154,7 @@ cmd_up() {
   flock -w 300 8 || die "another dev-cluster.sh has held the lock for 5 minutes"
   local started=$SECONDS
   bin=$(bin_dir)
+  echo "$nats_port $nats_monitor_port" >"$ports_file"
   ensure_cluster
   ensure_cluster_objects
   ensure_nats
@@ -180,15 +188,19 @@ cmd_down() {
   exec 8>"$state/.lock"
   flock -w 300 8 || die "another dev-cluster.sh has held the lock for 5 minutes"
   bin=$(bin_dir)
+  cmd_stop_operator
   if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
     "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 || log "kwokctl delete failed; killing processes"
   fi
   local pid; pid=$(nats_pid || true)
   [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
   stop_processes_under "$state"
-  rm -rf "$state"
+  rm -rf "$state" "$(local_secrets_dir)"
   log "stopped; state removed"
 }
+
+# One per state folder, so two clusters' local operators never share it.
+local_secrets_dir() { echo "/dev/shm/eva-operator-$(id -u)-$(printf %s "$state" | sha256sum | cut -c1-8)"; }
 
 cmd_env() {
   bin=$(bin_dir)
@@ -199,6 +211,11 @@ cmd_env() {
   printf 'export EVA_NATS_MONITOR_URL=%q\n' "http://127.0.0.1:$nats_monitor_port"
   printf 'export EVA_TOOLS_DIR=%q\n' "$bin"
   printf 'export PATH=%q:"$PATH"\n' "$bin"
+  # For an operator run from this checkout (README, "Running the operator"): its version, secret values
+  # on a tmpfs (the operator refuses a disk; /run is not a tmpfs everywhere), metrics on loopback.
+  printf 'export OPERATOR_VERSION=%q\n' "$(sed -n -E 's/^  "version": "([^"]+)",$/\1/p' "$root/package.json")"
+  printf 'export HELM_SECRETS_DIR=%q\n' "$(local_secrets_dir)"
+  printf 'export METRICS_BIND_ADDRESS=127.0.0.1\n'
 }
 
 cmd_status() {

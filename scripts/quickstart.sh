@@ -107,17 +107,17 @@ run_local() {
   kubectl wait --for=condition=Established --timeout=60s crd/evatenants.eva.aidonow.com >/dev/null
 
   step 3 "starting the operator $operator_version as a local process"
-  local state pidfile secrets_dir
+  local state pidfile
   state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/dev-cluster}"
   pidfile="$state/operator.pid"
   if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "  already running (pid $(cat "$pidfile"), log $state/operator.log)"
   else
-    secrets_dir=/dev/shm/eva-operator-helm-secrets   # tmpfs: secret values never touch the disk
-    mkdir -p "$secrets_dir"
-    OPERATOR_VERSION="$operator_version" HELM_SECRETS_DIR="$secrets_dir" HELM_BINARY="$EVA_TOOLS_DIR/helm" \
+    # HELM_SECRETS_DIR (a tmpfs of this cluster's own) comes from `dev-cluster.sh env`. Supervised: an
+    # operator exits when it loses its lease (e.g. the API server stalled), and starts again, as a pod would.
+    OPERATOR_VERSION="$operator_version" HELM_BINARY="$EVA_TOOLS_DIR/helm" \
       INGRESS_CLASS=eva-lb METRICS_PORT="${EVA_METRICS_PORT:-18080}" METRICS_BIND_ADDRESS=127.0.0.1 \
-      setsid node "$root/src/cli.ts" run </dev/null >"$state/operator.log" 2>&1 &
+      setsid "$root/scripts/lib/supervise.sh" node "$root/src/cli.ts" run </dev/null >"$state/operator.log" 2>&1 &
     echo $! >"$pidfile"
     echo "  pid $(cat "$pidfile"), log $state/operator.log, metrics http://127.0.0.1:${EVA_METRICS_PORT:-18080}/metrics"
   fi
