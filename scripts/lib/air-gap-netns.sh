@@ -14,7 +14,7 @@
 # ENETUNREACH). OUTPUT accepts loopback destinations over lo (counted) and drops everything else
 # (counted). Nothing could leave anyway: the namespace has no link to the outside. /etc/resolv.conf is
 # bind-mounted to name 127.0.0.53 only, a recording DNS server inside the namespace that answers
-# NXDOMAIN to everything. A private tmpfs on /run/eva-air-gap holds every file of the run (not on
+# NXDOMAIN to everything. A private tmpfs over /tmp holds every file of the run (not on
 # /tmp: the checkout itself may live there, as a fresh clone in CI does), and this script is PID 1
 # of its own PID namespace: when it ends, however it ends, every process it started and every file
 # it wrote go with it.
@@ -53,10 +53,10 @@ control_name=registry.example.invalid
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# The mount is private to this mount namespace (concurrent runs each see their own); only the empty
-# mount point stays behind on the host's /run.
-scratch=/run/eva-air-gap
-mkdir -p "$scratch"
+# Over /tmp, which exists everywhere: nothing is created on the host, not even a mount point. The
+# mount is private to this mount namespace (concurrent runs each see their own; the host's /tmp is
+# untouched and hidden from the run only).
+scratch=/tmp
 mount -t tmpfs -o mode=1777,size=4g eva-air-gap "$scratch"
 export TMPDIR=$scratch
 out=$(mktemp -d "$scratch/air-gap.XXXXXX")   # what the summary is built from
