@@ -8,18 +8,18 @@
  * to that version, unique capsule codes, all deleted again at the end.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { Tier } from '../src/api/constants.ts';
-import { LABELS, tenantNamespace } from '../src/steps/names.ts';
+import { tenantNamespace } from '../src/steps/names.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
-import { repoRoot, tool } from '../test/support/tools.ts';
+import { repoRoot } from '../test/support/tools.ts';
 import { helmProcesses } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { inRegistry, streamNames, tenantAccount } from './support/nats.ts';
 import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
+import { expectConverged, helm, helmList, tenantObject } from './support/converged.ts';
 
 const OPERATOR_VERSION = '9.2.0';
 /** MAX_WAVE 0: this operator claims only the tenants pinned to it, never another test's. */
@@ -121,27 +121,7 @@ function watchPendingInstall(namespace: string, timeoutMs: number): LineWatch {
   );
 }
 
-// ---- what a converged tenant looks like ------------------------------------------------------------
-
-interface HelmRelease {
-  name: string;
-  status: string;
-  revision: string;
-}
-
-function helm(args: readonly string[]): { status: number; stdout: string; stderr: string } {
-  const out = spawnSync(tool('helm'), args, { encoding: 'utf8', env: process.env });
-  return { status: out.status ?? -1, stdout: out.stdout, stderr: out.stderr };
-}
-
-/** Helm 4 has no `list --all`: every status filter at once lists every release whatever its state. */
-const EVERY_STATUS = ['--deployed', '--failed', '--pending', '--superseded', '--uninstalled', '--uninstalling'];
-
-function helmList(namespace: string, filters: readonly string[] = EVERY_STATUS): HelmRelease[] {
-  const out = helm(['list', '-n', namespace, ...filters, '-o', 'json']);
-  if (out.status !== 0) throw new Error(`helm list failed: ${out.stderr}`);
-  return JSON.parse(out.stdout) as HelmRelease[];
-}
+// ---- what a converged tenant looks like: e2e/support/converged.ts --------------------------------------
 
 /** pids of the namespace's running `helm upgrade`s. */
 const helmUpgradePids = (namespace: string): number[] =>
@@ -177,36 +157,7 @@ function pendingReleaseSecrets(namespace: string): string[] {
   return kubectlOk(['get', 'secret', '-n', namespace, '-l', 'owner=helm,status=pending-install', '-o', 'name']).split('\n').filter((l) => l !== '');
 }
 
-function tenantObject(name: string): { metadata: { uid: string }; status?: { phase?: string; saga?: { snapshot?: unknown } } } {
-  return JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'json'])) as { metadata: { uid: string }; status?: { phase?: string; saga?: { snapshot?: unknown } } };
-}
 
-async function expectConverged(code: string, tier: Tier): Promise<void> {
-  const name = nameOf(code);
-  const namespace = tenantNamespace(code);
-  const tenant = readTenant(name);
-  expect(tenant?.phase).toBe('Active');
-  for (const type of ['NamespaceReady', 'Provisioned', 'SeedLoaded', 'ModulesDeployed', 'IngressReady', 'Ready']) {
-    expect(tenant?.conditions[type]?.status, `${name} ${type}`).toBe('True');
-  }
-  const namespaces = kubectlOk(['get', 'namespace', '-l', `${LABELS.capsuleCode}=${code}`, '-o', 'name']).split('\n').filter((l) => l !== '');
-  expect(namespaces, 'exactly one namespace for the code').toEqual([`namespace/${namespace}`]);
-  // One account for the code (its keys in one Secret), holding exactly the tenant's streams and bucket.
-  expect(tenantAccount(code), 'the tenant account').toMatch(/^A/);
-  expect(await streamNames(code)).toEqual([`KV_eva-${code}-data`, `eva-${code}-commands`, `eva-${code}-events`]);
-  const releases = helmList(namespace);
-  expect(releases.map((r) => r.name).sort(), 'one release per module').toEqual([...MODULES_BY_TIER[tier]].sort());
-  for (const release of releases) expect(release.status, `${release.name} revision ${release.revision}`).toBe('deployed');
-  const { keys, record } = await inRegistry(async ({ js }) => {
-    const kv = await js.views.kv('eva-tenants', { bindOnly: true });
-    const found: string[] = [];
-    for await (const key of await kv.keys(code)) found.push(key);
-    return { keys: found, record: (await kv.get(code))?.json<{ code: string; uid: string; tier: string }>() };
-  });
-  expect(keys, 'one tenant record').toEqual([code]);
-  expect(record).toMatchObject({ code, tier, uid: tenantObject(name).metadata.uid });
-  expect(operator.secretFilesLeft(), 'secret values files left in HELM_SECRETS_DIR').toEqual([]);
-}
 
 /** Restarts the operator on the same secrets folder and times how long the tenant takes to be Active. */
 async function restartAndTimeToActive(code: string, label: string): Promise<number> {
@@ -267,7 +218,7 @@ describe('crash safety of the real operator process', () => {
     console.log(`[chaos] killed after ${condition}: phase ${atKill?.phase}, ${conditionSummary(atKill?.conditions)}`);
     expect(atKill?.phase).not.toBe('Active');
     await restartAndTimeToActive(code, `SIGKILL after ${condition}`);
-    await expectConverged(code, tier);
+    await expectConverged(code, tier, () => operator.secretFilesLeft());
   }, 400_000);
 
   it('SIGKILL (operator and helm) in the middle of a helm install: the pending release is recovered without a human', async () => {
@@ -316,7 +267,7 @@ describe('crash safety of the real operator process', () => {
     }
     console.log(`[chaos] left pending by the kill: ${stuck.map((r) => `${r.name}@${r.revision}`).join(', ')}`);
     await restartAndTimeToActive(hit.code, 'SIGKILL mid helm install');
-    await expectConverged(hit.code, tier);
+    await expectConverged(hit.code, tier, () => operator.secretFilesLeft());
     const recovered = operator.logs().split('\n').filter((l) => l.includes('recovered a release left pending by an interrupted helm'));
     console.log(`[chaos] the restarted operator says:\n${recovered.join('\n')}`);
     expect(recovered.length, 'the operator did not report a recovery').toBeGreaterThan(0);
@@ -352,7 +303,7 @@ describe('crash safety of the real operator process', () => {
     for (const release of releases) expect(release.status, release.name).toBe('deployed');
     expect(operator.logs()).toContain('"msg":"stopped"');
     await restartAndTimeToActive(code, 'SIGTERM during provisioning');
-    await expectConverged(code, tier);
+    await expectConverged(code, tier, () => operator.secretFilesLeft());
   }, 400_000);
 
   it('SIGTERM between two steps: the saga rests interrupted, keeps what is done, and resumes at the next step', async () => {
@@ -375,7 +326,7 @@ describe('crash safety of the real operator process', () => {
     // What was done stays reported as done: a graceful stop is no reason for a condition to regress.
     expect(view?.conditions['NamespaceReady']?.status).toBe('True');
     await restartAndTimeToActive(code, 'SIGTERM between steps');
-    await expectConverged(code, tier);
+    await expectConverged(code, tier, () => operator.secretFilesLeft());
   }, 400_000);
 });
 

@@ -11,6 +11,9 @@
 #   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... NATS_*_FILE=... PATH=...` (use with eval)
 #   scripts/dev-cluster.sh status   tell what runs (exit 0 when everything is up, 3 otherwise)
 #   scripts/dev-cluster.sh stop-operator   stop the operator that scripts/quickstart.sh --local started
+#   scripts/dev-cluster.sh restart <component>   stop and start one process with the same arguments, as a
+#                                   kubelet restarts a static pod (etcd, kube-apiserver, kube-controller-manager,
+#                                   kube-scheduler, kwok-controller, nats-server); the fault test uses it
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,29 +69,60 @@ options:
   kubeSchedulerBinary: $bin/kube-scheduler
   kubectlBinary: $bin/kubectl
   kwokControllerBinary: $bin/kwok
+# Sized for a fleet (the default 10.0.0.0/24 held ~250 Services: 5,000 Enterprise tenants need 30,000).
+# The single controller-manager and scheduler run without leader election: a stalled etcd must not
+# make them exit for good (nothing restarts them here, as a kubelet restarts static pods).
+componentsPatches:
+- name: kube-apiserver
+  extraArgs:
+  - key: service-cluster-ip-range
+    value: 10.96.0.0/12
+- name: kube-controller-manager
+  extraArgs:
+  - key: leader-elect
+    value: "false"
+  - key: service-cluster-ip-range
+    value: 10.96.0.0/12
+- name: kube-scheduler
+  extraArgs:
+  - key: leader-elect
+    value: "false"
 EOF
     for stage in "$bin"/kwok-stages/*.yaml "$here/ingress-stage.yaml"; do
       echo "---"
       cat "$stage"
     done
-  } >"$state/kwokctl.yaml"
+  } >"$1"
 }
 
 create_cluster() {
   log "creating cluster (kube-apiserver $("$bin/kube-apiserver" --version | awk '{print $2}'))"
   rm -rf "$KWOK_WORKDIR" "$kubeconfig"
-  render_kwokctl_config
+  render_kwokctl_config "$state/kwokctl.yaml"
   "$bin/kwokctl" create cluster --name "$cluster" --config "$state/kwokctl.yaml" \
     --kubeconfig "$kubeconfig" --wait 3m --quiet-pull >"$state/kwokctl.log" 2>&1 8>&- ||
     { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed (log above)"; }
 }
 
 ensure_cluster() {
-  if api_ready; then log "control plane already running"; return; fi
+  # A running cluster made from another configuration (this script changed since) keeps running with
+  # the old one, and its data, unless EVA_DEV_CLUSTER_RECREATE=changed (the tests' throwaway cluster).
+  render_kwokctl_config "$state/kwokctl.yaml.new"
+  local changed=false
+  cmp -s "$state/kwokctl.yaml.new" "$state/kwokctl.yaml" || changed=true
+  rm -f "$state/kwokctl.yaml.new"
+  if api_ready; then
+    if ! $changed; then log "control plane already running"; return; fi
+    if [[ ${EVA_DEV_CLUSTER_RECREATE:-} != changed ]]; then
+      log "control plane already running, made from an older configuration: \`$0 down\` then \`up\` applies the new one (and empties the cluster)"
+      return
+    fi
+    log "control plane configuration changed; recreating it (EVA_DEV_CLUSTER_RECREATE=changed)"
+  fi
   # A cluster that is not answering (e.g. its processes died with the last session) is disposable:
   # recreating it takes seconds and leaves no half-restarted state behind.
   if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
-    log "control plane not answering; recreating it"
+    api_ready || log "control plane not answering; recreating it"
     "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 8>&- || true
     stop_processes_under "$KWOK_WORKDIR"
   fi
@@ -136,7 +170,14 @@ EOF
 }
 
 ensure_nats() {
-  if nats_ready; then return; fi
+  if nats_ready; then
+    # Started from another build (versions.env changed): kept, unless this is a throwaway cluster.
+    [[ $(cat "$state/nats.bin" 2>/dev/null) == "$bin" || ${EVA_DEV_CLUSTER_RECREATE:-} != changed ]] && return
+    log "nats-server from an older build; restarting it (EVA_DEV_CLUSTER_RECREATE=changed)"
+    kill "$(nats_pid)" 2>/dev/null || true
+    wait_for 15 "the old nats-server to stop" bash -c "! curl -fsS http://127.0.0.1:$nats_monitor_port/healthz >/dev/null 2>&1"
+  fi
+  echo "$bin" >"$state/nats.bin"
   mkdir -p "$state/nats"
   ensure_nats_auth
   write_nats_config
@@ -234,11 +275,48 @@ cmd_status() {
   return $ok
 }
 
+stop_gracefully() { # <pid> <name>: SIGTERM, then SIGKILL after 10 s (kube-apiserver can take minutes to drain its watches)
+  kill "$1" 2>/dev/null || return 0
+  local deadline=$((SECONDS + 10))
+  while kill -0 "$1" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+  if kill -0 "$1" 2>/dev/null; then log "$2 (pid $1) still running after 10 s; SIGKILL"; kill -9 "$1" 2>/dev/null || true; sleep 0.5; fi
+}
+
+restart_kwok_component() { # <name>: same command line, working folder, log and pid file
+  local dir="$KWOK_WORKDIR/clusters/$cluster" pid cwd
+  pid=$(cat "$dir/pids/$1.pid" 2>/dev/null) || die "no $1 in this cluster"
+  local -a argv
+  mapfile -d '' argv <"/proc/$pid/cmdline" || die "$1 (pid $pid) is not running"
+  cwd=$(readlink "/proc/$pid/cwd")
+  stop_gracefully "$pid" "$1"
+  pushd "$cwd" >/dev/null
+  setsid "${argv[@]}" </dev/null >>"$dir/logs/$1.log" 2>&1 8>&- &
+  echo $! >"$dir/pids/$1.pid"
+  disown
+  popd >/dev/null
+  log "restarted $1 (pid $(cat "$dir/pids/$1.pid"))"
+}
+
+cmd_restart() { # <component>
+  bin=$(bin_dir)
+  case "${1:-}" in
+    nats-server)
+      local pid; pid=$(nats_pid) || die "nats-server is not running"
+      stop_gracefully "$pid" nats-server
+      ensure_nats ;;
+    etcd | kube-apiserver | kube-controller-manager | kube-scheduler | kwok-controller)
+      restart_kwok_component "$1"
+      [[ $1 == kube-apiserver || $1 == etcd ]] && wait_for 120 "kube-apiserver /readyz" api_ready ;;
+    *) die "restart: one of etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok-controller, nats-server" ;;
+  esac
+}
+
 case "${1:-}" in
   up) cmd_up ;;
   down) cmd_down ;;
   env) cmd_env ;;
   status) cmd_status ;;
   stop-operator) cmd_stop_operator ;;
-  *) echo "usage: $0 up|down|env|status|stop-operator" >&2; exit 2 ;;
+  restart) cmd_restart "${2:-}" ;;
+  *) echo "usage: $0 up|down|env|status|stop-operator|restart <component>" >&2; exit 2 ;;
 esac

@@ -14,6 +14,8 @@ export interface OperatorProcess {
   stop(): Promise<number | null>;
   /** SIGKILL: no cleanup of any kind, as a crashed pod. */
   kill(): Promise<void>;
+  /** Resolves with the exit code once the process has exited, for whatever reason. */
+  exited(): Promise<number | null>;
   secretFilesLeft(): string[];
 }
 
@@ -94,10 +96,52 @@ export function startOperator(env: Record<string, string> = {}, secretsDir?: str
       child.kill('SIGKILL');
       await exited(child);
     },
+    exited: () => exited(child),
     secretFilesLeft: () => readdirSync(dir),
   };
 }
 
 export function removeSecretsDir(op: OperatorProcess): void {
   rmSync(op.secretsDir, { recursive: true, force: true });
+}
+
+export interface SupervisedOperator {
+  /** The operator process running now (a new one after each restart). */
+  current(): OperatorProcess;
+  /** How many times it exited on its own and was started again. */
+  readonly restarts: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * The operator as a Deployment runs it: started again (same POD_NAME and secrets folder) whenever it
+ * exits on its own, e.g. on a lost lease while the API server stalls, as client-go's elector exits.
+ */
+export function superviseOperator(env: Record<string, string>): SupervisedOperator {
+  let op = startOperator(env);
+  let restarts = 0;
+  const state = { stopping: false };
+  const stopping = (): boolean => state.stopping;
+  const watch = (): void => {
+    const child = op;
+    void child.exited().then(async () => {
+      if (stopping() || child !== op) return;
+      restarts += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      if (stopping()) return;
+      op = startOperator(env, child.secretsDir);
+      watch();
+    });
+  };
+  watch();
+  return {
+    current: () => op,
+    get restarts() {
+      return restarts;
+    },
+    stop: async () => {
+      state.stopping = true;
+      await op.stop();
+    },
+  };
 }

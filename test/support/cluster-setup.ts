@@ -20,6 +20,8 @@ export const TEST_CLUSTER = {
   EVA_DEV_CLUSTER_DIR: process.env['EVA_TEST_CLUSTER_DIR'] ?? join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), 'eva-operator/test-cluster'),
   EVA_NATS_PORT: process.env['EVA_TEST_NATS_PORT'] ?? '24222',
   EVA_NATS_MONITOR_PORT: process.env['EVA_TEST_NATS_MONITOR_PORT'] ?? '28222',
+  /** Throwaway: a plane made by an older dev-cluster.sh is made again, so tests run on today's. */
+  EVA_DEV_CLUSTER_RECREATE: 'changed',
 } as const;
 
 const EXPORTED = ['KUBECONFIG', 'NATS_URL', 'NATS_SYSTEM_CREDS_FILE', 'NATS_OPERATOR_SIGNING_KEY_FILE', 'EVA_NATS_MONITOR_URL', 'EVA_TOOLS_DIR'] as const;
