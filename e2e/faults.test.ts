@@ -13,7 +13,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLUSTER } from '../test/support/cluster-setup.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
-import { repoRoot } from '../test/support/tools.ts';
+import { processAlive, repoRoot } from '../test/support/tools.ts';
 import { expectConverged } from './support/converged.ts';
 import { type SupervisedOperator, superviseOperator } from './support/operator.ts';
 import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
@@ -38,14 +38,6 @@ function assertOwnControlPlane(): void {
 
 const pidFile = (component: string): string => join(TEST_CLUSTER.EVA_DEV_CLUSTER_DIR, 'kwok/clusters/eva/pids', `${component}.pid`);
 const pidOf = (component: string): number => Number(readFileSync(pidFile(component), 'utf8').trim());
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 function devCluster(...args: string[]): void {
   const run = spawnSync('bash', [join(repoRoot, 'scripts/dev-cluster.sh'), ...args], { env: { ...process.env, ...TEST_CLUSTER }, encoding: 'utf8', timeout: 180_000 });
@@ -112,7 +104,7 @@ describe('control plane faults while tenants provision', () => {
 
     // The control plane's single controller-manager and scheduler lived through it (no leader election
     // to lose), and still work: a tenant's Deployments got their pods (ModulesDeployed True above).
-    for (const { component, pid } of controlPlane) expect(alive(pid), `${component} (pid ${pid}) exited`).toBe(true);
+    for (const { component, pid } of controlPlane) expect(processAlive(pid), `${component} (pid ${pid}) exited`).toBe(true);
     expect(readTenant(CODES[0].toLowerCase())?.conditions['ModulesDeployed']?.status).toBe('True');
   }, 900_000);
 });

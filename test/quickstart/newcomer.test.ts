@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import setupTestCluster, { TEST_CLUSTER } from '../support/cluster-setup.ts';
 import { eventually, kubectlOk, tenantManifest } from '../support/kubectl.ts';
 import { waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
-import { repoRoot } from '../support/tools.ts';
+import { processAlive, repoRoot } from '../support/tools.ts';
 
 const CODE = 'NEWCMR';
 const userDir = mkdtempSync(join(tmpdir(), 'eva-user-dev-cluster-'));
@@ -39,14 +39,6 @@ const userKubectl = (args: readonly string[]): string => {
   return result.stdout;
 };
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 interface UserState {
   operatorPid: number;
@@ -73,7 +65,7 @@ describe('the newcomer path: a user\'s dev cluster with a tenant and an operator
     expect(quickstart.status, quickstart.output).toBe(0);
     before = userState();
     expect(before.phase).toBe('Active');
-    expect(alive(before.operatorPid), 'the user\'s operator runs').toBe(true);
+    expect(processAlive(before.operatorPid), 'the user\'s operator runs').toBe(true);
   }, 660_000);
 
   it('the suite\'s control plane is another one: own state folder, own NATS, own API server', () => {
@@ -97,7 +89,7 @@ describe('the newcomer path: a user\'s dev cluster with a tenant and an operator
     await new Promise((resolve) => setTimeout(resolve, 5_000));
     const after = userState();
     expect(after).toEqual(before);
-    expect(alive(after.operatorPid), 'the user\'s operator still runs').toBe(true);
+    expect(processAlive(after.operatorPid), 'the user\'s operator still runs').toBe(true);
     const status = run('scripts/dev-cluster.sh', ['status'], userEnv, 60_000);
     expect(status.status, status.output).toBe(0);
   }, 120_000);
