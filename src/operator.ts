@@ -17,6 +17,7 @@ import { leaseNameForVersion } from './controller/lease.ts';
 import { VersionPresenceReporter } from './controller/version-presence.ts';
 import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { NatsPool } from './adapters/nats.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
@@ -117,15 +118,27 @@ const aborted = (signal: AbortSignal): Promise<void> =>
     }, { once: true });
   });
 
+/** Requests name this version and shard, keep to the rate limit, and are counted. */
+function operatorKubeConfig(config: OperatorConfig, metrics: OperatorMetrics): KubeConfig {
+  return loadKubeConfig({
+    operatorVersion: config.operatorVersion,
+    shard: config.shard,
+    rateLimit: config.kubeApi,
+    onRequest: (method, waited) => {
+      metrics.observeKubeRequest(method, waited);
+    },
+  });
+}
+
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
-  const kube = new Kube(loadKubeConfig({ operatorVersion: config.operatorVersion, shard: config.shard, rateLimit: config.kubeApi }), config.identity);
-  const { keys, nats } = await connectNats(config, kube, log);
-  const deps = buildDeps(config, kube, nats);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
   const metrics: OperatorMetrics = new OperatorMetrics({
     tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),
   });
+  const kube = new Kube(operatorKubeConfig(config, metrics), config.identity);
+  const { keys, nats } = await connectNats(config, kube, log);
+  const deps = buildDeps(config, kube, nats);
   const reconciler = new TenantReconciler({ tenants: kubeTenantStore(kube), steps: operatorSteps(deps, metrics), config, log, metrics });
   const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, wakeOn: WAKE_ON });
   reconciler.onOwnWrite = (name, rv) => {

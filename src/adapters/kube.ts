@@ -40,8 +40,8 @@ export const FIELD_MANAGER = 'eva-operator';
  */
 class IdentifiedKubeConfig extends KubeConfig {
   userAgent = FIELD_MANAGER;
-  /** Shared by every API client of this config, so the limit holds for the process as a whole. */
-  rateLimit: ObservableMiddleware | undefined;
+  /** One for every API client of this config, so the rate limit holds for the process as a whole. */
+  requests: ObservableMiddleware = requestMiddleware(undefined, undefined);
   private sharedDispatcher: ReturnType<RequestContext['getDispatcher']>;
 
   /**
@@ -62,7 +62,7 @@ class IdentifiedKubeConfig extends KubeConfig {
     const config = createConfiguration({
       baseServer: new ServerConfiguration(cluster.server, {}),
       authMethods: { default: this },
-      middleware: [setHeaderMiddleware('User-Agent', this.userAgent), ...(this.rateLimit ? [this.rateLimit] : [])],
+      middleware: [setHeaderMiddleware('User-Agent', this.userAgent), this.requests],
     });
     return new apiClientType(config);
   }
@@ -74,15 +74,27 @@ export interface ClientRateLimit {
   burst: number;
 }
 
+export type RequestObserver = (method: string, waitedSeconds: number) => void;
+
 /**
- * A token bucket in front of every request of the generated clients (client-go's client-side rate
- * limit), so a restart with a thousand tenants to check cannot flood the API server. Watches are
- * long-lived and not counted, as in client-go.
+ * In front of every request of the generated clients: a token bucket (client-go's client-side rate
+ * limit), so a restart with a thousand tenants to check cannot flood the API server, and the count of
+ * requests by method (what the steady-state benchmark reads). Watches are long-lived and not counted,
+ * as in client-go.
  */
-function rateLimitMiddleware({ qps, burst }: ClientRateLimit): ObservableMiddleware {
-  const bucket = new TokenBucket({ bucketSize: burst, tokensPerInterval: qps, interval: 'second' });
+function requestMiddleware(limit: ClientRateLimit | undefined, observe: RequestObserver | undefined): ObservableMiddleware {
+  const bucket = limit ? new TokenBucket({ bucketSize: limit.burst, tokensPerInterval: limit.qps, interval: 'second' }) : undefined;
   return {
-    pre: (request) => new Observable(bucket.removeTokens(1).then(() => request)),
+    pre: (request) => {
+      const started = performance.now();
+      const admitted = bucket ? bucket.removeTokens(1) : Promise.resolve(0);
+      return new Observable(
+        admitted.then(() => {
+          observe?.(request.getHttpMethod(), (performance.now() - started) / 1000);
+          return request;
+        }),
+      );
+    },
     post: (response) => new Observable(Promise.resolve(response)),
   };
 }
@@ -92,14 +104,16 @@ export interface KubeConfigOptions {
   operatorVersion?: string;
   shard?: string | undefined;
   rateLimit?: ClientRateLimit;
+  /** Told of every request (its HTTP method) and how long it waited for the rate limit. */
+  onRequest?: RequestObserver;
 }
 
 export function loadKubeConfig(options: KubeConfigOptions = {}): KubeConfig {
   const kc = new IdentifiedKubeConfig();
   kc.loadFromDefault();
-  const { operatorVersion, shard, rateLimit } = options;
+  const { operatorVersion, shard } = options;
   if (operatorVersion) kc.userAgent = `${FIELD_MANAGER}/${operatorVersion}${shard === undefined ? '' : ` (shard ${shard})`}`;
-  if (rateLimit) kc.rateLimit = rateLimitMiddleware(rateLimit);
+  kc.requests = requestMiddleware(options.rateLimit, options.onRequest);
   return kc;
 }
 

@@ -45,6 +45,9 @@ describe('OperatorMetrics', () => {
     metrics.setTenantsByPhase(counts({ Active: 4 }));
     metrics.setWorkqueueDepth(7);
     metrics.setTenantsPinnedToAbsentVersion(2);
+    metrics.observeKubeRequest('GET', 0);
+    metrics.observeKubeRequest('GET', 0.25);
+    metrics.observeKubeRequest('PATCH', 0);
     const text = await metrics.metricsText();
 
     const tenants = samples(text, 'eva_tenants');
@@ -54,6 +57,8 @@ describe('OperatorMetrics', () => {
     expect(tenants).toContain('eva_tenants{phase="Decommissioned"} 0');
     expect(samples(text, 'eva_workqueue_depth')).toEqual(['eva_workqueue_depth 7']);
     expect(samples(text, 'eva_tenants_pinned_to_absent_version')).toEqual(['eva_tenants_pinned_to_absent_version 2']);
+    expect(samples(text, 'eva_kube_api_requests_total')).toEqual(['eva_kube_api_requests_total{method="GET"} 2', 'eva_kube_api_requests_total{method="PATCH"} 1']);
+    expect(samples(text, 'eva_kube_api_rate_limit_wait_seconds_total')).toEqual(['eva_kube_api_rate_limit_wait_seconds_total 0.25']);
   });
 
   it('asks the operator callback for tenant counts on each scrape; a failing callback keeps the last values', async () => {

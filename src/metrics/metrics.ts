@@ -28,6 +28,22 @@ export interface OperatorMetricsOptions {
   readonly tenantsByPhase?: () => Readonly<Record<Phase, number>>;
 }
 
+function kubeRequestMetrics(registers: Registry[]): [Counter<'method'>, Counter] {
+  return [
+    new Counter({
+      name: 'eva_kube_api_requests_total',
+      help: "The operator's own API requests by HTTP method (watches not counted; helm's are its own).",
+      labelNames: ['method'],
+      registers,
+    }),
+    new Counter({
+      name: 'eva_kube_api_rate_limit_wait_seconds_total',
+      help: 'Seconds API requests waited for the client-side rate limit (KUBE_API_QPS, KUBE_API_BURST).',
+      registers,
+    }),
+  ];
+}
+
 export class OperatorMetrics {
   readonly registry: Registry;
   private readonly reconcileTotal: Counter<'result' | 'reason'>;
@@ -38,6 +54,8 @@ export class OperatorMetrics {
   private readonly workqueueDepth: Gauge;
   private readonly pinnedToAbsentVersion: Gauge;
   private readonly inAbsentShard: Gauge;
+  private readonly kubeRequests: Counter<'method'>;
+  private readonly kubeRateLimitWait: Counter;
   private readonly queueDepth: Gauge<'capsule' | 'stream'>;
   /** Streams with a queue-depth series, per capsule code: prom-client removes series only by full label set. */
   private readonly queueDepthStreams = new Map<string, Set<string>>();
@@ -80,6 +98,7 @@ export class OperatorMetrics {
       help: 'Tenants whose spec.operatorVersion names an operator version that is not running.',
       registers,
     });
+    [this.kubeRequests, this.kubeRateLimitWait] = kubeRequestMetrics(registers);
     this.inAbsentShard = new Gauge({
       name: 'eva_tenants_in_absent_shard',
       help: 'Tenants whose label eva.aidonow.com/shard names a shard no running operator serves.',
@@ -154,6 +173,11 @@ export class OperatorMetrics {
 
   setTenantsPinnedToAbsentVersion(count: number): void {
     this.pinnedToAbsentVersion.set(count);
+  }
+
+  observeKubeRequest(method: string, waitedSeconds: number): void {
+    this.kubeRequests.inc({ method });
+    if (waitedSeconds > 0) this.kubeRateLimitWait.inc(waitedSeconds);
   }
 
   setTenantsInAbsentShard(count: number): void {
