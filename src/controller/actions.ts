@@ -2,6 +2,7 @@
  * What happens to a key after a reconcile (kube-rs's Action), and the error policy: the single
  * place where outcomes and errors become requeue decisions.
  */
+import { createHash } from 'node:crypto';
 import { isConflict } from '../adapters/kube.ts';
 import type { SagaView } from '../saga/conditions.ts';
 import { Reason } from '../api/reasons.ts';
@@ -26,13 +27,31 @@ export const WAITING_POLL_MS = 1_000;
 /** The same for a step woken by a watch (Deployments, Ingress): the poll is only a safety net. */
 export const WATCHED_WAITING_POLL_MS = 5_000;
 
-export function actionFor(view: SagaView, driftIntervalSeconds: number, isWatched: (step: StepName) => boolean = () => false): Action {
+/** How a tenant's next drift check is timed: its interval, and its own phase within it. */
+export interface DriftSchedule {
+  intervalSeconds: number;
+  /** Names the tenant (its uid): fixes the tenant's phase within the interval. */
+  key: string;
+  now?: number;
+}
+
+/**
+ * Milliseconds to the tenant's next drift check: the next moment whose offset within the interval is
+ * the tenant's own (a hash of its key). Tenants checked together (all of them, after a restart) thus
+ * come back spread evenly over the interval instead of in a bunch, and each keeps its rhythm. In
+ * (0, interval].
+ */
+export function driftDelayMs({ intervalSeconds, key, now = Date.now() }: DriftSchedule): number {
+  const interval = intervalSeconds * 1000;
+  const phase = createHash('sha256').update(key).digest().readUInt32BE(0) % interval;
+  const sincePhase = (((now - phase) % interval) + interval) % interval;
+  return interval - sincePhase;
+}
+
+export function actionFor(view: SagaView, drift: DriftSchedule, isWatched: (step: StepName) => boolean = () => false): Action {
   switch (view.stage) {
-    case 'active': {
-      // Spread drift checks so tenants created together do not all check at once.
-      const jitter = 0.9 + Math.random() * 0.2;
-      return { kind: 'requeue', afterMs: Math.round(driftIntervalSeconds * 1000 * jitter) };
-    }
+    case 'active':
+      return { kind: 'requeue', afterMs: driftDelayMs(drift) };
     case 'interrupted':
       return DONE;
     case 'waiting': {

@@ -89,7 +89,8 @@ export class TenantReconciler {
       if (writer.becameActiveAfterSeconds !== undefined) metrics.observeTimeToActive(tenant.spec.tier, writer.becameActiveAfterSeconds);
       await steps.afterActive(scope);
     }
-    return actionFor(result.view, this.ctx.config.driftIntervalSeconds, (step) => steps.isWatched(step));
+    const drift = { intervalSeconds: this.ctx.config.driftIntervalSeconds, key: tenant.metadata.uid ?? tenant.metadata.name };
+    return actionFor(result.view, drift, (step) => steps.isWatched(step));
   }
 
   private async decommission(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
