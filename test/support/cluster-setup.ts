@@ -5,8 +5,8 @@
  *
  * Own state folder and NATS ports (TEST_CLUSTER below): a developer's dev cluster, its tenants and
  * an operator running against it (quickstart's) are never touched by the tests. The test plane is
- * kept between runs (a warm `up` takes seconds); `EVA_DEV_CLUSTER_DIR=<dir> scripts/dev-cluster.sh
- * down` removes it.
+ * kept between runs (a warm `up` takes seconds), and recreated when scripts/dev-cluster.sh would make it
+ * differently; `EVA_DEV_CLUSTER_DIR=<dir> scripts/dev-cluster.sh down` removes it.
  */
 import { execFileSync } from 'node:child_process';
 import { homedir } from 'node:os';
@@ -20,6 +20,8 @@ export const TEST_CLUSTER = {
   EVA_DEV_CLUSTER_DIR: process.env['EVA_TEST_CLUSTER_DIR'] ?? join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), 'eva-operator/test-cluster'),
   EVA_NATS_PORT: process.env['EVA_TEST_NATS_PORT'] ?? '24222',
   EVA_NATS_MONITOR_PORT: process.env['EVA_TEST_NATS_MONITOR_PORT'] ?? '28222',
+  // Throwaway: a plane made by an older scripts/dev-cluster.sh (other flags, node size) is recreated.
+  EVA_DEV_CLUSTER_RECREATE: 'changed',
 } as const;
 
 const EXPORTED = ['KUBECONFIG', 'NATS_URL', 'NATS_SYSTEM_CREDS_FILE', 'NATS_OPERATOR_SIGNING_KEY_FILE', 'EVA_NATS_MONITOR_URL', 'EVA_TOOLS_DIR'] as const;
