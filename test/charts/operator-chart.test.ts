@@ -451,7 +451,7 @@ describe('helm template: nats.enabled', () => {
     const nats = only(objects, 'StatefulSet', `${FULLNAME}-nats`);
     expect(nats.spec.replicas).toBe(1);
     const container = nats.spec.template.spec.containers[0];
-    expect(container?.image).toBe('docker.io/library/nats:2.15.2-alpine');
+    expect(container?.image).toBe('docker.io/library/nats:2.15.0-alpine');
     expect(container?.args).toContain('--config=/etc/nats/nats.conf');
     const service = only(objects, 'Service', `${FULLNAME}-nats`);
     expect(service.spec.selector).toEqual(nats.spec.selector.matchLabels);
