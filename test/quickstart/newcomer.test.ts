@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import setupTestCluster, { TEST_CLUSTER } from '../support/cluster-setup.ts';
 import { eventually, kubectlOk, tenantManifest } from '../support/kubectl.ts';
 import { waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
-import { repoRoot } from '../support/tools.ts';
+import { alive, repoRoot } from '../support/tools.ts';
 
 const CODE = 'NEWCMR';
 const userDir = mkdtempSync(join(tmpdir(), 'eva-user-dev-cluster-'));
@@ -37,15 +37,6 @@ const userKubectl = (args: readonly string[]): string => {
   const result = spawnSync(join(process.env['EVA_TOOLS_DIR'] ?? '', 'kubectl'), ['--kubeconfig', join(userDir, 'kubeconfig'), ...args], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`kubectl ${args.join(' ')} on the user's cluster: ${result.stderr}`);
   return result.stdout;
-};
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 };
 
 interface UserState {

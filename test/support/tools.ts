@@ -19,3 +19,13 @@ export function binDir(): string {
 export function tool(name: 'helm' | 'kubectl' | 'nats-server' | 'etcd' | 'kwokctl'): string {
   return join(binDir(), name);
 }
+
+/** Whether a process runs (signal 0: no signal is sent). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
