@@ -16,7 +16,7 @@ import { connect, type NatsConnection, type Msg, StringCodec } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../src/api/constants.ts';
 import { formatCreds, newSeed, publicKeyOf, signUser } from '../src/adapters/nats-jwt.ts';
-import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
+import { kubectl, kubectlOk, requiredEnv } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { type AccountSession, clusterAccounts, connectAsModule, inRegistry, inTenant, moduleCredentials, streamNames, tenantAccount, tenantAccountIn } from './support/nats.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
@@ -27,7 +27,7 @@ const A = 'ISOAAA';
 const B = 'ISOBBB';
 const sc = StringCodec();
 const name = (code: string): string => code.toLowerCase();
-const monitor = (): string => process.env['EVA_NATS_MONITOR_URL'] ?? 'http://127.0.0.1:18222';
+const monitor = (): string => requiredEnv('EVA_NATS_MONITOR_URL');
 
 let operator: OperatorProcess;
 let a: AccountSession;

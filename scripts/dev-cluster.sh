@@ -30,6 +30,7 @@ else
   nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
 fi
 kubeconfig="$state/kubeconfig"
+service_range=10.96.0.0/16
 export KWOK_WORKDIR="$state/kwok"
 
 log() { printf '[dev-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -51,7 +52,7 @@ wait_for() { # <seconds> <description> <command...>
   done
 }
 
-render_kwokctl_config() {
+render_kwokctl_config() { # <file>
   {
     cat <<EOF
 apiVersion: config.kwok.x-k8s.io/v1alpha1
@@ -69,24 +70,21 @@ options:
   kubeSchedulerBinary: $bin/kube-scheduler
   kubectlBinary: $bin/kubectl
   kwokControllerBinary: $bin/kwok
-# Sized for a fleet (the default 10.0.0.0/24 held ~250 Services: 5,000 Enterprise tenants need 30,000).
-# The single controller-manager and scheduler run without leader election: a stalled etcd must not
-# make them exit for good (nothing restarts them here, as a kubelet restarts static pods).
+# Sized for a fleet: kube-apiserver's default Service range (10.0.0.0/24) holds about 250 Services;
+# 5,000 Enterprise tenants (6 modules, a Service each) need 30,000, and a /16 holds 65,534.
+# kube-controller-manager and kube-scheduler are the only instances: they run without leader election,
+# so an etcd stall longer than their lease (15 s) does not make them exit for good (nothing restarts
+# them here, unlike a kubelet with static pods).
 componentsPatches:
 - name: kube-apiserver
   extraArgs:
-  - key: service-cluster-ip-range
-    value: 10.96.0.0/12
+  - {key: service-cluster-ip-range, value: $service_range}
 - name: kube-controller-manager
   extraArgs:
-  - key: leader-elect
-    value: "false"
-  - key: service-cluster-ip-range
-    value: 10.96.0.0/12
+  - {key: leader-elect, value: "false"}
 - name: kube-scheduler
   extraArgs:
-  - key: leader-elect
-    value: "false"
+  - {key: leader-elect, value: "false"}
 EOF
     for stage in "$bin"/kwok-stages/*.yaml "$here/ingress-stage.yaml"; do
       echo "---"
@@ -98,26 +96,30 @@ EOF
 create_cluster() {
   log "creating cluster (kube-apiserver $("$bin/kube-apiserver" --version | awk '{print $2}'))"
   rm -rf "$KWOK_WORKDIR" "$kubeconfig"
-  render_kwokctl_config "$state/kwokctl.yaml"
+  mv "$state/kwokctl.yaml.next" "$state/kwokctl.yaml"
+  cluster_recipe "$state/kwokctl.yaml" >"$state/recipe"
   "$bin/kwokctl" create cluster --name "$cluster" --config "$state/kwokctl.yaml" \
     --kubeconfig "$kubeconfig" --wait 3m --quiet-pull >"$state/kwokctl.log" 2>&1 8>&- ||
     { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed (log above)"; }
 }
 
+# What a cluster is made from (its kwokctl configuration and node), remembered when it is created.
+cluster_recipe() { cat "$1" "$here/node.yaml"; }
+
 ensure_cluster() {
-  # A running cluster made from another configuration (this script changed since) keeps running with
-  # the old one, and its data, unless EVA_DEV_CLUSTER_RECREATE=changed (the tests' throwaway cluster).
-  render_kwokctl_config "$state/kwokctl.yaml.new"
-  local changed=false
-  cmp -s "$state/kwokctl.yaml.new" "$state/kwokctl.yaml" || changed=true
-  rm -f "$state/kwokctl.yaml.new"
+  render_kwokctl_config "$state/kwokctl.yaml.next"
   if api_ready; then
-    if ! $changed; then log "control plane already running"; return; fi
+    if cluster_recipe "$state/kwokctl.yaml.next" | cmp -s - "$state/recipe"; then
+      rm -f "$state/kwokctl.yaml.next"; log "control plane already running"; return
+    fi
+    # A running cluster keeps its data and flags unless its owner says it is throwaway (the test suite's).
     if [[ ${EVA_DEV_CLUSTER_RECREATE:-} != changed ]]; then
-      log "control plane already running, made from an older configuration: \`$0 down\` then \`up\` applies the new one (and empties the cluster)"
+      rm -f "$state/kwokctl.yaml.next"
+      log "control plane already running, made from an older scripts/dev-cluster (flags, node size):"
+      log "  \`$0 down\` then \`up\` applies the new one (and empties the cluster)"
       return
     fi
-    log "control plane configuration changed; recreating it (EVA_DEV_CLUSTER_RECREATE=changed)"
+    log "control plane made from an older scripts/dev-cluster; recreating it (EVA_DEV_CLUSTER_RECREATE=changed)"
   fi
   # A cluster that is not answering (e.g. its processes died with the last session) is disposable:
   # recreating it takes seconds and leaves no half-restarted state behind.

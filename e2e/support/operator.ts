@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { requiredEnv } from '../../test/support/kubectl.ts';
 import { repoRoot } from '../../test/support/tools.ts';
 
 export interface OperatorProcess {
@@ -17,12 +18,6 @@ export interface OperatorProcess {
   /** Resolves with the exit code once the process has exited, for whatever reason. */
   exited(): Promise<number | null>;
   secretFilesLeft(): string[];
-}
-
-function requiredEnv(name: string): string {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: the cluster test setup did not run`);
-  return value;
 }
 
 function exited(child: ChildProcess): Promise<number | null> {

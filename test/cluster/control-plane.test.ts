@@ -33,6 +33,26 @@ describe('local control plane', () => {
     expect(kubectlOk(['get', 'node', 'kwok-node-0', '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}'])).toBe('True');
   });
 
+  it('holds a fleet: Services, pods and pod IPs for 5,000 Enterprise tenants (6 modules each)', () => {
+    const modulePods = 5000 * 6;
+    const [cidr = '', prefix = '32'] = kubectlOk(['get', 'servicecidr', 'kubernetes', '-o', 'jsonpath={.spec.cidrs[0]}']).split('/');
+    expect(cidr).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(2 ** (32 - Number(prefix)) - 2).toBeGreaterThanOrEqual(modulePods + 1); // + the kubernetes Service
+    const node = JSON.parse(kubectlOk(['get', 'node', 'kwok-node-0', '-o', 'json'])) as { spec: { podCIDR?: string }; status: { allocatable: { pods: string } } };
+    const pods = /^(\d+)(k?)$/.exec(node.status.allocatable.pods); // the API server writes 40000 as 40k
+    expect(pods, node.status.allocatable.pods).not.toBeNull();
+    expect(Number(pods?.[1]) * (pods?.[2] === 'k' ? 1000 : 1)).toBeGreaterThanOrEqual(modulePods);
+    expect(2 ** (32 - Number(node.spec.podCIDR?.split('/')[1] ?? '32'))).toBeGreaterThanOrEqual(modulePods);
+  });
+
+  it('runs its single controller-manager and scheduler without leader election (an etcd stall must not end them)', () => {
+    const pids = join(process.env['EVA_DEV_CLUSTER_DIR'] ?? '', 'kwok/clusters/eva/pids');
+    for (const component of ['kube-controller-manager', 'kube-scheduler']) {
+      const pid = readFileSync(join(pids, `${component}.pid`), 'utf8').trim();
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'), component).toContain('--leader-elect=false');
+    }
+  });
+
   it('enforces RBAC', () => {
     const denied = kubectl(['auth', 'can-i', 'list', 'secrets', '--as', 'system:serviceaccount:default:nobody', '-A']);
     expect(denied.stdout.trim()).toBe('no');

@@ -93,6 +93,21 @@ describe('the newcomer path: a user\'s dev cluster with a tenant and an operator
     const status = run('scripts/dev-cluster.sh', ['status'], userEnv, 60_000);
     expect(status.status, status.output).toBe(0);
   }, 120_000);
+
+  it('quickstart\'s operator is supervised: started again after it exits (e.g. on lost leadership), and stop-operator ends both', async () => {
+    const supervisor = userState().operatorPid;
+    const childOf = (pid: number): number[] =>
+      (spawnSync('pgrep', ['-P', String(pid), '-f', 'src/cli.ts run'], { encoding: 'utf8' }).stdout.match(/\d+/g) ?? []).map(Number);
+    const [first] = childOf(supervisor);
+    expect(first, 'the supervisor runs the operator').toBeDefined();
+    process.kill(first ?? 0, 'SIGKILL');
+    expect(await eventually(() => childOf(supervisor).some((pid) => pid !== first), 30_000, 200), 'a new operator process').toBe(true);
+    const [second] = childOf(supervisor);
+    expect(await eventually(() => userKubectl(['get', 'evt', CODE.toLowerCase(), '-o', 'jsonpath={.status.phase}']) === 'Active', 60_000)).toBe(true);
+    const stop = run('scripts/dev-cluster.sh', ['stop-operator'], userEnv, 60_000);
+    expect(stop.status, stop.output).toBe(0);
+    expect(await eventually(() => !processAlive(supervisor) && !processAlive(second ?? 0), 30_000, 200), 'supervisor and operator gone').toBe(true);
+  }, 180_000);
 });
 
 describe('README, "Running the operator": the block as written, against the local control plane', () => {

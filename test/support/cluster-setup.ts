@@ -3,24 +3,34 @@
  * control plane and exports its environment to the test workers. It never skips: if the control
  * plane cannot start, every cluster test fails with the reason.
  *
- * Own state folder and NATS ports (TEST_CLUSTER below): a developer's dev cluster, its tenants and
- * an operator running against it (quickstart's) are never touched by the tests. The test plane is
- * kept between runs (a warm `up` takes seconds); `EVA_DEV_CLUSTER_DIR=<dir> scripts/dev-cluster.sh
- * down` removes it.
+ * Own state folder and NATS ports (TEST_CLUSTER below), one per checkout: a developer's dev cluster,
+ * its tenants and an operator running against it (quickstart's) are never touched by the tests, nor is
+ * the test plane of another checkout on the same machine. The test plane is
+ * kept between runs (a warm `up` takes seconds), and recreated when scripts/dev-cluster.sh would make it
+ * differently; `EVA_DEV_CLUSTER_DIR=<dir> scripts/dev-cluster.sh down` removes it.
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './tools.ts';
 
 const script = join(repoRoot, 'scripts/dev-cluster.sh');
 
-/** Where the suite's control plane lives, and its NATS ports (the dev cluster's are 14222/18222). */
+/**
+ * One plane per checkout, named after its path: two checkouts on one machine (e.g. git worktrees of
+ * two engineers) never share, stop or recreate each other's. NATS ports from the same hash, away from
+ * the dev cluster's 14222/18222: 24222-25221 and 28222-29221.
+ */
+const checkout = createHash('sha256').update(repoRoot).digest('hex').slice(0, 8);
+const portOffset = Number.parseInt(checkout.slice(0, 4), 16) % 1000;
+
+/** Where the suite's control plane lives, and its NATS ports. */
 export const TEST_CLUSTER = {
-  EVA_DEV_CLUSTER_DIR: process.env['EVA_TEST_CLUSTER_DIR'] ?? join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), 'eva-operator/test-cluster'),
-  EVA_NATS_PORT: process.env['EVA_TEST_NATS_PORT'] ?? '24222',
-  EVA_NATS_MONITOR_PORT: process.env['EVA_TEST_NATS_MONITOR_PORT'] ?? '28222',
-  /** Throwaway: a plane made by an older dev-cluster.sh is made again, so tests run on today's. */
+  EVA_DEV_CLUSTER_DIR: process.env['EVA_TEST_CLUSTER_DIR'] ?? join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/test-cluster-${checkout}`),
+  EVA_NATS_PORT: process.env['EVA_TEST_NATS_PORT'] ?? String(24222 + portOffset),
+  EVA_NATS_MONITOR_PORT: process.env['EVA_TEST_NATS_MONITOR_PORT'] ?? String(28222 + portOffset),
+  // Throwaway: a plane made by an older scripts/dev-cluster.sh (other flags, node size) is recreated.
   EVA_DEV_CLUSTER_RECREATE: 'changed',
 } as const;
 
@@ -37,6 +47,7 @@ function exportedVariables(envScript: string): Record<string, string> {
 export default function setup(): void {
   // Children (quickstart.sh, dev-cluster.sh from tests) find the same plane through these.
   Object.assign(process.env, TEST_CLUSTER);
+  console.info(`[cluster-setup] the suite's control plane: ${TEST_CLUSTER.EVA_DEV_CLUSTER_DIR} (NATS ${TEST_CLUSTER.EVA_NATS_PORT}/${TEST_CLUSTER.EVA_NATS_MONITOR_PORT})`);
   execFileSync('bash', [script, 'up'], { stdio: ['ignore', 'inherit', 'inherit'] });
   const envScript = execFileSync('bash', [script, 'env'], { encoding: 'utf8' });
   const vars = exportedVariables(envScript);

@@ -9,7 +9,8 @@ export interface CommandResult {
   stderr: string;
 }
 
-function requiredEnv(name: string): string {
+/** A variable the cluster test setup exports: never a fallback to a developer's own cluster. */
+export function requiredEnv(name: string): string {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set: the cluster test setup did not run`);
   return value;
