@@ -206,7 +206,7 @@ cmd_up() {
 
 stop_processes_under() { # <folder>: kill anything still running from it (crash leftovers)
   local pids
-  pids=$(pgrep -f -- "$1" || true)
+  pids=$(pgrep -f -- "${1%/}/" || true)   # the slash: not a sibling whose name starts the same (test-cluster-<hash>)
   [[ -z "$pids" ]] && return
   kill $pids 2>/dev/null || true
   sleep 1
