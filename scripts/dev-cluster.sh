@@ -10,6 +10,7 @@
 #   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... PATH=...` (use with eval)
 #   scripts/dev-cluster.sh status   tell what runs (exit 0 when everything is up, 3 otherwise)
 #   scripts/dev-cluster.sh stop-operator   stop the operator that scripts/quickstart.sh --local started
+#   scripts/dev-cluster.sh up|down|env|status --real-node   a real node instead (scripts/lib/real-node.sh)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +20,8 @@ cluster=eva
 nats_port="${EVA_NATS_PORT:-14222}"
 nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
 kubeconfig="$state/kubeconfig"
+# A real node (containerd, kubelet, ...) is scripts/lib/real-node.sh's: `--real-node`, or its state folder.
+if [[ " $* " == *" --real-node "* || -f "$state/.real-node" ]]; then exec "$root/scripts/lib/real-node.sh" "$@"; fi
 export KWOK_WORKDIR="$state/kwok"
 
 log() { printf '[dev-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
