@@ -40,11 +40,19 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Set at build time (-X main.version=... -X main.defaultModule=...).
+// The image sets EVA_MODULE and EVA_MODULE_VERSION (images/module-standin/Containerfile); both can
+// also be set at build time (-X main.version=... -X main.defaultModule=...).
 var (
-	version       = "1.0.0"
+	version       = "dev"
 	defaultModule = ""
 )
+
+func moduleVersion() string {
+	if v := os.Getenv("EVA_MODULE_VERSION"); v != "" {
+		return v
+	}
+	return version
+}
 
 const heartbeatEvery = 5 * time.Second
 
@@ -91,7 +99,7 @@ func main() {
 	case "seed":
 		os.Exit(seed(args))
 	case "version":
-		fmt.Printf("%s %s (eva module stand-in)\n", module(), version)
+		fmt.Printf("%s %s (eva module stand-in)\n", module(), moduleVersion())
 	case "http-get":
 		os.Exit(httpGet(args))
 	default:

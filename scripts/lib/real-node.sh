@@ -87,7 +87,7 @@ bins() {
 in_node() {
   local pid; pid=$(init_pid) || die "the real node in $state is not running"
   [[ -n ${cp_bin:-} ]] || bins
-  nsenter --target "$pid" --net --mount --pid -- env \
+  nsenter --target "$pid" --net --mount --pid --wd="$PWD" -- env \
     KUBECONFIG="$state/kubeconfig" NATS_URL="nats://$NODE_IP:$NATS_PORT" EVA_REGISTRY="$REGISTRY" \
     EVA_TOOLS_DIR="$cp_bin" EVA_NODE_TOOLS_DIR="$node_bin" PATH="$cp_bin:$node_bin:$PATH" "$@"
 }
