@@ -32,6 +32,9 @@ RUN go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.ver
 # ---- the operator, compiled from TypeScript; dev dependencies pruned ----
 FROM ${NODE_IMAGE} AS build
 ARG NODE_VERSION=24.21.0
+# Unset in a release. A build host whose traffic passes a TLS-inspecting proxy mounts its CA bundle
+# for the build and names it here, for npm (scripts/build-image.sh does, from SSL_CERT_FILE).
+ARG NODE_EXTRA_CA_CERTS
 RUN test "$(node --version)" = "v${NODE_VERSION}"
 WORKDIR /src
 COPY package.json package-lock.json ./

@@ -29,6 +29,7 @@
 #
 # Usage: scripts/build-image.sh [--out DIR] [--bases local|public] [--only operator|modules]
 #                               [--refresh-bases] [--no-verify]
+#   EVA_BUILD_CA_FILE (default SSL_CERT_FILE): a CA bundle the RUN steps trust (a TLS-inspecting proxy)
 # Then, unless --no-verify: `eva-operator version` runs in the operator image, and `version` in a module
 # image, as uid 65532 on a read-only root filesystem without network (podman run).
 set -euo pipefail
@@ -42,6 +43,7 @@ bases=local
 only=""
 refresh_bases=false
 verify=true
+ca_file=${EVA_BUILD_CA_FILE:-${SSL_CERT_FILE:-}}
 
 usage() { sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while (($#)); do
@@ -152,10 +154,15 @@ base_golang() {
   mkdir -p "$scratch/toolchain-mod"
   printf 'module eva-operator.local/toolchain\ngo %s\n' "$GO_TOOLCHAIN" >"$scratch/toolchain-mod/go.mod"
   dir=$(cd "$scratch/toolchain-mod" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$mod" | sed -n -E 's/^[[:space:]]*"Dir": "(.*)",?$/\1/p')
-  [[ -x $dir/bin/go ]] || die "the Go toolchain module has no bin/go ($dir)"
+  [[ -f $dir/bin/go ]] || die "the Go toolchain module has no bin/go ($dir)"
+  # The module cache keeps files read-only and without exec bits (the go command sets them when it
+  # switches toolchains): restore them on a copy.
+  cp -r "$dir" "$scratch/go"
+  chmod -R u+w "$scratch/go"
+  chmod +x "$scratch/go/bin/"* "$scratch/go/pkg/tool/"*/*
   local c; c=$(buildah from --pull=never "$debian_base")
-  buildah copy --quiet "$c" "$dir" /usr/local/go >/dev/null
-  buildah run "$c" -- chmod -R u+w /usr/local/go
+  buildah copy --quiet "$c" "$scratch/go" /usr/local/go >/dev/null
+  rm -rf "$scratch/go"
   buildah config --env GOLANG_VERSION="$go_version" --env GOPATH=/go --env GOTOOLCHAIN=local \
     --env PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --workingdir /go \
@@ -183,6 +190,13 @@ build_operator() {
   local args=(--isolation chroot --network host --layers --format oci -f "$root/Dockerfile"
     --build-arg "OPERATOR_VERSION=$operator_version" --build-arg "NODE_VERSION=$NODE_VERSION"
     --build-arg "HELM_VERSION=$HELM_VERSION" -t "$operator_image")
+  # A build host behind a TLS-inspecting proxy (this one): its CA bundle, for the RUN steps only
+  # (a mount, not a layer; Go reads the system bundle, npm the Dockerfile's NODE_EXTRA_CA_CERTS).
+  # The local bases have ca-certificates, so the mount point exists and nothing is left in a layer.
+  if [[ -n $ca_file && $bases == local ]]; then
+    args+=(--volume "$ca_file:/etc/ssl/certs/ca-certificates.crt:ro"
+      --build-arg NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt)
+  fi
   if [[ $bases == local ]]; then
     # The helm stage's `go install` finds this machine's Go module and build caches (the same
     # sources and flags as scripts/lib/build-components.sh: nothing to download or compile when warm).
@@ -249,21 +263,31 @@ remove_cgroup_parent() { # <name>: the cgroup podman run made under it, in every
 verify_images() {
   # --ulimit: this machine has no CAP_SYS_RESOURCE (podman's defaults exceed the hard limits). Runc
   # cannot run without cgroups (--cgroups disabled): podman's go under a parent of ours, removed after.
-  local parent="eva-build-image-$$"
-  local run=(podman run --rm --network none --read-only --user 65532:65532 --cgroup-parent "/$parent"
+  # No --user: the image's own USER must be the non-root one.
+  local parent="eva-build-image-$$" image user out
+  local run=(podman run --rm --network none --read-only --cgroup-parent "/$parent"
     --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
   trap 'remove_cgroup_parent '"$parent"'; rm -rf "$scratch"' EXIT
+  check_user() { # <image>
+    user=$(buildah inspect --type image --format '{{.OCIv1.Config.User}}' "$1")
+    [[ $user == 65532:65532 ]] || die "$1 runs as \"$user\", not 65532:65532"
+  }
   if [[ $only != modules ]]; then
-    log "verify: eva-operator version, as uid 65532, read-only root, no network"
-    "${run[@]}" --tmpfs /tmp "$operator_image" version >"$scratch/version.out" 2>&1 ||
-      { cat "$scratch/version.out" >&2; die "eva-operator version failed in $operator_image"; }
-    log "  $(tr '\n' ' ' <"$scratch/version.out")"
+    check_user "$operator_image"
+    # As the chart runs it: OPERATOR_VERSION set, /tmp a tmpfs.
+    out=$("${run[@]}" --tmpfs /tmp -e "OPERATOR_VERSION=$operator_version" "$operator_image" version 2>&1) ||
+      { echo "$out" >&2; die "eva-operator version failed in $operator_image"; }
+    [[ $out == "$operator_version" ]] || die "eva-operator version printed \"$out\", expected $operator_version"
+    out=$("${run[@]}" --tmpfs /tmp --entrypoint node "$operator_image" -e \
+      'process.stdout.write(`uid=${process.getuid()} node=${process.version}`)' 2>&1) ||
+      { echo "$out" >&2; die "node failed in $operator_image"; }
+    log "verify: $operator_image: \`eva-operator version\` -> $operator_version; $out; read-only root, no network"
   fi
   if [[ $only != operator ]]; then
-    local tag; tag=$(images_tag ghcr.io/aidonow/eva-forge)
-    "${run[@]}" "ghcr.io/aidonow/eva-forge:$tag" version >"$scratch/version.out" 2>&1 ||
-      { cat "$scratch/version.out" >&2; die "version failed in ghcr.io/aidonow/eva-forge:$tag"; }
-    log "  $(tr '\n' ' ' <"$scratch/version.out")"
+    image="ghcr.io/aidonow/eva-forge:$(images_tag ghcr.io/aidonow/eva-forge)"
+    check_user "$image"
+    out=$("${run[@]}" "$image" version 2>&1) || { echo "$out" >&2; die "version failed in $image"; }
+    log "verify: $image: $out (user 65532:65532, read-only root, no network)"
   fi
 }
 
@@ -277,5 +301,5 @@ if [[ $only != operator ]]; then
 fi
 timed output write_output "${built[@]}"
 $verify && timed verify verify_images
-log "done in $((SECONDS - started))s ($(tr '\n' ' ' <"$scratch/times" | sed 's/ $//;s/\([a-z-]*\) \([0-9]*\)/\1 \2s,/g;s/,$//')): $out/images.tar"
+log "done in $((SECONDS - started))s ($(awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $1, $2}' "$scratch/times")): $out/images.tar"
 cat "$out/images.txt"
