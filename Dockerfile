@@ -39,10 +39,10 @@ RUN test "$(node --version)" = "v${NODE_VERSION}"
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.ts ./scripts/build.ts
 COPY src ./src
+# One bundled module (dist/cli.js): the runtime needs no node_modules.
 RUN npm run build \
- && npm prune --omit=dev --no-audit --no-fund \
  && node dist/cli.js crd >/dev/null
 
 # ---- runtime ----
@@ -58,13 +58,15 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg
 COPY --from=helm /go/bin/helm /usr/local/bin/helm
 COPY --from=build /src/package.json /app/package.json
-COPY --from=build /src/node_modules /app/node_modules
 COPY --from=build /src/dist /app/dist
 COPY charts/modules /charts/modules
 COPY seeds /seeds
 COPY images.txt /etc/eva-operator/images.txt
 # Everything the operator writes goes to /tmp and /run/helm-secrets (emptyDirs in the chart).
+# V8's heap from the container's memory limit (half of it for the old space), and a small young
+# generation: measured, the default one keeps ~80 MiB more resident for nothing (docs/measurements.md).
 ENV NODE_ENV=production \
+    NODE_OPTIONS="--max-semi-space-size=2 --max-old-space-size-percentage=50" \
     HOME=/tmp \
     TMPDIR=/tmp \
     CHART_BASE_PATH=/charts \

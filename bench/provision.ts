@@ -1,7 +1,10 @@
 /**
  * Provisioning benchmark on the local control plane (a benchmark that prints figures, not a test).
  *
- *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16] [--keep]
+ *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16] [--keep] [--as-image [--memory-limit MiB]]
+ * --as-image runs the operator as the image does: the bundle (`npm run build`) with the Dockerfile's
+ * NODE_OPTIONS, the old-space share taken of --memory-limit (the container's limit; default: the
+ * chart's resources.limits.memory) as V8 takes it of the cgroup's limit in a pod.
  *
  * Starts the real operator as a process, creates `count` tenants of `tier` at once, waits until all
  * are Active, then prints per-condition times (from status.elapsedSeconds), the wall time to the last
@@ -9,18 +12,21 @@
  * and the operator's resident memory. Tenants are pinned to the benchmark's own operator version
  * and deleted afterwards (with --keep they stay, for a look, until the next run removes them).
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { parse } from 'yaml';
 import { GROUP, PLURAL, TIERS, type Tier, VERSION as API_VERSION } from '../src/api/constants.ts';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
+import { STEP_NAMES } from '../src/steps/step.ts';
 import { metricSum, scrape } from '../e2e/support/metrics.ts';
 import { startOperator } from '../e2e/support/operator.ts';
-import { tenantYaml, waitForGone } from '../e2e/support/tenants.ts';
+import { waitForGone } from '../e2e/support/tenants.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
-import { kubectlOk } from '../test/support/kubectl.ts';
+import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 
 const VERSION = '9.9.0';
@@ -32,6 +38,8 @@ interface Options {
   concurrency: number;
   /** Leave the tenants (and the operator's work) in place to look at them; the next run removes them. */
   keep: boolean;
+  /** Run the bundle with the image's NODE_OPTIONS, in a container of this memory limit (MiB). */
+  asImage: { memoryLimit: number } | undefined;
 }
 
 function options(): Options {
@@ -41,11 +49,14 @@ function options(): Options {
       count: { type: 'string', default: '1' },
       concurrency: { type: 'string', default: '16' },
       keep: { type: 'boolean', default: false },
+      'as-image': { type: 'boolean', default: false },
+      'memory-limit': { type: 'string' },
     },
   });
   const tier = values.tier as Tier;
   if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
-  return { tier, count: Number(values.count), concurrency: Number(values.concurrency), keep: values.keep };
+  const memoryLimit = values['memory-limit'] !== undefined ? Number(values['memory-limit']) : chartMemoryLimitMiB();
+  return { tier, count: Number(values.count), concurrency: Number(values.concurrency), keep: values.keep, asImage: values['as-image'] ? { memoryLimit } : undefined };
 }
 
 /** Codes BAAAAA, BAAAAB, ... (another first letter for another workload): six uppercase letters, unique per index. */
@@ -211,18 +222,50 @@ function report(title: string, wall: number, releases: number, elapsed: Record<s
 
 const RESULTS = ['success', 'requeue', 'error'] as const;
 
+/** Mean seconds per run of each saga step during the benchmark (eva_saga_step_duration_seconds sum / count). */
+function stepMeans(before: string, after: string): string {
+  return STEP_NAMES.map((step) => {
+    const delta = (suffix: string): number =>
+      metricSum(after, `eva_saga_step_duration_seconds_${suffix}`, `step="${step}"`) - metricSum(before, `eva_saga_step_duration_seconds_${suffix}`, `step="${step}"`);
+    const runs = delta('count');
+    return `${step} ${runs > 0 ? ((delta('sum') / runs) * 1000).toFixed(0) : '-'}`;
+  }).join(', ');
+}
+
 function reconcileCounts(metrics: string): Record<(typeof RESULTS)[number], number> {
   const count = (result: string): number => metricSum(metrics, 'eva_reconcile_total', `result="${result}"`);
   return { success: count('success'), requeue: count('requeue'), error: count('error') };
 }
 
+/** The chart's operator memory limit in MiB (values.yaml resources.limits.memory, e.g. 384Mi or 1Gi). */
+function chartMemoryLimitMiB(): number {
+  const values = parse(readFileSync(join(repoRoot, 'charts/eva-operator/values.yaml'), 'utf8')) as { resources: { limits: { memory: string } } };
+  const match = /^(\d+)(Mi|Gi)$/.exec(values.resources.limits.memory);
+  if (!match) throw new Error(`cannot read the chart's memory limit ${values.resources.limits.memory}`);
+  return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+}
+
+/**
+ * The image's runtime: the bundle, and the Dockerfile's NODE_OPTIONS with the old-space percentage
+ * applied to `memoryLimit` (V8 applies it to the cgroup's limit in a pod; this process has none).
+ */
+function imageRuntime(memoryLimit: number): { entry: string; nodeOptions: string } {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
+  const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
+  const options = /NODE_OPTIONS="([^"]*)"/.exec(dockerfile)?.[1];
+  if (options === undefined) throw new Error('no NODE_OPTIONS in the Dockerfile');
+  const nodeOptions = options.replace(/--max-old-space-size-percentage=(\d+)/, (_, percent: string) => `--max-old-space-size=${Math.floor((memoryLimit * Number(percent)) / 100)}`);
+  return { entry: 'dist/cli.js', nodeOptions };
+}
+
 async function main(): Promise<void> {
-  const { tier, count, concurrency, keep } = options();
+  const { tier, count, concurrency, keep, asImage } = options();
   setupCluster();
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
-  // NODE_OPTIONS passes through, e.g. --max-old-space-size as a container memory limit would set it.
-  const nodeOptions = process.env['EVA_OPERATOR_NODE_OPTIONS'];
-  const operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) });
+  const runtime = asImage ? imageRuntime(asImage.memoryLimit) : { entry: 'src/cli.ts', nodeOptions: process.env['EVA_OPERATOR_NODE_OPTIONS'] };
+  console.log(`operator: node ${runtime.nodeOptions ?? ''} ${runtime.entry}`.replace(/ +/g, ' '));
+  const env = { OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(runtime.nodeOptions ? { NODE_OPTIONS: runtime.nodeOptions } : {}) };
+  const operator = startOperator(env, undefined, runtime.entry);
   const codes = Array.from({ length: count }, (_, i) => codeFor(i));
   await operator.ready();
   // Leftovers of an interrupted run would read as instantly Active: remove them first.
@@ -231,10 +274,11 @@ async function main(): Promise<void> {
 
   const auditOffset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
   const cpuBefore = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
-  const reconcilesBefore = reconcileCounts(await scrape(operator));
+  const metricsBefore = await scrape(operator);
+  const reconcilesBefore = reconcileCounts(metricsBefore);
   const started = Date.now();
   // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
-  const manifests = codes.map((code) => tenantYaml(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
+  const manifests = codes.map((code) => tenantManifest(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
   kubectlOk(['apply', '-f', '-'], manifests.join('\n'));
   const { elapsed, pending } = await waitAllActive(codes);
   const wall = (Date.now() - started) / 1000;
@@ -248,6 +292,7 @@ async function main(): Promise<void> {
   report(`${count} × ${tier} (${count * MODULES_BY_TIER[tier].length} releases), operator concurrency ${concurrency}`, wall, count * MODULES_BY_TIER[tier].length, elapsed, [
     `not Active: ${pending.size}`,
     `API writes per tenant (audit log, by client): ${perTenant}`,
+    `milliseconds per saga step run (mean; ensure + verify): ${stepMeans(metricsBefore, metricsAfter)}`,
     `reconciles per tenant (eva_reconcile_total, by result): ${RESULTS.map((r) => `${r} ${((reconcilesAfter[r] - reconcilesBefore[r]) / count).toFixed(1)}`).join(', ')}`,
     `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak; V8 heap in use ${heapUsedMiB.toFixed(0)} MiB`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,

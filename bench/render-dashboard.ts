@@ -28,7 +28,7 @@ import { Value } from '@sinclair/typebox/value';
 import { connect } from 'nats';
 import type { Tier } from '../src/api/constants.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../e2e/support/operator.ts';
-import { tenantYaml, waitForGone } from '../e2e/support/tenants.ts';
+import { waitForGone } from '../e2e/support/tenants.ts';
 import {
   allValues,
   catalogueFromExposition,
@@ -42,7 +42,7 @@ import {
   type VariableValues,
 } from '../test/charts/dashboard.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
-import { kubectlOk } from '../test/support/kubectl.ts';
+import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { freePort } from '../test/support/ports.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { dashboardSvg, type PanelData, type Series } from './dashboard-svg.ts';
@@ -158,7 +158,7 @@ interface Tenant {
 }
 
 function apply(tenants: readonly Tenant[], seedsVersion = '1.0.0'): void {
-  const manifests = tenants.map((t) => tenantYaml(t.name, { capsuleCode: t.code, tier: t.tier, seedsVersion, operatorVersion: OPERATOR_VERSION }));
+  const manifests = tenants.map((t) => tenantManifest(t.name, { capsuleCode: t.code, tier: t.tier, seedsVersion, operatorVersion: OPERATOR_VERSION }));
   kubectlOk(['apply', '-f', '-'], manifests.join('\n'));
 }
 

@@ -11,7 +11,7 @@
  * project's globalSetup brings up is not used.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -69,8 +69,14 @@ describe('air gap: provisioning with no route beyond loopback', () => {
   /** Everything a failure message needs: the counters, the names, the script's error. */
   let evidence: string;
 
+  /** Entries of the host's /run before and after: the run must not leave even an empty mount point there. */
+  let runBefore: string[];
+  let runAfter: string[];
+
   beforeAll(async () => {
+    runBefore = readdirSync('/run').sort();
     run = await runAirGap();
+    runAfter = readdirSync('/run').sort();
     const parsed = summaryFromOutput(run.stdout);
     if (!parsed) throw new Error(`the air-gap script printed no summary (exit ${String(run.status)}):\n${run.stderr.slice(-4000)}`);
     summary = parsed;
@@ -79,6 +85,10 @@ describe('air gap: provisioning with no route beyond loopback', () => {
       `firewall ${JSON.stringify(summary.firewall)}; DNS questions during provisioning ${String(summary.dns.provisioning.length)}, ` +
       `after ${JSON.stringify(names(summary.dns.afterSnapshot))}`);
   }, RUN_TIMEOUT_MS + 10_000);
+
+  it('leaves nothing on the host\'s /run (its files were on a tmpfs private to its namespaces)', () => {
+    expect(runAfter.filter((entry) => !runBefore.includes(entry))).toEqual([]);
+  });
 
   it('runs every step (sealed network, loopback DNS, control plane, operator, tenant)', () => {
     expect(summary.error, `${evidence}\noperator log:\n${summary.operatorLogTail.join('\n')}\n${run.stderr.slice(-3000)}`).toBeUndefined();

@@ -8,12 +8,13 @@
  * and only ever creates (and deletes) tenants pinned to them, with capsule codes starting with Q.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
-import { readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from 'nats';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
-import { startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
+import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
+import { parseCreds } from '../src/adapters/nats-jwt.ts';
+import { inRegistry, inTenant, tenantAccount } from './support/nats.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
@@ -32,8 +33,6 @@ import {
 /** The operator on the shared NATS, and the one on this file's own NATS (case 4). */
 const VERSION = '9.1.0';
 const NATS_DOWN_VERSION = '9.1.4';
-const NATS_USER = 'eva-op-badinput';
-const NATS_PASSWORD = 'Q-bad-input-s3cret-7f3a9c';
 
 const DETECT_MS = 240_000;
 const RECOVER_MS = 300_000;
@@ -105,38 +104,34 @@ function kubeObjects(namespace: string): Record<string, string> {
   return out;
 }
 
-async function natsObjects(nats: NatsConnection, code: string): Promise<Record<string, string>> {
-  const jsm = await nats.jetstreamManager();
-  const out: Record<string, string> = {};
-  for (const stream of [`eva-${code}-events`, `eva-${code}-commands`, `KV_eva-${code}-data`]) {
-    const info = await jsm.streams.info(stream);
-    out[stream] = JSON.stringify({ created: info.created, config: info.config, messages: info.state.messages, last: info.state.last_seq });
-  }
-  const entry = await (await nats.jetstream().views.kv('eva-tenants')).get(code);
+/** What NATS holds of a tenant: its account, its streams (as configured and filled) and its record. */
+async function natsObjects(code: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = { account: tenantAccount(code) ?? 'none' };
+  await inTenant(code, async ({ jsm }) => {
+    for (const stream of [`eva-${code}-events`, `eva-${code}-commands`, `KV_eva-${code}-data`]) {
+      const info = await jsm.streams.info(stream);
+      out[stream] = JSON.stringify({ created: info.created, config: info.config, messages: info.state.messages, last: info.state.last_seq });
+    }
+  });
+  const entry = await inRegistry(async ({ js }) => (await js.views.kv('eva-tenants', { bindOnly: true })).get(code));
   out['eva-tenants'] = `${entry?.operation ?? 'none'} revision ${String(entry?.revision)} ${entry?.string() ?? ''}`;
   return out;
 }
 
-async function bucketExists(nats: NatsConnection, bucket: string): Promise<boolean> {
-  const jsm = await nats.jetstreamManager();
-  return jsm.streams.info(`KV_${bucket}`).then(
-    () => true,
-    () => false,
-  );
+async function bucketExists(code: string): Promise<boolean> {
+  return (await inTenant(code, async (s) => (await s.existingKv(`eva-${code}-data`)) !== undefined)) ?? false;
 }
 
 describe('bad input: a clear condition, recovery once fixed, nothing of another tenant touched', () => {
   let operator: OperatorProcess;
   let natsDownOperator: OperatorProcess | undefined;
   let privateNats: TestNatsServer | undefined;
-  let nats: NatsConnection;
 
   beforeAll(async () => {
     kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
     operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0' });
     await operator.ready();
-    nats = await connect({ servers: process.env['NATS_URL'] });
     // Left over by an interrupted earlier run (only ours: the name and the pin both match).
     const leftovers = ['qbadsv', 'qbadhv', 'qbadqt', 'qbaddp', 'qbaddp-second'].filter((name) => pinnedVersion(name) === VERSION);
     for (const name of leftovers) kubectl(['delete', 'evt', name, '--wait=false']);
@@ -165,7 +160,6 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
       writeFileSync(logs, `${operator.logs()}\n----- ${NATS_DOWN_VERSION} -----\n${natsDownOperator?.logs() ?? ''}`);
       console.log(`operator logs: ${logs}`);
     }
-    await nats.close();
     await operator.stop();
     removeSecretsDir(operator);
     if (natsDownOperator) {
@@ -191,15 +185,15 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
     expect(detected.tenant.conditions['ModulesDeployed']?.status).toBe('Unknown');
     expect(detected.tenant.phase).toBe('Failed');
     await expectWarning(name, 'UnknownSeedsVersion');
-    expect(await bucketExists(nats, `eva-${code}-data`), 'the seed wrote to NATS').toBe(false);
+    expect(await bucketExists(code), 'the seed wrote to NATS').toBe(false);
     expect(helmReleases(`eva-tenant-${code.toLowerCase()}`)).toEqual([]);
 
     const fixed = Date.now();
     patchTenantSpec(name, { seedsVersion: '1.0.0' });
     const recovered = await waitForTenant(name, 'Active', isActive, RECOVER_MS, fixed);
     record('unknown seedsVersion', detected.ms, recovered.ms);
-    expect(await bucketExists(nats, `eva-${code}-data`)).toBe(true);
-    const entry = await (await nats.jetstream().views.kv('eva-tenants')).get(code);
+    expect(await bucketExists(code)).toBe(true);
+    const entry = await inRegistry(async ({ js }) => (await js.views.kv('eva-tenants', { bindOnly: true })).get(code));
     expect(entry?.json<{ seed?: { version: string } }>().seed?.version).toBe('1.0.0');
   }, CASE_MS);
 
@@ -267,14 +261,13 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
 
   it('NATS down during provisioning: Provisioned False/NatsUnavailable without credentials, phase Provisioning; NATS back makes it Active', async () => {
     const name = 'qbadnt';
-    privateNats = await startNatsServer({ user: NATS_USER, pass: NATS_PASSWORD });
+    privateNats = await startNatsServer();
     natsDownOperator = startOperator({
       OPERATOR_VERSION: NATS_DOWN_VERSION,
       MAX_WAVE: '0',
-      NATS_URL: privateNats.url,
-      NATS_USER,
-      NATS_PASSWORD,
+      ...operatorNatsEnv(privateNats),
     });
+    const seeds = [readFileSync(privateNats.auth.operatorSigningKeyFile, 'utf8').trim(), parseCreds(readFileSync(privateNats.auth.systemCredsFile, 'utf8')).seed];
     await natsDownOperator.ready();
     await privateNats.halt();
     const created = create(name, NATS_DOWN_VERSION, { capsuleCode: 'QBADNT' });
@@ -282,14 +275,15 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
     show(name, 'Provisioned', detected.tenant);
     const message = detected.tenant.conditions['Provisioned']?.message ?? '';
     expect(message).toContain(`cannot reach NATS at ${privateNats.url}`);
-    expect(message).not.toContain(NATS_PASSWORD);
-    expect(message).not.toContain(NATS_USER);
     expect(detected.tenant.phase).toBe('Provisioning');
     expect(detected.tenant.conditions['NamespaceReady']?.status).toBe('True');
     await expectWarning(name, 'NatsUnavailable');
     const described = kubectlOk(['describe', 'evt', name]);
-    expect(described).not.toContain(NATS_PASSWORD);
-    expect(natsDownOperator.logs()).not.toContain(NATS_PASSWORD);
+    for (const seed of seeds) {
+      expect(message).not.toContain(seed);
+      expect(described).not.toContain(seed);
+      expect(natsDownOperator.logs()).not.toContain(seed);
+    }
 
     const fixed = Date.now();
     await privateNats.restart();
@@ -305,7 +299,7 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
     create(first, VERSION, { capsuleCode: code });
     await waitForTenant(first, 'Active', isActive, RECOVER_MS);
     const kubeBefore = kubeObjects(namespace);
-    const natsBefore = await natsObjects(nats, code);
+    const natsBefore = await natsObjects(code);
     const helmBefore = helmReleases(namespace);
     expect(helmBefore.map((r) => r.status)).toEqual(['deployed', 'deployed']);
 
@@ -321,7 +315,7 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
 
     expect(readTenant(first)?.phase).toBe('Active');
     expect(kubeObjects(namespace)).toEqual(kubeBefore);
-    expect(await natsObjects(nats, code)).toEqual(natsBefore);
+    expect(await natsObjects(code)).toEqual(natsBefore);
     expect(helmReleases(namespace)).toEqual(helmBefore);
 
     const deleting = Date.now();
@@ -329,7 +323,7 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
     expect(await waitForGone(second, 180_000), `${second} was not deleted`).toBe(true);
     timings.push(`capsuleCode in use: second tenant deleted in ${seconds(Date.now() - deleting)}`);
     expect(kubeObjects(namespace)).toEqual(kubeBefore);
-    expect(await natsObjects(nats, code)).toEqual(natsBefore);
+    expect(await natsObjects(code)).toEqual(natsBefore);
     expect(helmReleases(namespace)).toEqual(helmBefore);
     const firstNow = readTenant(first);
     expect(firstNow?.phase).toBe('Active');

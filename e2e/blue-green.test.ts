@@ -7,7 +7,10 @@
  *   3. a pin change hands a tenant over without it ever leaving Active (IngressReady watched), and
  *      the old version writes nothing to it once the new one claimed it (audit log);
  *   4. a pin to a version nobody runs is reported (Warning event, gauge) and the tenant left alone;
- *   5. two replicas of one version: one leads, the standby is ready and takes over on SIGTERM.
+ *   5. two replicas of one version: one leads, the standby is ready and takes over on SIGTERM;
+ *   6. shards: two Deployments of one version, SHARD eu and us, each takes only its label's tenants;
+ *      relabelling hands a tenant over as a pin change does (audit log: never two writers); a label
+ *      naming a shard nobody runs is reported (Warning event, gauge).
  *
  * The cluster is shared. Unpinned tenants are claimed by whichever operator writes the owner
  * annotation first, so these operators WOULD claim another file's unpinned tenant: beforeAll waits
@@ -18,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { FINALIZER, OWNER_ANNOTATION, WAVE_LABEL } from '../src/api/constants.ts';
+import { FINALIZER, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../src/api/constants.ts';
 import { tenantNamespace } from '../src/steps/names.ts';
 import { type AuditEvent, auditLogPath, auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
@@ -55,21 +58,15 @@ const PINNED_ABSENT = plan('GABSNT', 1, ABSENT);
 const HANDED_OVER = WAVE_TENANTS[2];
 
 const ALL: readonly Planned[] = [...WAVE_TENANTS, CANARY_W1, CANARY_W2, PINNED_ABSENT];
-const OUR_NAMES = new Set(ALL.map((t) => t.name));
+/** Case 6: labelled into shards (only shard operators take them; case 6 deletes them itself). */
+const SHARDED = plan('GSHRDA', 1);
+const IN_ABSENT_SHARD = plan('GSHRDB', 1);
+const OUR_NAMES = new Set([...ALL, SHARDED, IN_ABSENT_SHARD].map((t) => t.name));
 
 const timings: string[] = [];
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** `eventually` for checks that are themselves asynchronous (HTTP scrapes). */
-async function eventuallyAsync(check: () => Promise<boolean>, timeoutMs: number, intervalMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await sleep(intervalMs);
-  }
-}
 
 // ---- tenants as the API server has them -----------------------------------------------------------
 
@@ -100,8 +97,9 @@ function listTenants(): TenantObject[] {
 const ownerOf = (t: TenantObject | undefined): string | undefined => t?.metadata.annotations?.[OWNER_ANNOTATION];
 const conditionOf = (t: TenantObject, type: string): string | undefined => t.status?.conditions?.find((c) => c.type === type)?.status;
 
-function create(t: Planned): void {
-  applyTenant(t.name, { capsuleCode: t.code, tier: 'Starter', seedsVersion: '1.0.0', wave: t.wave, ...(t.pin !== undefined ? { operatorVersion: t.pin } : {}) });
+function create(t: Planned, shard?: string): void {
+  const spec = { capsuleCode: t.code, tier: 'Starter', seedsVersion: '1.0.0', wave: t.wave, ...(t.pin !== undefined ? { operatorVersion: t.pin } : {}) };
+  applyTenant(t.name, spec, shard === undefined ? undefined : { [SHARD_LABEL]: shard });
 }
 
 async function waitActive(t: Planned): Promise<number> {
@@ -119,8 +117,9 @@ function foreignUnpinned(): string[] {
 const operators = new Map<string, { version: string; op: OperatorProcess }>();
 const secretsDirs = new Map<string, string>();
 
-function launch(podName: string, version: string, maxWave: number): OperatorProcess {
-  const op = startOperator({ OPERATOR_VERSION: version, MAX_WAVE: String(maxWave), POD_NAME: podName }, secretsDirs.get(podName));
+function launch(podName: string, version: string, maxWave: number, shard?: string): OperatorProcess {
+  const env = { OPERATOR_VERSION: version, MAX_WAVE: String(maxWave), POD_NAME: podName, ...(shard !== undefined ? { SHARD: shard } : {}) };
+  const op = startOperator(env, secretsDirs.get(podName));
   secretsDirs.set(podName, op.secretsDir);
   operators.set(podName, { version, op });
   return op;
@@ -178,7 +177,8 @@ function concerns(event: AuditEvent, t: Planned): boolean {
   return (ref.resource === 'evatenants' && ref.name === t.name) || ref.namespace === namespace || (ref.resource === 'namespaces' && ref.name === namespace);
 }
 
-const byOperator = (version: string) => (event: AuditEvent): boolean => event.userAgent === `eva-operator/${version}`;
+const byOperator = (version: string, shard?: string) => (event: AuditEvent): boolean =>
+  event.userAgent === `eva-operator/${version}${shard === undefined ? '' : ` (shard ${shard})`}`;
 
 /** Microseconds since the epoch of an audit MicroTime (Date.parse would drop the microseconds). */
 function micros(timestamp: string): number {
@@ -424,7 +424,7 @@ describe('blue/green: two operator versions side by side', () => {
     expect(events[0]?.message).toContain(ABSENT);
     let gauge: number | undefined;
     const ports = [...operators.values()].map((r) => metricsPortOf(r.op));
-    const counted = await eventuallyAsync(async () => {
+    const counted = await eventually(async () => {
       for (const port of ports) {
         gauge = metricSum((await httpGet(port, '/metrics')).body, 'eva_tenants_pinned_to_absent_version');
         if ((gauge ?? 0) >= 1) return true;
@@ -469,7 +469,7 @@ describe('blue/green: two operator versions side by side', () => {
 
       // The new leader reconciles (it lists every tenant), and ours stay as they were.
       const port = metricsPortOf(standby);
-      const reconciled = await eventuallyAsync(async () => (metricSum((await httpGet(port, '/metrics')).body, 'eva_reconcile_total') ?? 0) >= 1, 10_000, 250);
+      const reconciled = await eventually(async () => (metricSum((await httpGet(port, '/metrics')).body, 'eva_reconcile_total') ?? 0) >= 1, 10_000, 250);
       expect(reconciled, 'the new leader reconciled nothing').toBe(true);
       await sleep(3_000);
       watch.stop();
@@ -487,6 +487,70 @@ describe('blue/green: two operator versions side by side', () => {
       watch.stop();
     }
   }, CASE_MS);
+
+  it('6. shards: each takes only its label\'s tenants; relabelling hands one over with never two writers; an absent shard is reported', async () => {
+    const eu = launch('g-eu-0', GREEN, 3, 'eu');
+    const us = launch('g-us-0', GREEN, 3, 'us');
+    let watch: TenantWatch | undefined;
+    try {
+      await Promise.all([eu.ready(), us.ready()]);
+      await deleteTenants([SHARDED, IN_ABSENT_SHARD]);
+      const created = Date.now();
+      create(SHARDED, 'eu');
+      await waitActive(SHARDED);
+      expect(ownerOf(getTenant(SHARDED.name)), 'claimed by the eu shard').toBe(`${GREEN}/eu`);
+      timings.push(`case 6: a tenant of shard eu Active after ${seconds(Date.now() - created)}`);
+
+      watch = watchTenants(SHARDED.name);
+      expect(await firstSeen(watch, () => true, 15_000), 'the watch showed nothing').toBeDefined();
+      const offset = auditOffset();
+      const relabelled = Date.now();
+      kubectlOk(['label', 'evt', SHARDED.name, `${SHARD_LABEL}=us`, '--overwrite']);
+      const released = await firstSeen(watch, (o) => o.at >= relabelled && ownerOf(o.tenant) === undefined, 60_000);
+      const claimed = await firstSeen(watch, (o) => o.at >= relabelled && ownerOf(o.tenant) === `${GREEN}/us`, 60_000);
+      expect(released, 'the eu shard never let go').toBeDefined();
+      expect(claimed, `the us shard never claimed ${SHARDED.name}`).toBeDefined();
+      if (claimed === undefined) return;
+      await sleep(Math.max(0, claimed.at + 5_000 - Date.now()));
+      timings.push(`case 6: relabel eu -> us: released ${released ? seconds(released.at - relabelled) : '(not seen)'}, claimed ${seconds(claimed.at - relabelled)} after the label change`);
+      const lapses = watch.seen.filter((o) => o.at >= relabelled && o.tenant.status?.phase !== 'Active');
+      expect(lapses.map((o) => o.tenant.status?.phase ?? '-'), 'the tenant left Active during the hand-over').toEqual([]);
+      const owners = [...new Set(watch.seen.filter((o) => o.at >= relabelled).map((o) => ownerOf(o.tenant) ?? '-'))];
+      expect(owners, 'the owner annotation after the label change: eu, then nobody, then us').toEqual([`${GREEN}/eu`, '-', `${GREEN}/us`]);
+
+      // The audit log: the us shard's claim is its first patch of the tenant; eu wrote nothing after it.
+      let writes: AuditEvent[] = [];
+      const claimPatch = (e: AuditEvent): boolean =>
+        byOperator(GREEN, 'us')(e) && e.verb === 'patch' && e.objectRef?.resource === 'evatenants' && e.objectRef.name === SHARDED.name && e.objectRef.subresource === undefined;
+      await eventually(() => (writes = auditWritesSince(offset).filter((e) => concerns(e, SHARDED))).some(claimPatch), 10_000, 250);
+      const claim = writes.find(claimPatch);
+      expect(claim, 'the us shard\'s claim patch is not in the audit log').toBeDefined();
+      if (claim === undefined) return;
+      const euWrites = writes.filter(byOperator(GREEN, 'eu'));
+      expect(euWrites.length, 'the eu shard\'s release patch is not in the audit log').toBeGreaterThan(0);
+      const late = euWrites.filter((e) => micros(e.requestReceivedTimestamp) >= micros(claim.requestReceivedTimestamp));
+      expect(late.map(describeWrite), 'eu wrote to the tenant after us claimed it').toEqual([]);
+      expect(writes.filter((e) => (e.userAgent ?? '').startsWith('eva-operator') && !byOperator(GREEN, 'eu')(e) && !byOperator(GREEN, 'us')(e)).map(describeWrite), 'an operator of another shard wrote').toEqual([]);
+
+      // A shard nobody runs: left alone, reported by the running shards (presence is checked every 30 s).
+      create(IN_ABSENT_SHARD, 'apac');
+      let absent: TenantObject | undefined;
+      const reported = await eventually(() => (absent = getTenant(IN_ABSENT_SHARD.name)) !== undefined && warningEvents(absent, 'OperatorShardAbsent').length > 0, 90_000, 2_000);
+      expect(reported, 'no OperatorShardAbsent event').toBe(true);
+      expect(warningEvents(absent as TenantObject, 'OperatorShardAbsent')[0]?.message).toContain('SHARD=apac');
+      const gauge = metricSum((await httpGet(metricsPortOf(us), '/metrics')).body, 'eva_tenants_in_absent_shard');
+      expect(gauge).toBeGreaterThanOrEqual(1);
+      expect(ownerOf(getTenant(IN_ABSENT_SHARD.name)), 'nobody claimed the tenant of an absent shard').toBeUndefined();
+    } finally {
+      watch?.stop();
+      try {
+        await deleteTenants([SHARDED, IN_ABSENT_SHARD]);
+      } finally {
+        await stopOperator('g-eu-0');
+        await stopOperator('g-us-0');
+      }
+    }
+  }, CASE_MS);
 });
 
 // ---- cleanup --------------------------------------------------------------------------------------
@@ -499,10 +563,16 @@ async function ensureRunning(version: string, podName: string): Promise<void> {
 
 /** Deletes every tenant of ours, with an operator of each version running to take the finalizers off. */
 async function deleteOurTenants(): Promise<void> {
-  const existing = ALL.filter((t) => getTenant(t.name) !== undefined);
-  if (existing.length === 0) return;
+  if (!ALL.some((t) => getTenant(t.name) !== undefined)) return;
   await ensureRunning(BLUE, 'g-blue-0');
   await ensureRunning(GREEN, 'g-green-0');
+  await deleteTenants(ALL);
+}
+
+/** Deletes these tenants (whoever owns them must be running) and waits until they are gone. */
+async function deleteTenants(tenants: readonly Planned[]): Promise<void> {
+  const existing = tenants.filter((t) => getTenant(t.name) !== undefined);
+  if (existing.length === 0) return;
   kubectlOk(['delete', 'evt', ...existing.map((t) => t.name), '--ignore-not-found', '--wait=false']);
   const stuck: string[] = [];
   for (const t of existing) if (!(await waitForGone(t.name, 180_000))) stuck.push(`${t.name} (owner ${ownerOf(getTenant(t.name)) ?? '-'})`);

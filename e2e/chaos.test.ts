@@ -11,15 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type NatsConnection } from 'nats';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { Tier } from '../src/api/constants.ts';
 import { LABELS, tenantNamespace } from '../src/steps/names.ts';
-import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
+import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
 import { helmProcesses } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { readTenant, tenantYaml, waitForGone, waitForPhase } from './support/tenants.ts';
+import { inRegistry, streamNames, tenantAccount } from './support/nats.ts';
+import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
 
 const OPERATOR_VERSION = '9.2.0';
 /** MAX_WAVE 0: this operator claims only the tenants pinned to it, never another test's. */
@@ -31,7 +31,6 @@ const MID_HELM_CODES = ['CHAOSC', 'CHAOSD', 'CHAOSE', 'CHAOSF'] as const;
 const created = new Set<string>();
 let secretsDir: string;
 let operator: OperatorProcess;
-let nats: NatsConnection;
 /** Set while our operator is killed or stopped, so afterAll restarts it (its finalizer must come off). */
 let operatorDown = false;
 
@@ -56,7 +55,7 @@ async function stopOperator(): Promise<number | null> {
 function applyTenant(code: string, tier: Tier): void {
   const name = nameOf(code);
   created.add(name);
-  kubectlOk(['apply', '-f', '-'], tenantYaml(name, { capsuleCode: code, tier, seedsVersion: '1.0.0', wave: 1, operatorVersion: OPERATOR_VERSION }));
+  kubectlOk(['apply', '-f', '-'], tenantManifest(name, { capsuleCode: code, tier, seedsVersion: '1.0.0', wave: 1, operatorVersion: OPERATOR_VERSION }));
 }
 
 // ---- watching without blocking the event loop -----------------------------------------------------
@@ -182,13 +181,6 @@ function tenantObject(name: string): { metadata: { uid: string }; status?: { pha
   return JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'json'])) as { metadata: { uid: string }; status?: { phase?: string; saga?: { snapshot?: unknown } } };
 }
 
-async function streamsOf(code: string): Promise<string[]> {
-  const jsm = await nats.jetstreamManager();
-  const names: string[] = [];
-  for await (const name of jsm.streams.names()) if (name.startsWith(`eva-${code}-`)) names.push(name);
-  return names.sort();
-}
-
 async function expectConverged(code: string, tier: Tier): Promise<void> {
   const name = nameOf(code);
   const namespace = tenantNamespace(code);
@@ -199,15 +191,19 @@ async function expectConverged(code: string, tier: Tier): Promise<void> {
   }
   const namespaces = kubectlOk(['get', 'namespace', '-l', `${LABELS.capsuleCode}=${code}`, '-o', 'name']).split('\n').filter((l) => l !== '');
   expect(namespaces, 'exactly one namespace for the code').toEqual([`namespace/${namespace}`]);
-  expect(await streamsOf(code)).toEqual([`eva-${code}-commands`, `eva-${code}-events`]);
+  // One account for the code (its keys in one Secret), holding exactly the tenant's streams and bucket.
+  expect(tenantAccount(code), 'the tenant account').toMatch(/^A/);
+  expect(await streamNames(code)).toEqual([`KV_eva-${code}-data`, `eva-${code}-commands`, `eva-${code}-events`]);
   const releases = helmList(namespace);
   expect(releases.map((r) => r.name).sort(), 'one release per module').toEqual([...MODULES_BY_TIER[tier]].sort());
   for (const release of releases) expect(release.status, `${release.name} revision ${release.revision}`).toBe('deployed');
-  const kv = await nats.jetstream().views.kv('eva-tenants');
-  const keys: string[] = [];
-  for await (const key of await kv.keys(code)) keys.push(key);
+  const { keys, record } = await inRegistry(async ({ js }) => {
+    const kv = await js.views.kv('eva-tenants', { bindOnly: true });
+    const found: string[] = [];
+    for await (const key of await kv.keys(code)) found.push(key);
+    return { keys: found, record: (await kv.get(code))?.json<{ code: string; uid: string; tier: string }>() };
+  });
   expect(keys, 'one tenant record').toEqual([code]);
-  const record = (await kv.get(code))?.json<{ code: string; uid: string; tier: string }>();
   expect(record).toMatchObject({ code, tier, uid: tenantObject(name).metadata.uid });
   expect(operator.secretFilesLeft(), 'secret values files left in HELM_SECRETS_DIR').toEqual([]);
 }
@@ -238,7 +234,6 @@ describe('crash safety of the real operator process', () => {
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
     secretsDir = mkdtempSync('/dev/shm/eva-e2e-chaos-');
     startOurOperator();
-    nats = await connect({ servers: process.env['NATS_URL'] });
     // Leftovers of an interrupted earlier run (our names, pinned to our version) go first.
     const leftovers = ['CHAOSA', 'CHAOSB', ...MID_HELM_CODES, 'CHAOSG', 'CHAOSH'].map(nameOf).filter(
       (name) => kubectl(['get', 'evt', name, '-o', 'jsonpath={.spec.operatorVersion}']).stdout === OPERATOR_VERSION,
@@ -252,7 +247,6 @@ describe('crash safety of the real operator process', () => {
       if (operatorDown) startOurOperator();
       await deleteTenants(created);
     } finally {
-      await nats.close();
       await operator.stop();
       removeSecretsDir(operator);
     }

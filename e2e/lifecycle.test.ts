@@ -13,10 +13,11 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, type KV, type NatsConnection, StringCodec } from 'nats';
+import { StringCodec } from 'nats';
 import { FINALIZER } from '../src/api/constants.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
-import { startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
+import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
+import { inRegistry, inTenant, type NatsTarget, streamNames } from './support/nats.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { helmProcesses, helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
@@ -104,18 +105,12 @@ interface TenantObject {
 }
 const tenantObject = (code: string): TenantObject | undefined => getJson(['evt', nameOf(code)]) as TenantObject | undefined;
 
-/** A data bucket opened without creating it (allow_direct must match the stream, or reads go nowhere). */
-async function existingKv(nc: NatsConnection, bucket: string): Promise<KV | undefined> {
-  const jsm = await nc.jetstreamManager();
-  const info = await jsm.streams.info(`KV_${bucket}`).catch(() => undefined);
-  if (!info) return undefined;
-  return nc.jetstream().views.kv(bucket, { bindOnly: true, allow_direct: info.config.allow_direct });
-}
-
-async function kvValue(nc: NatsConnection, bucket: string, key: string): Promise<string | undefined> {
-  const kv = await existingKv(nc, bucket);
-  const entry = await kv?.get(key);
-  return entry && entry.operation === 'PUT' ? entry.string() : undefined;
+/** The value of a key in the tenant's data bucket (in its account), if it is there. */
+async function kvValue(code: string, key: string, t?: NatsTarget): Promise<string | undefined> {
+  return inTenant(code, async (s) => {
+    const entry = await (await s.existingKv(`eva-${code}-data`))?.get(key);
+    return entry && entry.operation === 'PUT' ? entry.string() : undefined;
+  }, t);
 }
 
 interface TenantRecord {
@@ -124,24 +119,14 @@ interface TenantRecord {
   seedsVersion: string;
   seed?: { version: string; digest: string };
 }
-async function tenantRecord(nc: NatsConnection, code: string): Promise<TenantRecord | undefined> {
-  const text = await kvValue(nc, 'eva-tenants', code);
-  return text === undefined ? undefined : (JSON.parse(text) as TenantRecord);
+/** The tenant's record in the operator's registry account. */
+async function tenantRecord(code: string, t?: NatsTarget): Promise<TenantRecord | undefined> {
+  const entry = await inRegistry(async (s) => (await s.existingKv('eva-tenants'))?.get(code), t);
+  return entry && entry.operation === 'PUT' ? entry.json<TenantRecord>() : undefined;
 }
 
-async function streamMaxMsgs(nc: NatsConnection, stream: string): Promise<number | undefined> {
-  const jsm = await nc.jetstreamManager();
-  return jsm.streams.info(stream).then(
-    (info) => info.config.max_msgs,
-    () => undefined,
-  );
-}
-
-async function streamNames(nc: NatsConnection, code: string): Promise<string[]> {
-  const jsm = await nc.jetstreamManager();
-  const names: string[] = [];
-  for await (const name of jsm.streams.names()) if (name.startsWith(`eva-${code}-`) || name === `KV_eva-${code}-data`) names.push(name);
-  return names.sort();
+async function streamMaxMsgs(code: string, stream: string): Promise<number | undefined> {
+  return inTenant(code, ({ jsm }) => jsm.streams.info(stream).then((info) => info.config.max_msgs, () => undefined));
 }
 
 /** Active on the current generation, waited for; returns the ms since `since`. */
@@ -276,19 +261,10 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
   let operator: OperatorProcess;
   let privateOperator: OperatorProcess;
   let privateNats: TestNatsServer;
-  let nats: NatsConnection;
+  /** This file's own NATS, as the e2e helpers reach it. */
+  let PRIVATE: NatsTarget;
   let imagesDir: string;
   let failed = false;
-
-  /** A fresh connection per use: the private server restarts under it. */
-  async function withPrivateNats<T>(fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
-    const nc = await connect({ servers: privateNats.url, reconnect: false, timeout: 2_000 });
-    try {
-      return await fn(nc);
-    } finally {
-      await nc.close();
-    }
-  }
 
   beforeAll(async () => {
     kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
@@ -300,15 +276,15 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     const catalogue = readFileSync(images, 'utf8');
     if (!/orbit-crm:1\.1\.0@/.test(catalogue)) appendFileSync(images, 'ghcr.io/aidonow/orbit-crm:1.1.0@sha256:PLACEHOLDER\n');
     privateNats = await startNatsServer();
+    PRIVATE = { url: privateNats.url };
     operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: String(DRIFT_INTERVAL_SECONDS), IMAGES_FILE: images });
     privateOperator = startOperator({
       OPERATOR_VERSION: PRIVATE_VERSION,
       MAX_WAVE: '0',
       DRIFT_INTERVAL_SECONDS: String(DRIFT_INTERVAL_SECONDS),
-      NATS_URL: privateNats.url,
+      ...operatorNatsEnv(privateNats),
     });
     await Promise.all([operator.ready(), privateOperator.ready()]);
-    nats = await connect({ servers: process.env['NATS_URL'] });
     // Leftovers of an interrupted run (ours: the name and the pin both match) go first.
     const ours: [string, string][] = [
       ...Object.values(TENANTS).map((code): [string, string] => [nameOf(code), VERSION]),
@@ -349,7 +325,6 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
       writeFileSync(logs, `${operator.logs()}\n----- ${PRIVATE_VERSION} -----\n${privateOperator.logs()}`);
       console.log(`operator logs: ${logs}`);
     }
-    await nats.close();
     await operator.stop();
     await privateOperator.stop();
     removeSecretsDir(operator);
@@ -370,8 +345,8 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
       const ms = await changeSpec(code, { tier: 'Customer' });
       note(`tier Starter -> Customer: Active on the new generation after ${seconds(ms)}`);
       expect(quotaHard(code)).toEqual({ 'requests.cpu': '4', 'requests.memory': '8Gi', pods: '40' });
-      expect(await streamMaxMsgs(nats, `eva-${code}-events`)).toBe(1_000_000);
-      expect(await streamMaxMsgs(nats, `eva-${code}-commands`)).toBe(1_000_000);
+      expect(await streamMaxMsgs(code, `eva-${code}-events`)).toBe(1_000_000);
+      expect(await streamMaxMsgs(code, `eva-${code}-commands`)).toBe(1_000_000);
       expect(helmReleases(ns).map((r) => [r.name, r.status])).toEqual([
         ['eva-gateway', 'deployed'],
         ['eva-shell', 'deployed'],
@@ -379,14 +354,14 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
         ['orbit-itsm', 'deployed'],
       ]);
       expect(ingressPaths(code)).toEqual(['/eva-gateway', '/eva-shell', '/orbit-crm', '/orbit-itsm']);
-      expect(await tenantRecord(nats, code)).toMatchObject({ tier: 'Customer' });
+      expect(await tenantRecord(code)).toMatchObject({ tier: 'Customer' });
     }, CASE_MS);
 
     it('tier Customer -> Starter: quota and streams back, the two releases uninstalled, their paths removed', async () => {
       const ms = await changeSpec(code, { tier: 'Starter' });
       note(`tier Customer -> Starter: Active on the new generation after ${seconds(ms)}`);
       expect(quotaHard(code)).toEqual({ 'requests.cpu': '2', 'requests.memory': '4Gi', pods: '20' });
-      expect(await streamMaxMsgs(nats, `eva-${code}-events`)).toBe(100_000);
+      expect(await streamMaxMsgs(code, `eva-${code}-events`)).toBe(100_000);
       expect(helmReleases(ns).map((r) => [r.name, r.status])).toEqual([
         ['orbit-crm', 'deployed'],
         ['orbit-itsm', 'deployed'],
@@ -396,7 +371,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
         'deployment.apps/orbit-crm',
         'deployment.apps/orbit-itsm',
       ]);
-      expect(await tenantRecord(nats, code)).toMatchObject({ tier: 'Starter' });
+      expect(await tenantRecord(code)).toMatchObject({ tier: 'Starter' });
     }, CASE_MS);
 
     it('a versions pin change upgrades only that module', async () => {
@@ -424,19 +399,19 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
       // Removed in 1.1.0 (orbit-crm, orbit-itsm), and one key 1.1.0 adds.
       const removed = ['orbit-crm.legacy.import-format', 'orbit-itsm.categories'];
       const added = 'orbit-crm.accounts.tiers';
-      for (const key of removed) expect(await kvValue(nats, bucket, key), key).toBeDefined();
-      expect(await kvValue(nats, bucket, added)).toBeUndefined();
-      const untouched = await (await existingKv(nats, bucket))?.get('orbit-crm.accounts.default-currency');
+      const revisionOf = (key: string): Promise<number | undefined> => inTenant(code, async (s) => (await (await s.existingKv(bucket))?.get(key))?.revision);
+      for (const key of removed) expect(await kvValue(code, key), key).toBeDefined();
+      expect(await kvValue(code, added)).toBeUndefined();
+      const untouched = await revisionOf('orbit-crm.accounts.default-currency');
       const ms = await changeSpec(code, { seedsVersion: '1.1.0' });
       note(`seedsVersion 1.0.0 -> 1.1.0: Active after ${seconds(ms)}`);
-      const record = await tenantRecord(nats, code);
+      const record = await tenantRecord(code);
       expect(record?.seedsVersion).toBe('1.1.0');
       expect(record?.seed?.version).toBe('1.1.0');
-      for (const key of removed) expect(await kvValue(nats, bucket, key), `${key} still in ${bucket}`).toBeUndefined();
-      expect(await kvValue(nats, bucket, added)).toBeDefined();
+      for (const key of removed) expect(await kvValue(code, key), `${key} still in ${bucket}`).toBeUndefined();
+      expect(await kvValue(code, added)).toBeDefined();
       // By difference: an unchanged key keeps its revision.
-      const now = await (await existingKv(nats, bucket))?.get('orbit-crm.accounts.default-currency');
-      expect(now?.revision).toBe(untouched?.revision);
+      expect(await revisionOf('orbit-crm.accounts.default-currency')).toBe(untouched);
     }, CASE_MS);
   });
 
@@ -471,10 +446,9 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
       {
         what: `deleted stream eva-${code}-events`,
         breakIt: async () => {
-          const jsm = await nats.jetstreamManager();
-          await jsm.streams.delete(`eva-${code}-events`);
+          await inTenant(code, ({ jsm }) => jsm.streams.delete(`eva-${code}-events`));
         },
-        restored: async () => (await streamMaxMsgs(nats, `eva-${code}-events`)) === 100_000,
+        restored: async () => (await streamMaxMsgs(code, `eva-${code}-events`)) === 100_000,
       },
       {
         what: 'deleted Ingress',
@@ -542,35 +516,33 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     const code = PRIVATE_TENANTS.wipe;
     await waitActive(code);
     const expectedStreams = [`KV_eva-${code}-data`, `eva-${code}-commands`, `eva-${code}-events`];
-    expect(await withPrivateNats((nc) => streamNames(nc, code))).toEqual(expectedStreams);
+    expect(await streamNames(code, PRIVATE)).toEqual(expectedStreams);
     const seedKey = 'orbit-crm.pipeline.stages';
-    const seedValue = await withPrivateNats((nc) => kvValue(nc, `eva-${code}-data`, seedKey));
+    const seedValue = await kvValue(code, seedKey, PRIVATE);
     expect(seedValue).toBeDefined();
 
     const wiped = Date.now();
     await privateNats.restart({ wipe: true });
     const restartedMs = Date.now() - wiped;
-    expect(await withPrivateNats((nc) => streamNames(nc, code))).toEqual([]);
+    expect(await streamNames(code, PRIVATE)).toEqual([]);
     // Each measured from the moment the wipe began.
     const sinceWipe = async (what: string, check: () => Promise<boolean>): Promise<number> => {
       await until(what, check, RESTORE_MS);
       return Date.now() - wiped;
     };
-    const streamsMs = await sinceWipe('streams back', () =>
-      withPrivateNats(async (nc) => {
-        const names = await streamNames(nc, code);
-        return names.includes(`eva-${code}-events`) && names.includes(`eva-${code}-commands`);
-      }),
-    );
-    const recordMs = await sinceWipe('tenant record back with its seed', () => withPrivateNats(async (nc) => (await tenantRecord(nc, code))?.seed?.version === '1.0.0'));
-    const seedMs = await sinceWipe('seed data back', () => withPrivateNats(async (nc) => (await kvValue(nc, `eva-${code}-data`, seedKey)) === seedValue));
+    const streamsMs = await sinceWipe('streams back', async () => {
+      const names = await streamNames(code, PRIVATE).catch((): string[] => []);
+      return names.includes(`eva-${code}-events`) && names.includes(`eva-${code}-commands`);
+    });
+    const recordMs = await sinceWipe('tenant record back with its seed', async () => (await tenantRecord(code, PRIVATE))?.seed?.version === '1.0.0');
+    const seedMs = await sinceWipe('seed data back', async () => (await kvValue(code, seedKey, PRIVATE)) === seedValue);
     const { ms: activeMs } = await waitActive(code, wiped, RESTORE_MS);
     note(
       `NATS wiped (stop, wipe and restart took ${seconds(restartedMs)}); after the wipe: streams back ${seconds(streamsMs)}, ` +
         `record with seed ${seconds(recordMs)}, seed data ${seconds(seedMs)}, Active ${seconds(activeMs)}`,
     );
-    expect(await withPrivateNats((nc) => streamNames(nc, code))).toEqual(expectedStreams);
-    const record = await withPrivateNats((nc) => tenantRecord(nc, code));
+    expect(await streamNames(code, PRIVATE)).toEqual(expectedStreams);
+    const record = await tenantRecord(code, PRIVATE);
     expect(record).toMatchObject({ code, tier: 'Starter', seedsVersion: '1.0.0', seed: { version: '1.0.0' } });
   }, CASE_MS);
 
@@ -585,7 +557,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     const offset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
     const reconcilesBefore = metricSum(await scrape(operator), 'eva_reconcile_total');
     // A message published now shows up in capsule_queue_depth only if a check of THIS tenant runs.
-    await nats.jetstream().publish(`capsule.${code}.events.idle-probe`, StringCodec().encode('{}'));
+    await inTenant(code, ({ js }) => js.publish(`capsule.${code}.events.idle-probe`, StringCodec().encode('{}')));
     const helmSeen = new Set<string>();
     const watcher = setInterval(() => {
       for (const p of helmProcesses(ns)) helmSeen.add(`${p.pid} ${p.argv.slice(1, 3).join(' ')}`);
@@ -628,8 +600,8 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     note(`lifecycle Decommissioned: phase Decommissioned after ${seconds(ms)}`);
     expect(kubectl(['get', 'namespace', ns]).status, `${ns} still exists`).not.toBe(0);
     expect(helmReleases(ns)).toEqual([]);
-    expect(await streamNames(nats, code)).toEqual([]);
-    expect(await tenantRecord(nats, code)).toBeUndefined();
+    expect(await streamNames(code)).toEqual([]);
+    expect(await tenantRecord(code)).toBeUndefined();
     const tenant = tenantObject(code);
     expect(tenant, 'the EvaTenant stays').toBeDefined();
     expect(tenant?.status?.phase).toBe('Decommissioned');
@@ -646,8 +618,8 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
       ['orbit-crm', 'deployed'],
       ['orbit-itsm', 'deployed'],
     ]);
-    expect(await streamNames(nats, code)).toEqual([`KV_eva-${code}-data`, `eva-${code}-commands`, `eva-${code}-events`]);
-    expect(await tenantRecord(nats, code)).toMatchObject({ code, seed: { version: '1.0.0' } });
+    expect(await streamNames(code)).toEqual([`KV_eva-${code}-data`, `eva-${code}-commands`, `eva-${code}-events`]);
+    expect(await tenantRecord(code)).toMatchObject({ code, seed: { version: '1.0.0' } });
   }, CASE_MS);
 
   // ---- 7. deleted while NATS is down ------------------------------------------------------------
@@ -660,8 +632,8 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     await privateNats.halt();
     const deleted = Date.now();
     kubectlOk(['delete', 'evt', name, '--wait=false']);
-    const natsSteps = ['seed', 'streams', 'record'];
-    const kubeSteps = ['ingress', 'modules', 'alerts', 'quotas', 'namespace'];
+    const natsSteps = ['seed', 'streams', 'record', 'account'];
+    const kubeSteps = ['ingress', 'modules', 'alerts', 'network', 'quotas', 'namespace'];
     let last: TenantObject | undefined;
     const partialMs = await until(
       'helm and namespace parts removed, NATS parts not',
@@ -684,7 +656,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     await privateNats.restart();
     expect(await waitForGone(name, 240_000), `${name} not deleted after NATS came back`).toBe(true);
     note(`deleted while NATS is down: EvaTenant gone ${seconds(Date.now() - back)} after NATS came back (${seconds(Date.now() - deleted)} after the delete)`);
-    expect(await withPrivateNats((nc) => streamNames(nc, code))).toEqual([]);
-    expect(await withPrivateNats((nc) => tenantRecord(nc, code))).toBeUndefined();
+    expect(await streamNames(code, PRIVATE)).toEqual([]);
+    expect(await tenantRecord(code, PRIVATE)).toBeUndefined();
   }, CASE_MS);
 });

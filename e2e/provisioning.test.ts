@@ -4,12 +4,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { connect, type NatsConnection, StringCodec } from 'nats';
+import { StringCodec } from 'nats';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
+import { connectAsModule, inRegistry, inTenant, moduleCredentials, streamNames, tenantAccount } from './support/nats.ts';
 import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
 
 const SAMPLES = [
@@ -23,18 +24,15 @@ const POD_NAME = 'eva-operator-e2e-0';
 
 describe('provisioning the samples to Active', () => {
   let operator: OperatorProcess;
-  let nats: NatsConnection;
 
-  beforeAll(async () => {
+  beforeAll(() => {
     kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
     operator = startOperator({ POD_NAME });
-    nats = await connect({ servers: process.env['NATS_URL'] });
     for (const s of SAMPLES) kubectlOk(['apply', '-f', join(repoRoot, 'samples', s.file)]);
   });
 
   afterAll(async () => {
-    await nats.close();
     await operator.stop();
     removeSecretsDir(operator);
   });
@@ -64,57 +62,60 @@ describe('provisioning the samples to Active', () => {
     expect(new Set(instances.split(' '))).toEqual(new Set([POD_NAME]));
   });
 
-  it('gives each tenant its two streams, and a tenant\'s messages never land in another\'s streams', async () => {
-    const jsm = await nats.jetstreamManager();
+  it('gives each tenant its own account with its two streams and seed bucket, and nothing of another tenant', async () => {
     for (const { code } of SAMPLES) {
-      for (const kind of ['events', 'commands']) {
-        const info = await jsm.streams.info(`eva-${code}-${kind}`).catch((err: unknown) => {
-          throw new Error(`stream eva-${code}-${kind}: ${String(err)}; tenant: ${JSON.stringify(readTenant(code.toLowerCase()))}`);
-        });
-        expect(info.config.subjects).toEqual([`capsule.${code}.${kind}.>`]);
-      }
+      const names = await streamNames(code);
+      expect(names, `streams of ${code}; tenant: ${JSON.stringify(readTenant(code.toLowerCase()))}`).toEqual([`KV_eva-${code}-data`, `eva-${code}-commands`, `eva-${code}-events`]);
+      const subjects = await inTenant(code, async ({ jsm }) => (await jsm.streams.info(`eva-${code}-events`)).config.subjects);
+      expect(subjects).toEqual([`capsule.${code}.events.>`]);
     }
-    const js = nats.jetstream();
-    const before = await Promise.all(SAMPLES.map(async ({ code }) => (await jsm.streams.info(`eva-${code}-events`)).state.messages));
-    await js.publish('capsule.ACMECO.events.order.created', StringCodec().encode('{"id":1}'));
-    const after = await Promise.all(SAMPLES.map(async ({ code }) => (await jsm.streams.info(`eva-${code}-events`)).state.messages));
-    expect(after.map((n, i) => n - (before[i] ?? 0))).toEqual([1, 0, 0, 0]);
-    await expect(js.publish('capsule.NOBODY.events.x', StringCodec().encode('x'))).rejects.toThrow();
+    const accounts = new Set(SAMPLES.map(({ code }) => tenantAccount(code)));
+    expect(accounts.size).toBe(SAMPLES.length);
   });
 
-  it('records the tenant in the eva-tenants bucket with its applied seed digest', async () => {
-    const kv = await nats.jetstream().views.kv('eva-tenants');
-    const entry = await kv.get('GLOBEX');
-    const record = entry?.json<{ code: string; tier: string; seed?: { version: string; digest: string } }>();
+  it('lets a module publish its tenant\'s events with the credentials of Secret eva-nats', async () => {
+    const count = (code: string): Promise<number | undefined> => inTenant(code, async ({ jsm }) => (await jsm.streams.info(`eva-${code}-events`)).state.messages);
+    const before = await Promise.all(SAMPLES.map(({ code }) => count(code)));
+    const module = await connectAsModule('ACMECO');
+    try {
+      const ack = await module.js.publish('capsule.ACMECO.events.order.created', StringCodec().encode('{"id":1}'));
+      expect(ack.stream).toBe('eva-ACMECO-events');
+    } finally {
+      await module.nc.close();
+    }
+    const after = await Promise.all(SAMPLES.map(({ code }) => count(code)));
+    expect(after.map((n, i) => (n ?? 0) - (before[i] ?? 0))).toEqual([1, 0, 0, 0]);
+  });
+
+  it('records the tenant in the operator\'s eva-tenants bucket with its applied seed digest', async () => {
+    const record = await inRegistry(async ({ js }) => (await (await js.views.kv('eva-tenants', { bindOnly: true })).get('GLOBEX'))?.json<{ code: string; tier: string; seed?: { version: string; digest: string } }>());
     expect(record).toMatchObject({ code: 'GLOBEX', tier: 'Enterprise', seed: { version: '1.0.0' } });
     expect(record?.seed?.digest).toMatch(/^[0-9a-f]{64}$/);
-    const seeded = await nats.jetstream().views.kv('eva-GLOBEX-data', { bindOnly: true }); // never creates
-    expect((await seeded.status()).values).toBeGreaterThan(0);
+    const values = await inTenant('GLOBEX', async (s) => (await (await s.existingKv('eva-GLOBEX-data'))?.status())?.values);
+    expect(values).toBeGreaterThan(0);
   });
 
   it('leaves no secret values file behind', () => {
     expect(operator.secretFilesLeft()).toEqual([]);
   });
 
-  it('decommissions every sample without residue when deleted', async () => {
+  it('decommissions every sample without residue when deleted: no namespace, release, account, stream or record; credentials refused', async () => {
+    const before = SAMPLES.map(({ code }) => ({ code, account: tenantAccount(code), credentials: moduleCredentials(code) }));
     const started = Date.now();
     for (const { name } of SAMPLES) kubectlOk(['delete', 'evt', name, '--wait=false']);
     for (const { name } of SAMPLES) expect(await waitForGone(name, 60_000)).toBe(true);
     console.log(`all samples gone after ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    const jsm = await nats.jetstreamManager();
-    const kv = await nats.jetstream().views.kv('eva-tenants');
-    for (const { code } of SAMPLES) {
+    for (const { code, account, credentials } of before) {
       const ns = `eva-tenant-${code.toLowerCase()}`;
       expect(kubectl(['get', 'namespace', ns]).status, `${ns} still exists`).not.toBe(0);
-      await expect(jsm.streams.info(`eva-${code}-events`)).rejects.toThrow();
-      await expect(jsm.streams.info(`eva-${code}-commands`)).rejects.toThrow();
-      // The tenant's seed key-value bucket is a stream too: KV_<bucket>.
-      await expect(jsm.streams.info(`KV_eva-${code}-data`)).rejects.toThrow();
+      expect(account).toMatch(/^A/);
+      expect(tenantAccount(code), `the account keys of ${code}`).toBeUndefined();
+      await expect(connectAsModule(code, credentials), `the credentials of ${code}`).rejects.toThrow(/Authorization Violation/i);
       // A purged key reads back as a PURGE marker (or nothing once compacted): no value remains.
-      const entry = await kv.get(code);
+      const entry = await inRegistry(async ({ js }) => (await js.views.kv('eva-tenants', { bindOnly: true })).get(code));
       expect(entry === null || entry.operation !== 'PUT').toBe(true);
       expect(readTenant(code.toLowerCase())).toBeUndefined();
+      expect(helmReleases(ns)).toEqual([]);
     }
-    for (const { code } of SAMPLES) expect(helmReleases(`eva-tenant-${code.toLowerCase()}`)).toEqual([]);
   });
 });

@@ -3,11 +3,12 @@
 # etcd, kube-apiserver (RBAC, default admission incl. ResourceQuota/LimitRanger/PodSecurity, audit log),
 # kube-controller-manager (garbage collector, namespace controller, ...), kube-scheduler, kwok (a fake
 # node whose pods become Running/Ready) orchestrated by kwokctl's binary runtime, plus nats-server
-# with JetStream. Everything listens on 127.0.0.1 only.
+# with JetStream in operator mode (keys from `eva-operator nats-bootstrap`, kept in the state folder).
+# Everything listens on 127.0.0.1 only.
 #
 #   scripts/dev-cluster.sh up       build (cached) and start everything; idempotent; waits until ready
 #   scripts/dev-cluster.sh down     stop everything and remove its state
-#   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... PATH=...` (use with eval)
+#   scripts/dev-cluster.sh env      print `export KUBECONFIG=... NATS_URL=... NATS_*_FILE=... PATH=...` (use with eval)
 #   scripts/dev-cluster.sh status   tell what runs (exit 0 when everything is up, 3 otherwise)
 #   scripts/dev-cluster.sh stop-operator   stop the operator that scripts/quickstart.sh --local started
 #   scripts/dev-cluster.sh up|down|env|status --real-node   a real node instead (scripts/lib/real-node.sh)
@@ -17,8 +18,15 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 here="$root/scripts/dev-cluster"
 state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/dev-cluster}"
 cluster=eva
-nats_port="${EVA_NATS_PORT:-14222}"
-nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
+# NATS ports: EVA_NATS_PORT / EVA_NATS_MONITOR_PORT at `up` (a second cluster, e.g. the tests', needs
+# its own), remembered in the state folder so that `env` and `status` need only EVA_DEV_CLUSTER_DIR.
+ports_file="$state/nats-ports"
+if [[ -f "$ports_file" && -z "${EVA_NATS_PORT:-}${EVA_NATS_MONITOR_PORT:-}" ]]; then
+  read -r nats_port nats_monitor_port <"$ports_file"
+else
+  nats_port="${EVA_NATS_PORT:-14222}"
+  nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
+fi
 kubeconfig="$state/kubeconfig"
 # A real node (containerd, kubelet, ...) is scripts/lib/real-node.sh's: `--real-node`, or its state folder.
 if [[ " $* " == *" --real-node "* || -f "$state/.real-node" ]]; then exec "$root/scripts/lib/real-node.sh" "$@"; fi
@@ -105,14 +113,39 @@ ensure_cluster_objects() {
 }
 
 nats_pid() { [[ -f "$state/nats.pid" ]] && cat "$state/nats.pid"; }
+nats_auth="$state/nats-auth"
+
+# The operator identity, system account and the operator's two files, made once per dev cluster by the
+# operator's own command (no nsc). The seeds stay in this 0700 folder; `down` removes it.
+ensure_nats_auth() {
+  [[ -f "$nats_auth/operator.jwt" ]] && return
+  [[ -x "$root/node_modules/.bin/node" ]] || "$root/scripts/bootstrap.sh"
+  "$root/node_modules/.bin/node" "$root/src/cli.ts" nats-bootstrap --out "$nats_auth" --namespace default >/dev/null
+  log "NATS operator keys generated in $nats_auth"
+}
+
+# Operator mode with a full resolver that takes account JWTs pushed at run time (and their deletion).
+# max_file_store is what accounts may reserve, not disk in use: every tenant account reserves its
+# tier's JetStream storage, and the dev cluster is meant to hold thousands of tenants.
+write_nats_config() {
+  cat >"$state/nats.conf" <<EOF
+server_name: eva-dev
+listen: 127.0.0.1:$nats_port
+http: 127.0.0.1:$nats_monitor_port
+include ./nats-auth/nats-auth.conf
+resolver { type: full, dir: "$state/nats/resolver", allow_delete: true, interval: "2m" }
+jetstream { store_dir: "$state/nats", max_file_store: 1T }
+EOF
+}
 
 ensure_nats() {
   if nats_ready; then return; fi
   mkdir -p "$state/nats"
-  log "starting nats-server $("$bin/nats-server" --version | awk '{print $2}') on 127.0.0.1:$nats_port"
-  setsid "$bin/nats-server" --addr 127.0.0.1 --port "$nats_port" --http_port "$nats_monitor_port" \
-    --jetstream --store_dir "$state/nats" --pid "$state/nats.pid" --log "$state/nats.log" \
-    --server_name eva-dev </dev/null >/dev/null 2>&1 8>&- &
+  ensure_nats_auth
+  write_nats_config
+  log "starting nats-server $("$bin/nats-server" --version | awk '{print $2}') on 127.0.0.1:$nats_port (operator mode)"
+  setsid "$bin/nats-server" -c "$state/nats.conf" --pid "$state/nats.pid" --log "$state/nats.log" \
+    </dev/null >/dev/null 2>&1 8>&- &
   wait_for 30 "nats-server with JetStream" nats_ready
 }
 
@@ -124,6 +157,7 @@ cmd_up() {
   flock -w 300 8 || die "another dev-cluster.sh has held the lock for 5 minutes"
   local started=$SECONDS
   bin=$(bin_dir)
+  echo "$nats_port $nats_monitor_port" >"$ports_file"
   ensure_cluster
   ensure_cluster_objects
   ensure_nats
@@ -157,22 +191,34 @@ cmd_down() {
   exec 8>"$state/.lock"
   flock -w 300 8 || die "another dev-cluster.sh has held the lock for 5 minutes"
   bin=$(bin_dir)
+  cmd_stop_operator
   if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
     "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 || log "kwokctl delete failed; killing processes"
   fi
   local pid; pid=$(nats_pid || true)
   [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
   stop_processes_under "$state"
-  rm -rf "$state"
+  rm -rf "$state" "$(local_secrets_dir)"
   log "stopped; state removed"
 }
+
+# One per state folder, so two clusters' local operators never share it.
+local_secrets_dir() { echo "/dev/shm/eva-operator-$(id -u)-$(printf %s "$state" | sha256sum | cut -c1-8)"; }
 
 cmd_env() {
   bin=$(bin_dir)
   printf 'export KUBECONFIG=%q\n' "$kubeconfig"
   printf 'export NATS_URL=%q\n' "nats://127.0.0.1:$nats_port"
+  printf 'export NATS_SYSTEM_CREDS_FILE=%q\n' "$nats_auth/system.creds"
+  printf 'export NATS_OPERATOR_SIGNING_KEY_FILE=%q\n' "$nats_auth/operator-signing-key.nk"
+  printf 'export EVA_NATS_MONITOR_URL=%q\n' "http://127.0.0.1:$nats_monitor_port"
   printf 'export EVA_TOOLS_DIR=%q\n' "$bin"
   printf 'export PATH=%q:"$PATH"\n' "$bin"
+  # For an operator run from this checkout (README, "Running the operator"): its version, secret values
+  # on a tmpfs (the operator refuses a disk; /run is not a tmpfs everywhere), metrics on loopback.
+  printf 'export OPERATOR_VERSION=%q\n' "$(sed -n -E 's/^  "version": "([^"]+)",$/\1/p' "$root/package.json")"
+  printf 'export HELM_SECRETS_DIR=%q\n' "$(local_secrets_dir)"
+  printf 'export METRICS_BIND_ADDRESS=127.0.0.1\n'
 }
 
 cmd_status() {

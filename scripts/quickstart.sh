@@ -107,17 +107,17 @@ run_local() {
   kubectl wait --for=condition=Established --timeout=60s crd/evatenants.eva.aidonow.com >/dev/null
 
   step 3 "starting the operator $operator_version as a local process"
-  local state pidfile secrets_dir
+  local state pidfile
   state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/dev-cluster}"
   pidfile="$state/operator.pid"
   if [[ -f "$pidfile" ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "  already running (pid $(cat "$pidfile"), log $state/operator.log)"
   else
-    secrets_dir=/dev/shm/eva-operator-helm-secrets   # tmpfs: secret values never touch the disk
-    mkdir -p "$secrets_dir"
-    OPERATOR_VERSION="$operator_version" HELM_SECRETS_DIR="$secrets_dir" HELM_BINARY="$EVA_TOOLS_DIR/helm" \
+    # HELM_SECRETS_DIR (a tmpfs of this cluster's own) comes from `dev-cluster.sh env`. Supervised: an
+    # operator exits when it loses its lease (e.g. the API server stalled), and starts again, as a pod would.
+    OPERATOR_VERSION="$operator_version" HELM_BINARY="$EVA_TOOLS_DIR/helm" \
       INGRESS_CLASS=eva-lb METRICS_PORT="${EVA_METRICS_PORT:-18080}" METRICS_BIND_ADDRESS=127.0.0.1 \
-      setsid node "$root/src/cli.ts" run </dev/null >"$state/operator.log" 2>&1 &
+      setsid "$root/scripts/lib/supervise.sh" node "$root/src/cli.ts" run </dev/null >"$state/operator.log" 2>&1 &
     echo $! >"$pidfile"
     echo "  pid $(cat "$pidfile"), log $state/operator.log, metrics http://127.0.0.1:${EVA_METRICS_PORT:-18080}/metrics"
   fi
@@ -174,7 +174,8 @@ app_version=$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1
   die "cannot read a version (appVersion) from $chart_dir/Chart.yaml, got '$app_version'"
 operator_selector="app.kubernetes.io/instance=$release,app.kubernetes.io/component=operator"
 work=$(mktemp -d "${TMPDIR:-/tmp}/eva-quickstart.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+nats_keys=""
+trap 'rm -rf "$work" ${nats_keys:+"$nats_keys"}' EXIT
 dry=""
 $dry_run && dry=" (dry run: nothing is changed)"
 
@@ -314,18 +315,46 @@ else
   fi
 fi
 
+# The quick-start NATS runs in operator mode: reuse the keys of an earlier install of this release, or
+# make new ones with the operator's own command (in RAM: the seeds never touch this disk). Sets
+# nats_values (the chart's nats.auth, public JWTs only) and, for new keys, nats_secret (to apply).
+quick_start_nats_auth() {
+  nats_values="$work/nats-auth.yaml"
+  if kubectl get secret eva-operator-nats --namespace "$namespace" >/dev/null 2>&1 &&
+    helm get values "$release" --namespace "$namespace" --output yaml 2>/dev/null >"$work/previous.yaml" &&
+    grep -q 'operatorJwt: eyJ' "$work/previous.yaml"; then
+    awk '/^nats:/ { keep = 1; print; next } keep && /^[^ ]/ { keep = 0 } keep' "$work/previous.yaml" >"$nats_values"
+    return
+  fi
+  [[ -x $root/node_modules/.bin/node ]] || (cd "$root" && npm ci --no-audit --no-fund >/dev/null) ||
+    die "the NATS keys are made by this checkout's eva-operator (Node.js 24 from npm): npm ci failed"
+  nats_keys=$(mktemp -d /dev/shm/eva-quickstart-nats.XXXXXX)
+  "$root/node_modules/.bin/node" "$root/src/cli.ts" nats-bootstrap --out "$nats_keys/out" --namespace "$namespace" >/dev/null ||
+    die "eva-operator nats-bootstrap failed"
+  cp "$nats_keys/out/eva-operator-nats-values.yaml" "$nats_values"
+  nats_secret="$nats_keys/out/eva-operator-nats-secret.yaml"
+}
+
 # The chart, rendered as step 3 installs it: NATS, images, the operator version.
 helm_args=(--namespace "$namespace" --skip-crds)
 [[ -n $values_file ]] && helm_args+=(-f "$values_file")
 template_args=("$release" "$chart_dir" "${helm_args[@]}")
 [[ -n $server_version ]] && template_args+=(--kube-version "$server_version")
+nats_secret=""
 if ! helm template "${template_args[@]}" --show-only templates/deployment.yaml >/dev/null 2>"$work/helm.err"; then
   grep -q 'NATS is not configured' "$work/helm.err" || die "the chart does not render with these values: $(tail -n 1 "$work/helm.err")"
-  helm_args+=(--set nats.enabled=true)
-  template_args+=(--set nats.enabled=true)
-  echo "  NATS     a quick-start NATS server in $namespace (nats.enabled=true; your --values may set nats.url instead)"
+  quick_start_nats_auth
+  helm_args+=(--set nats.enabled=true -f "$nats_values")
+  template_args+=(--set nats.enabled=true -f "$nats_values")
+  echo "  NATS     a quick-start NATS server in $namespace, operator mode (nats.enabled=true; your --values may set nats.url instead)"
+  if [[ -n $nats_secret ]]; then
+    echo "           new NATS keys (eva-operator nats-bootstrap): Secret $namespace/eva-operator-nats for the operator;"
+    echo "           the operator identity key is not kept (quick start): for production run the bootstrap yourself, see README"
+  else
+    echo "           the NATS keys of the existing release (Secret $namespace/eva-operator-nats)"
+  fi
 else
-  echo "  NATS     as your --values configure it"
+  echo "  NATS     as your --values configure it (the operator's Secret with system.creds and operator-signing-key.nk must exist)"
 fi
 helm template "${template_args[@]}" >"$work/rendered.yaml" 2>"$work/helm.err" ||
   die "the chart does not render: $(tail -n 1 "$work/helm.err")"
@@ -434,6 +463,7 @@ fi
 install_args=(upgrade --install "$release" "$chart_dir" "${helm_args[@]}" --create-namespace --wait --timeout "${timeout}s")
 if $dry_run; then
   step 3 "installing the operator chart$dry"
+  [[ -n $nats_secret ]] && echo "  would run: kubectl apply -f - (Secret $namespace/eva-operator-nats: new NATS system user and operator signing key)"
   echo "  would run: helm ${install_args[*]}"
   echo "  it renders (helm template):"
   echo
@@ -441,6 +471,10 @@ if $dry_run; then
 else
   step 3 "installing the operator chart: release $release in namespace $namespace (operator $chart_version)"
   started=$SECONDS
+  if [[ -n $nats_secret ]]; then
+    kubectl get namespace "$namespace" >/dev/null 2>&1 || kube_or_die "creating namespace $namespace failed" create namespace "$namespace" >/dev/null
+    kube_or_die "creating the operator's NATS Secret failed" apply -f "$nats_secret" | sed 's/^/  /'
+  fi
   helm "${install_args[@]}" >"$work/helm.out" 2>"$work/helm.err" || {
     cat "$work/helm.err" >&2
     die "helm upgrade --install of $release in $namespace failed: $(grep -v '^WARNING' "$work/helm.err" | tail -n 1)"

@@ -4,12 +4,14 @@
  *   eva-operator [run]    run the operator (configuration from the environment; see README)
  *   eva-operator crd      print the EvaTenant CRD (generated from the TypeScript schema)
  *   eva-operator version  print the operator version
+ *   eva-operator nats-bootstrap  generate the NATS operator, system account and the operator's Secret
  */
 import { Command } from 'commander';
 import { renderCrdYaml } from './api/crd.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './log.ts';
 import { startOperator } from './operator.ts';
+import { bootstrap, BootstrapRefused, summary } from './nats-bootstrap.ts';
 
 async function run(): Promise<void> {
   let config;
@@ -23,7 +25,11 @@ async function run(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
-  const operator = await startOperator(config, log);
+  const operator = await startOperator(config, log).catch((err: unknown) => {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`eva-operator: ${err.message}\n`);
+    process.exit(2);
+  });
   void operator.lostLeadership.then(() => {
     log.error('lost leadership; exiting so a fresh process can stand again');
     process.exit(1);
@@ -65,6 +71,24 @@ program
   .description('print the operator version (OPERATOR_VERSION)')
   .action(() => {
     process.stdout.write(`${process.env['OPERATOR_VERSION'] ?? 'unknown'}\n`);
+  });
+
+program
+  .command('nats-bootstrap')
+  .description('generate the keys that put NATS in operator mode for eva-operator (no nsc needed)')
+  .option('--out <dir>', 'folder to write into (created with mode 0700)', 'eva-nats-bootstrap')
+  .option('--namespace <namespace>', "the operator's namespace, for its Secret", 'eva-system')
+  .option('--secret-name <name>', "the name of the operator's NATS Secret", 'eva-operator-nats')
+  .option('--operator-name <name>', 'the NATS operator name', 'eva')
+  .option('--force', 'replace an earlier bootstrap in the folder (its accounts are then orphaned)', false)
+  .action(async (options: { out: string; namespace: string; secretName: string; operatorName: string; force: boolean }) => {
+    try {
+      process.stdout.write(summary(await bootstrap(options), options));
+    } catch (err) {
+      if (!(err instanceof BootstrapRefused)) throw err;
+      process.stderr.write(`eva-operator nats-bootstrap: ${err.message}\n`);
+      process.exit(1);
+    }
   });
 
 await program.parseAsync();

@@ -1,7 +1,28 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from './config.ts';
+import { formatCreds, newSeed, publicKeyOf, signUser } from './adapters/nats-jwt.ts';
 
-const minimal = { OPERATOR_VERSION: '1.0.0', NATS_URL: 'nats://127.0.0.1:4222' };
+const dir = mkdtempSync(join(tmpdir(), 'eva-config-'));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+const file = (name: string, content: string): string => {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+};
+const [accountSeed, userSeed, signingSeed] = [newSeed('account'), newSeed('user'), newSeed('operator')];
+const creds = formatCreds(await signUser({ name: 'sys', account: publicKeyOf(accountSeed, 'account') }, userSeed, accountSeed), userSeed);
+
+const minimal = {
+  OPERATOR_VERSION: '1.0.0',
+  NATS_URL: 'nats://127.0.0.1:4222',
+  NATS_SYSTEM_CREDS_FILE: file('system.creds', creds),
+  NATS_OPERATOR_SIGNING_KEY_FILE: file('operator-signing-key.nk', `${signingSeed}\n`),
+};
 
 function problems(env: Record<string, string>): readonly string[] {
   try {
@@ -25,22 +46,58 @@ describe('loadConfig', () => {
       allowNonTmpfsSecrets: false,
     });
     expect(config.chartBasePath).toMatch(/charts$/);
+    expect(config.nats.moduleUrl).toBe('nats://127.0.0.1:4222');
+    expect(config.networkPolicy).toMatchObject({
+      enabled: true,
+      ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
+      nats: { namespaces: { 'kubernetes.io/metadata.name': 'default' }, pods: { 'app.kubernetes.io/component': 'nats' }, port: 4222 },
+    });
+  });
+
+  it('serves the default shard unless SHARD names one (a label value)', () => {
+    expect(loadConfig(minimal).shard).toBeUndefined();
+    expect(loadConfig({ ...minimal, SHARD: 'eu-1' }).shard).toBe('eu-1');
+    expect(loadConfig({ ...minimal, SHARD: '' }).shard, 'empty is unset').toBeUndefined();
+    for (const bad of ['eu/1', '-eu', 'x'.repeat(64)]) {
+      expect(problems({ ...minimal, SHARD: bad }), bad).toEqual([expect.stringMatching(/^SHARD .*label value/)]);
+    }
   });
 
   it('reports every bad variable at once, by name', () => {
-    const found = problems({ OPERATOR_VERSION: 'latest', NATS_URL: 'nats://u:p@h:4222', METRICS_PORT: '70000', RECONCILE_CONCURRENCY: 'x', HELM_SECRETS_ALLOW_NON_TMPFS: 'maybe' });
-    expect(found.map((p) => p.split(' ')[0])).toEqual(['OPERATOR_VERSION', 'NATS_URL', 'HELM_SECRETS_ALLOW_NON_TMPFS', 'METRICS_PORT', 'RECONCILE_CONCURRENCY']);
+    const found = problems({ ...minimal, OPERATOR_VERSION: 'latest', NATS_URL: 'nats://u:p@h:4222', METRICS_PORT: '70000', RECONCILE_CONCURRENCY: 'x', HELM_SECRETS_ALLOW_NON_TMPFS: 'maybe', NETWORK_POLICY_INGRESS_NAMESPACES: 'no selector!' });
+    expect(found.map((p) => p.split(' ')[0])).toEqual(['OPERATOR_VERSION', 'NATS_URL', 'NETWORK_POLICY_INGRESS_NAMESPACES', 'HELM_SECRETS_ALLOW_NON_TMPFS', 'METRICS_PORT', 'RECONCILE_CONCURRENCY']);
   });
 
-  it('requires OPERATOR_VERSION and NATS_URL', () => {
+  it('requires OPERATOR_VERSION, NATS_URL and the two NATS files', () => {
     expect(problems({})).toEqual([
       'OPERATOR_VERSION is required (the semver of this operator build, e.g. 1.0.0)',
       'NATS_URL is required (e.g. nats://nats.eva-system:4222)',
+      'NATS_SYSTEM_CREDS_FILE is required (the system user credentials file from `eva-operator nats-bootstrap`)',
+      'NATS_OPERATOR_SIGNING_KEY_FILE is required (the operator signing key seed file from `eva-operator nats-bootstrap`)',
     ]);
   });
 
-  it('keeps NATS credentials out of the URL', () => {
-    const config = loadConfig({ ...minimal, NATS_USER: 'op', NATS_PASSWORD: 'pw' });
-    expect(config.nats).toEqual({ url: 'nats://127.0.0.1:4222', user: 'op', password: 'pw' });
+  it('names a missing or wrong NATS file by its setting, never its content', () => {
+    const found = problems({
+      ...minimal,
+      NATS_SYSTEM_CREDS_FILE: join(dir, 'absent.creds'),
+      NATS_OPERATOR_SIGNING_KEY_FILE: file('user-seed.nk', userSeed),
+    });
+    expect(found).toEqual([
+      `NATS_SYSTEM_CREDS_FILE: cannot read ${join(dir, 'absent.creds')} (ENOENT)`,
+      `NATS_OPERATOR_SIGNING_KEY_FILE: ${join(dir, 'user-seed.nk')} not an nkey seed of an operator (expected SO...)`,
+    ]);
+    expect(found.join(' ')).not.toContain(userSeed);
+    const swapped = problems({ ...minimal, NATS_SYSTEM_CREDS_FILE: minimal.NATS_OPERATOR_SIGNING_KEY_FILE });
+    expect(swapped).toEqual([`NATS_SYSTEM_CREDS_FILE: ${minimal.NATS_OPERATOR_SIGNING_KEY_FILE} not a NATS credentials file (a user JWT and a user nkey seed)`]);
+  });
+
+  it('refuses the user/password settings of before operator mode', () => {
+    expect(problems({ ...minimal, NATS_USER: 'op', NATS_PASSWORD: 'pw' }).map((p) => p.split(' ')[0])).toEqual(['NATS_USER', 'NATS_PASSWORD']);
+  });
+
+  it('takes NATS from an address range for the network policy, with the port of the module URL', () => {
+    const config = loadConfig({ ...minimal, MODULE_NATS_URL: 'nats://nats.example:4333', NETWORK_POLICY_NATS_CIDR: '10.0.0.0/8' });
+    expect(config.networkPolicy.nats).toEqual({ cidr: '10.0.0.0/8', port: 4333 });
   });
 });

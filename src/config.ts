@@ -6,17 +6,35 @@ import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { SEMVER_PATTERN } from './api/constants.ts';
+import { parseCreds, publicKeyOf } from './adapters/nats-jwt.ts';
 
 export interface NatsSettings {
+  /** Where the operator connects; no credentials in it. */
   url: string;
-  user?: string;
-  password?: string;
-  token?: string;
+  /** What the modules are told to connect to (Secret eva-nats, key url). */
+  moduleUrl: string;
+  /** The system user's credentials file (mounted Secret). Read when the operator starts, never logged. */
+  systemCredsFile: string;
+  /** The operator signing key's seed file (mounted Secret). */
+  operatorSigningKeyFile: string;
+}
+
+/** Label selectors as matchLabels. */
+export type Labels = Readonly<Record<string, string>>;
+
+export interface NetworkPolicySettings {
+  enabled: boolean;
+  /** Namespaces allowed to send traffic in (the ingress controller's). */
+  ingressNamespaces: Labels;
+  /** Where NATS runs: pods in namespaces, or an address range (NATS outside the cluster). */
+  nats: ({ namespaces: Labels; pods: Labels } | { cidr: string }) & { port: number };
+  dns: { namespaces: Labels; pods: Labels };
 }
 
 export interface OperatorConfig {
   operatorVersion: string;
   nats: NatsSettings;
+  networkPolicy: NetworkPolicySettings;
   chartBasePath: string;
   seedsBasePath: string;
   imagesFile: string;
@@ -30,9 +48,13 @@ export interface OperatorConfig {
   metricsBindAddress: string;
   concurrency: number;
   driftIntervalSeconds: number;
+  /** Client-side rate limit of the operator's own API requests (helm's are its own). */
+  kubeApi: { qps: number; burst: number };
   moduleOtelEndpoint?: string;
   airGapRegistry?: string;
   maxWave: number;
+  /** The shard this Deployment serves (label eva.aidonow.com/shard); undefined: the default shard. */
+  shard?: string;
   logLevel: string;
   /** Leader election: the Lease lives here; identity is the pod name. */
   leaseNamespace: string;
@@ -106,19 +128,92 @@ class EnvReader {
   matching(name: string, value: string, pattern: RegExp, expected: string): void {
     if (value !== '' && !pattern.test(value)) this.problems.push(`${name} must be ${expected}, got "${value}"`);
   }
+
+  /** An equality label selector, `key=value[,key=value...]`, as matchLabels. */
+  labels(name: string, fallback: string): Labels {
+    const raw = this.string(name, fallback);
+    const pairs = raw.split(',').map((part) => part.trim().split('='));
+    const valid = pairs.every((p) => p.length === 2 && LABEL_KEY.test(p[0] ?? '') && LABEL_VALUE.test(p[1] ?? ''));
+    if (!valid) {
+      this.problems.push(`${name} must be a label selector like key=value,key2=value2, got "${raw}"`);
+      return {};
+    }
+    return Object.fromEntries(pairs.map(([k, v]) => [k ?? '', v ?? '']));
+  }
+
+  /** A file that must exist and pass `check` (which throws with a reason); only its path is kept. */
+  file(name: string, hint: string, check: (content: string) => void): string {
+    const path = this.required(name, hint);
+    if (path === '') return path;
+    let content: string;
+    try {
+      content = readFileSync(path, 'utf8');
+    } catch (err) {
+      this.problems.push(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      return path;
+    }
+    try {
+      check(content);
+    } catch (err) {
+      // The reason names the kind of key, never the content.
+      this.problems.push(`${name}: ${path} ${err instanceof Error ? err.message : 'is not valid'}`);
+    }
+    return path;
+  }
 }
+
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+
+/** A non-empty label value (the default shard is SHARD unset, not empty). */
+const SHARD_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+const NATS_URL_PATTERN = /^(nats|tls|wss?):\/\/[^\s/@]+\/?$/;
 
 function readNats(env: EnvReader): NatsSettings {
   const url = env.required('NATS_URL', 'e.g. nats://nats.eva-system:4222');
-  env.matching('NATS_URL', url, /^(nats|tls|wss?):\/\/[^\s/@]+\/?$/, 'a nats:// URL without credentials');
-  const nats: NatsSettings = { url };
-  const user = env.optional('NATS_USER');
-  const password = env.optional('NATS_PASSWORD');
-  const token = env.optional('NATS_TOKEN');
-  if (user !== undefined) nats.user = user;
-  if (password !== undefined) nats.password = password;
-  if (token !== undefined) nats.token = token;
-  return nats;
+  env.matching('NATS_URL', url, NATS_URL_PATTERN, 'a nats:// URL without credentials');
+  const moduleUrl = env.optional('MODULE_NATS_URL');
+  if (moduleUrl !== undefined) env.matching('MODULE_NATS_URL', moduleUrl, NATS_URL_PATTERN, 'a nats:// URL without credentials');
+  for (const gone of ['NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN']) {
+    if (env.optional(gone) !== undefined) env.problems.push(`${gone} is no longer used: NATS runs in operator mode (NATS_SYSTEM_CREDS_FILE, NATS_OPERATOR_SIGNING_KEY_FILE)`);
+  }
+  return {
+    url,
+    moduleUrl: moduleUrl ?? url,
+    systemCredsFile: env.file('NATS_SYSTEM_CREDS_FILE', 'the system user credentials file from `eva-operator nats-bootstrap`', (text) => {
+      parseCreds(text);
+    }),
+    operatorSigningKeyFile: env.file('NATS_OPERATOR_SIGNING_KEY_FILE', 'the operator signing key seed file from `eva-operator nats-bootstrap`', (text) => {
+      publicKeyOf(text, 'operator');
+    }),
+  };
+}
+
+function natsPort(url: string): number {
+  const port = /:(\d+)\/?$/.exec(url.split(',')[0]?.trim() ?? '')?.[1];
+  return port === undefined ? 4222 : Number(port);
+}
+
+function readNetworkPolicy(env: EnvReader, nats: NatsSettings, operatorNamespace: string): NetworkPolicySettings {
+  const cidr = env.optional('NETWORK_POLICY_NATS_CIDR');
+  const port = natsPort(nats.moduleUrl);
+  return {
+    enabled: env.optional('NETWORK_POLICY') === undefined ? true : env.boolean('NETWORK_POLICY'),
+    ingressNamespaces: env.labels('NETWORK_POLICY_INGRESS_NAMESPACES', 'kubernetes.io/metadata.name=ingress-nginx'),
+    nats:
+      cidr !== undefined
+        ? { cidr, port }
+        : {
+            namespaces: env.labels('NETWORK_POLICY_NATS_NAMESPACES', `kubernetes.io/metadata.name=${operatorNamespace}`),
+            pods: env.labels('NETWORK_POLICY_NATS_PODS', 'app.kubernetes.io/component=nats'),
+            port,
+          },
+    dns: {
+      namespaces: env.labels('NETWORK_POLICY_DNS_NAMESPACES', 'kubernetes.io/metadata.name=kube-system'),
+      pods: env.labels('NETWORK_POLICY_DNS_PODS', 'k8s-app=kube-dns'),
+    },
+  };
 }
 
 export function loadConfig(environment: Env = process.env): OperatorConfig {
@@ -128,9 +223,12 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
   const baseDomain = env.string('EVA_BASE_DOMAIN', 'tenants.eva.local');
   env.matching('EVA_BASE_DOMAIN', baseDomain, /^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'a DNS name');
 
+  const nats = readNats(env);
+  const leaseNamespace = env.string('POD_NAMESPACE', inClusterNamespace() ?? 'default');
   const config: OperatorConfig = {
     operatorVersion,
-    nats: readNats(env),
+    nats,
+    networkPolicy: readNetworkPolicy(env, nats, leaseNamespace),
     chartBasePath: env.string('CHART_BASE_PATH', bundled('/charts', 'charts')),
     seedsBasePath: env.string('SEEDS_BASE_PATH', bundled('/seeds', 'seeds')),
     imagesFile: env.string('IMAGES_FILE', bundled('/etc/eva-operator/images.txt', 'images.txt')),
@@ -143,11 +241,18 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     metricsBindAddress: env.string('METRICS_BIND_ADDRESS', '0.0.0.0'),
     concurrency: env.integer('RECONCILE_CONCURRENCY', 8, 1, 256),
     driftIntervalSeconds: env.integer('DRIFT_INTERVAL_SECONDS', 300, 1, 86_400),
+    // Measured (docs/measurements.md): 50 QPS (Flux's default) doubles the 100-tenant run; 200 does not slow it.
+    kubeApi: { qps: env.integer('KUBE_API_QPS', 200, 1, 10_000), burst: env.integer('KUBE_API_BURST', 400, 1, 100_000) },
     maxWave: env.integer('MAX_WAVE', 3, 0, 3),
     logLevel: env.string('LOG_LEVEL', 'info'),
-    leaseNamespace: env.string('POD_NAMESPACE', inClusterNamespace() ?? 'default'),
+    leaseNamespace,
     identity: env.string('POD_NAME', `${hostname()}-${process.pid}`),
   };
+  const shard = env.optional('SHARD');
+  if (shard !== undefined) {
+    env.matching('SHARD', shard, SHARD_PATTERN, 'a label value: 1-63 letters, digits, - _ . (unset for the default shard)');
+    config.shard = shard;
+  }
   const ingressClass = env.optional('INGRESS_CLASS');
   if (ingressClass !== undefined) config.ingressClass = ingressClass;
   const otel = env.optional('MODULE_OTEL_ENDPOINT');

@@ -15,6 +15,9 @@ const SECRET_SHAPES: readonly [RegExp, string][] = [
   [/(\b[a-z][a-z0-9+.-]*:\/\/)[^\s:/@]+:[^\s@/]+@/gi, '$1[REDACTED]@'],
   [/\b(password|passwd|secret|token|api[_-]?key)(["']?\s*[:=]\s*["']?)[^\s"',}]+/gi, '$1$2[REDACTED]'],
   [/\b(bearer)\s+[A-Za-z0-9._~+/=-]+/gi, '$1 [REDACTED]'],
+  // NATS nkey seeds (SO.../SA.../SU...) and JWTs (a creds file holds both).
+  [/\bS[OAUNCPX][A-Z2-7]{54,58}\b/g, '[REDACTED]'],
+  [/\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g, '[REDACTED-JWT]'],
 ];
 
 export function redactSecrets(text: string): string {

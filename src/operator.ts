@@ -3,20 +3,28 @@
  * server, controller. On a signal: stop watching, let each running reconcile finish its current step
  * and persist status, close connections, exit 0.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { Reason } from './api/reasons.ts';
+import { DependencyError, messageOf } from './errors.ts';
 import type { Phase } from './api/constants.ts';
-import { type OperatorConfig } from './config.ts';
+import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
-import { LeaderElector, leaseNameForVersion } from './controller/leader-election.ts';
+import { operatorSteps } from './controller/tenant-steps.ts';
+import { kubeTenantStore } from './controller/tenant-store.ts';
+import { LeaderElector } from './controller/leader-election.ts';
+import { leaseNameForVersion } from './controller/lease.ts';
 import { VersionPresenceReporter } from './controller/version-presence.ts';
 import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
-import { createNatsClient } from './adapters/nats.ts';
+import { NatsPool } from './adapters/nats.ts';
+import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
 import type { Logger } from './log.ts';
 import { OperatorMetrics, startMetricsServer } from './metrics/metrics.ts';
+import { KubeAccountKeyStore } from './steps/account-keys.ts';
+import { NatsAccounts } from './steps/nats-accounts.ts';
 import { type OperatorDeps, WAKE_ON } from './steps/registry.ts';
 
 export interface RunningOperator {
@@ -33,10 +41,65 @@ function prepareSecretsDir(config: OperatorConfig, log: Logger): void {
   if (stale > 0) log.warn({ count: stale }, 'removed secret values files left by an earlier crash');
 }
 
-function buildDeps(config: OperatorConfig, kube: Kube, log: Logger): OperatorDeps {
+/** NATS in operator mode: the system user and the operator signing key, read from their mounted files. */
+function natsAccounts(config: OperatorConfig, keys: KubeAccountKeyStore, log: Logger): NatsAccounts {
+  const { jwt, seed } = parseCreds(readFileSync(config.nats.systemCredsFile, 'utf8'));
+  return new NatsAccounts({
+    url: config.nats.url,
+    moduleUrl: config.nats.moduleUrl,
+    systemCredentials: { jwt, seed },
+    operatorSigningSeed: readFileSync(config.nats.operatorSigningKeyFile, 'utf8').trim(),
+    keys,
+    pool: new NatsPool(),
+    log,
+  });
+}
+
+/**
+ * Refuses to start with NATS credentials the server rejects, naming the setting (never its content).
+ * A NATS that cannot be reached is no reason not to start: tenants report it in their conditions.
+ */
+async function checkNatsAccess(nats: NatsAccounts, log: Logger): Promise<void> {
+  const refused = (err: unknown): boolean => err instanceof DependencyError && err.reason === Reason.NatsAuthFailed;
+  try {
+    await nats.system.ping();
+  } catch (err) {
+    if (refused(err)) throw new ConfigError([`NATS_SYSTEM_CREDS_FILE: NATS at ${nats.target} refuses the system user's credentials`]);
+    log.warn({ nats: nats.target, problem: messageOf(err) }, 'NATS not reachable at start; tenants will report it until it is');
+    return;
+  }
+  try {
+    // The server stores an account JWT signed by any key; only a login into it shows whether it is trusted.
+    await nats.runInRegistry((session) => session.jsm.getAccountInfo());
+  } catch (err) {
+    if (refused(err) || (err instanceof DependencyError && err.reason === Reason.AccountRejected)) {
+      throw new ConfigError([`NATS_OPERATOR_SIGNING_KEY_FILE: NATS at ${nats.target} does not trust accounts signed with this key (${messageOf(err)})`]);
+    }
+    log.warn({ nats: nats.target, problem: messageOf(err) }, 'NATS registry account not ready at start; retried on use');
+    return;
+  }
+  log.info({ nats: nats.target }, 'NATS accepts the system user and trusts the operator signing key');
+}
+
+/** The account key store (watching its Secrets) and NATS, checked: refuses to start on credentials NATS rejects. */
+async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Promise<{ keys: KubeAccountKeyStore; nats: NatsAccounts }> {
+  const keys = new KubeAccountKeyStore(kube, config.leaseNamespace);
+  await keys.start(log);
+  const nats = natsAccounts(config, keys, log);
+  try {
+    await checkNatsAccess(nats, log);
+  } catch (err) {
+    await nats.close();
+    await keys.stop();
+    throw err;
+  }
+  return { keys, nats };
+}
+
+function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts): OperatorDeps {
   return {
     kube,
-    nats: createNatsClient(config.nats, { log }),
+    nats,
     helm: new Helm({ binary: config.helmBinary, ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}) }),
     images: ImageCatalog.fromFile(config.imagesFile, config.airGapRegistry),
     config,
@@ -56,19 +119,20 @@ const aborted = (signal: AbortSignal): Promise<void> =>
 
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
-  const kube = new Kube(loadKubeConfig(config.operatorVersion), config.identity);
-  const deps = buildDeps(config, kube, log);
+  const kube = new Kube(loadKubeConfig({ operatorVersion: config.operatorVersion, shard: config.shard, rateLimit: config.kubeApi }), config.identity);
+  const { keys, nats } = await connectNats(config, kube, log);
+  const deps = buildDeps(config, kube, nats);
   // Scrapes read the controller's informer cache; the closure runs only after both exist.
   const metrics: OperatorMetrics = new OperatorMetrics({
     tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),
   });
-  const reconciler = new TenantReconciler({ deps, config, log, metrics });
+  const reconciler = new TenantReconciler({ tenants: kubeTenantStore(kube), steps: operatorSteps(deps, metrics), config, log, metrics });
   const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, wakeOn: WAKE_ON });
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);
   };
-  // One active replica per operator version: each version has its own Lease.
-  const lease = leaseNameForVersion(config.operatorVersion);
+  // One active replica per operator version and shard: each has its own Lease.
+  const lease = leaseNameForVersion(config.operatorVersion, config.shard);
   const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
   const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => controller.cachedTenants(), metrics, log });
   let leading = false;
@@ -82,7 +146,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
         leading = true;
         await controller.start();
         void presence.runUntil(signal, PRESENCE_CHECK_MS);
-        log.info({ version: config.operatorVersion, concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
+        log.info({ version: config.operatorVersion, shard: config.shard ?? '(default)', concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
         await aborted(signal);
         await controller.stop();
       },
@@ -105,6 +169,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       await elector.stop();
       await controller.stop();
       await deps.nats.close();
+      await keys.stop();
       await server.close();
       log.info('stopped');
     },

@@ -42,15 +42,18 @@ function createdSecretsDir(): string {
   return dir;
 }
 
-export function startOperator(env: Record<string, string> = {}, secretsDir?: string): OperatorProcess {
+/** `entry`: the sources (default), or the bundle `npm run build` writes (dist/cli.js, what the image runs). */
+export function startOperator(env: Record<string, string> = {}, secretsDir?: string, entry = 'src/cli.ts'): OperatorProcess {
   const dir = secretsDir ?? createdSecretsDir();
-  const child = spawn(process.execPath, [join(repoRoot, 'src/cli.ts'), 'run'], {
+  const child = spawn(process.execPath, [join(repoRoot, entry), 'run'], {
     cwd: repoRoot,
     env: {
       PATH: process.env['PATH'] ?? '',
       HOME: process.env['HOME'] ?? '/root',
       KUBECONFIG: requiredEnv('KUBECONFIG'),
       NATS_URL: requiredEnv('NATS_URL'),
+      NATS_SYSTEM_CREDS_FILE: requiredEnv('NATS_SYSTEM_CREDS_FILE'),
+      NATS_OPERATOR_SIGNING_KEY_FILE: requiredEnv('NATS_OPERATOR_SIGNING_KEY_FILE'),
       OPERATOR_VERSION: '1.0.0',
       HELM_BINARY: join(requiredEnv('EVA_TOOLS_DIR'), 'helm'),
       HELM_SECRETS_DIR: dir,

@@ -1,5 +1,5 @@
 /** Reading EvaTenants and their conditions as a user would, through kubectl. */
-import { eventually, kubectl, kubectlOk } from '../../test/support/kubectl.ts';
+import { eventually, kubectl, kubectlOk, tenantManifest } from '../../test/support/kubectl.ts';
 
 export interface TenantView {
   phase?: string;
@@ -54,10 +54,6 @@ export async function waitForGone(name: string, timeoutMs = 60_000): Promise<boo
   return eventually(() => kubectl(['get', 'evt', name]).status !== 0, timeoutMs, 250);
 }
 
-export function tenantYaml(name: string, spec: Record<string, unknown>): string {
-  return JSON.stringify({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name }, spec });
-}
-
 /**
  * Polls (once a second: every poll is a kubectl process on a busy machine) until `check` holds for
  * the tenant; returns the view and the milliseconds since `since` (default: the call). Throws with
@@ -90,8 +86,8 @@ export const conditionFalse = (type: string, reason: string, phase?: string) => 
   t.conditions[type]?.status === 'False' && t.conditions[type].reason === reason && (phase === undefined || t.phase === phase);
 
 /** Creates (or updates) a tenant from a spec, as `kubectl apply` does. */
-export function applyTenant(name: string, spec: Record<string, unknown>): void {
-  kubectlOk(['apply', '-f', '-'], tenantYaml(name, spec));
+export function applyTenant(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): void {
+  kubectlOk(['apply', '-f', '-'], tenantManifest(name, spec, labels));
 }
 
 /** `kubectl patch evt <name> --type merge`: fields set to null are removed. */

@@ -14,7 +14,7 @@
 # ENETUNREACH). OUTPUT accepts loopback destinations over lo (counted) and drops everything else
 # (counted). Nothing could leave anyway: the namespace has no link to the outside. /etc/resolv.conf is
 # bind-mounted to name 127.0.0.53 only, a recording DNS server inside the namespace that answers
-# NXDOMAIN to everything. A private tmpfs on /run/eva-air-gap holds every file of the run (not on
+# NXDOMAIN to everything. A private tmpfs over /tmp holds every file of the run (not on
 # /tmp: the checkout itself may live there, as a fresh clone in CI does), and this script is PID 1
 # of its own PID namespace: when it ends, however it ends, every process it started and every file
 # it wrote go with it.
@@ -53,10 +53,10 @@ control_name=registry.example.invalid
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# The mount is private to this mount namespace (concurrent runs each see their own); only the empty
-# mount point stays behind on the host's /run.
-scratch=/run/eva-air-gap
-mkdir -p "$scratch"
+# Over /tmp, which exists everywhere: nothing is created on the host, not even a mount point. The
+# mount is private to this mount namespace (concurrent runs each see their own; the host's /tmp is
+# untouched and hidden from the run only).
+scratch=/tmp
 mount -t tmpfs -o mode=1777,size=4g eva-air-gap "$scratch"
 export TMPDIR=$scratch
 out=$(mktemp -d "$scratch/air-gap.XXXXXX")   # what the summary is built from
@@ -112,6 +112,7 @@ start_operator() {
   mkdir -p "$out/helm-secrets" "$out/home"
   # An empty HOME: no helm repository, cache or plugin from this machine can help.
   (cd "$root" && exec env -i PATH="$PATH" HOME="$out/home" TMPDIR="$TMPDIR" KUBECONFIG="$KUBECONFIG" NATS_URL="$NATS_URL" \
+    NATS_SYSTEM_CREDS_FILE="$NATS_SYSTEM_CREDS_FILE" NATS_OPERATOR_SIGNING_KEY_FILE="$NATS_OPERATOR_SIGNING_KEY_FILE" \
     OPERATOR_VERSION="$version" HELM_BINARY="$EVA_TOOLS_DIR/helm" HELM_SECRETS_DIR="$out/helm-secrets" \
     INGRESS_CLASS=eva-lb METRICS_PORT=18080 METRICS_BIND_ADDRESS=127.0.0.1 LOG_LEVEL=info \
     node src/cli.ts run </dev/null >"$out/operator.log" 2>&1) &
@@ -199,7 +200,7 @@ teardown() {
 steps() { local step; for step in "$@"; do [[ -z $failed ]] || return 0; run "$step"; done; }
 
 steps seal_network start_dns cluster_up
-[[ -n $failed ]] || eval "$(cluster env)"   # KUBECONFIG, NATS_URL, EVA_TOOLS_DIR, PATH with kubectl and helm
+[[ -n $failed ]] || eval "$(cluster env)"   # KUBECONFIG, NATS_URL and its two key files, EVA_TOOLS_DIR, PATH with kubectl and helm
 steps install_crd start_operator create_tenant wait_active
 [[ -z $failed ]] || log "ERROR: $(cat "$out/error")"
 collect

@@ -3,65 +3,10 @@
  * environment): argument building, environment filtering, error routing and redaction. The wrapper
  * against the real helm and a real cluster is tested in test/steps/modules.test.ts.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DependencyError, InputError, type StepError } from '../steps/errors.ts';
-import {
-  classifyHelmFailure,
-  Helm,
-  helmErrorText,
-  lastGoodRevision,
-  parseHistory,
-  parseStatus,
-  recoverPendingRelease,
-  scrubHelmText,
-} from './helm.ts';
-
-let dir: string;
-let counter = 0;
-
-interface FakeResult {
-  stdout?: string;
-  stderr?: string;
-  exit?: number;
-  sleepSeconds?: number;
-}
-
-/** A fake helm: appends "<args>\t<env>" to a log and answers per subcommand. */
-function fakeHelm(answers: Record<string, FakeResult> = {}): { binary: string; calls: () => { args: string[]; env: string }[] } {
-  counter += 1;
-  const binary = join(dir, `helm-${counter}`);
-  const log = join(dir, `log-${counter}`);
-  const cases = Object.entries(answers)
-    .map(([sub, r]) => {
-      // Answers go through files: no quoting of helm's text in the script.
-      const out = join(dir, `${counter}-${sub}.out`);
-      const err = join(dir, `${counter}-${sub}.err`);
-      writeFileSync(out, r.stdout ?? '');
-      writeFileSync(err, r.stderr ?? '');
-      const sleep = r.sleepSeconds === undefined ? '' : `sleep ${r.sleepSeconds};`;
-      return `  ${sub}) ${sleep} cat ${out}; cat ${err} >&2; exit ${r.exit ?? 0} ;;`;
-    })
-    .join('\n');
-  writeFileSync(
-    binary,
-    `#!/usr/bin/env bash\n{ printf '%s\\x1f' "$@"; printf '\\t'; env | tr '\\n' ' '; printf '\\n'; } >> ${log}\ncase "$1" in\n${cases}\n  *) exit 0 ;;\nesac\n`,
-  );
-  chmodSync(binary, 0o755);
-  return {
-    binary,
-    calls: () =>
-      readFileSync(log, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => {
-          const [args = '', env = ''] = line.split('\t');
-          return { args: args.split('\x1f').filter((a) => a !== ''), env };
-        }),
-  };
-}
+import { afterEach, describe, expect, it } from 'vitest';
+import { DependencyError, InputError, type StepError } from '../errors.ts';
+import { fakeHelm } from '../../test/support/fake-helm.ts';
+import { classifyHelmFailure, Helm, helmErrorText, parseHistory, parseStatus, scrubHelmText } from './helm.ts';
 
 function caught(run: () => Promise<unknown>): Promise<StepError> {
   return run().then(
@@ -72,12 +17,6 @@ function caught(run: () => Promise<unknown>): Promise<StepError> {
   );
 }
 
-beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'eva-helm-test-'));
-});
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
 
 describe('Helm (stand-in binary)', () => {
   const savedPassword = process.env['NATS_PASSWORD'];
@@ -176,36 +115,6 @@ describe('Helm (stand-in binary)', () => {
     await expect(helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: [], labels: { a: 'x,b=y' } })).rejects.toThrow(/invalid release label/);
   });
 
-  describe('recoverPendingRelease', () => {
-    const history = (statuses: string[]): string =>
-      JSON.stringify(statuses.map((status, i) => ({ revision: i + 1, status, chart: 'c-1.0.0', app_version: '1', description: '' })));
-
-    it('uninstalls a release stuck in pending-install', async () => {
-      const fake = fakeHelm();
-      const action = await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', { name: 'r', version: 1, status: 'pending-install', labels: {} });
-      expect(action).toBe('uninstalled');
-      expect(fake.calls().map((c) => c.args[0])).toEqual(['uninstall']);
-    });
-
-    it('rolls a pending upgrade back to the deployed revision', async () => {
-      const fake = fakeHelm({ history: { stdout: history(['superseded', 'deployed', 'failed', 'pending-upgrade']) } });
-      const action = await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', { name: 'r', version: 4, status: 'pending-upgrade', labels: {} });
-      expect(action).toBe('rolled-back');
-      expect(fake.calls().map((c) => c.args.slice(0, 3))).toEqual([['history', 'r', '--namespace'], ['rollback', 'r', '2']]);
-    });
-
-    it('uninstalls a pending rollback with no good revision to return to', async () => {
-      const fake = fakeHelm({ history: { stdout: history(['failed', 'pending-rollback']) } });
-      const action = await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', { name: 'r', version: 2, status: 'pending-rollback', labels: {} });
-      expect(action).toBe('uninstalled');
-    });
-
-    it('leaves a settled release alone', async () => {
-      const fake = fakeHelm();
-      const helm = new Helm({ binary: fake.binary });
-      expect(await recoverPendingRelease(helm, 'n', { name: 'r', version: 3, status: 'deployed', labels: {} })).toBe('none');
-    });
-  });
 });
 
 describe('helm failure routing', () => {
@@ -247,12 +156,5 @@ describe('history parsing', () => {
     ]);
     expect(() => parseHistory('{}')).toThrow(/JSON list/);
     expect(parseStatus('{"name":"r","info":{"status":"failed"},"version":4,"namespace":"n"}').status).toBe('failed');
-  });
-
-  it('finds the last good revision before a pending one', () => {
-    const entries = (statuses: string[]) => statuses.map((status, i) => ({ revision: i + 1, status, chart: '', appVersion: '', description: '' }));
-    expect(lastGoodRevision(entries(['superseded', 'deployed', 'pending-upgrade']), 3)).toBe(2);
-    expect(lastGoodRevision(entries(['superseded', 'superseded', 'failed', 'pending-upgrade']), 4)).toBe(2);
-    expect(lastGoodRevision(entries(['failed', 'pending-upgrade']), 2)).toBeUndefined();
   });
 });

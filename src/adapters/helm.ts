@@ -9,25 +9,12 @@
  * Secret `sh.helm.release.v1.<release>.v<N>` labelled owner=helm, name, status, version plus the
  * release's own labels (`--labels`), so the drift check reads labels and never decodes the payload.
  */
+import { Reason } from '../api/reasons.ts';
 import { execFile } from 'node:child_process';
 import { setHeaderOptions } from '@kubernetes/client-node';
 import type { Kube } from './kube.ts';
 import { redactSecrets } from '../log.ts';
-import { DependencyError, InputError, type StepError } from '../steps/errors.ts';
-
-/** Helm's release statuses (helm.sh/helm/v4/pkg/release/common/status.go). */
-export type ReleaseStatus =
-  | 'unknown'
-  | 'deployed'
-  | 'uninstalled'
-  | 'superseded'
-  | 'failed'
-  | 'uninstalling'
-  | 'pending-install'
-  | 'pending-upgrade'
-  | 'pending-rollback';
-
-export const PENDING_STATUSES: readonly string[] = ['pending-install', 'pending-upgrade', 'pending-rollback'];
+import { DependencyError, InputError, type StepError } from '../errors.ts';
 
 export interface HelmSettings {
   /** The helm binary (config.helmBinary; tests: tool('helm')). */
@@ -153,18 +140,18 @@ const REJECTED_VALUES = [
 
 /** Routes a helm failure on what helm said (already scrubbed). Pure, so every shape is unit-tested. */
 export function classifyHelmFailure(message: string, timedOut = false): StepError {
-  if (timedOut) return new DependencyError('HelmTimeout', `helm did not finish in time: ${message}`);
-  if (/exceeded quota|failed quota/.test(message)) return new InputError('QuotaExceeded', message);
-  if (REJECTED_VALUES.some((p) => p.test(message))) return new InputError('InvalidHelmValues', message);
-  if (RENDER_FAILURES.some((p) => p.test(message))) return new InputError('ChartRenderFailed', message);
+  if (timedOut) return new DependencyError(Reason.HelmTimeout, `helm did not finish in time: ${message}`);
+  if (/exceeded quota|failed quota/.test(message)) return new InputError(Reason.QuotaExceeded, message);
+  if (REJECTED_VALUES.some((p) => p.test(message))) return new InputError(Reason.InvalidHelmValues, message);
+  if (RENDER_FAILURES.some((p) => p.test(message))) return new InputError(Reason.ChartRenderFailed, message);
   if (message.includes('another operation (install/upgrade/rollback) is in progress')) {
-    return new DependencyError('ReleasePending', message);
+    return new DependencyError(Reason.ReleasePending, message);
   }
-  if (/context deadline exceeded|timed out waiting/.test(message)) return new DependencyError('HelmTimeout', message);
+  if (/context deadline exceeded|timed out waiting/.test(message)) return new DependencyError(Reason.HelmTimeout, message);
   if (/Kubernetes cluster unreachable|connection refused|no such host/.test(message)) {
-    return new DependencyError('KubernetesUnreachable', message);
+    return new DependencyError(Reason.KubernetesUnreachable, message);
   }
-  return new DependencyError('HelmFailed', message);
+  return new DependencyError(Reason.HelmFailed, message);
 }
 
 function labelsArgument(labels: Readonly<Record<string, string>>): string {
@@ -188,7 +175,7 @@ const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
 
 export function parseHistory(json: string): HistoryEntry[] {
   const parsed: unknown = JSON.parse(json);
-  if (!Array.isArray(parsed)) throw new DependencyError('HelmFailed', 'helm history did not print a JSON list');
+  if (!Array.isArray(parsed)) throw new DependencyError(Reason.HelmFailed, 'helm history did not print a JSON list');
   return parsed.map((item) => {
     const entry = asRecord(item);
     return {
@@ -333,38 +320,4 @@ export async function readReleases(kube: Kube, namespace: string): Promise<Relea
     latest.set(name, { name, version, status: labels['status'] ?? 'unknown', labels: own });
   }
   return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name));
-}
-
-export function isPending(status: string): boolean {
-  return PENDING_STATUSES.includes(status);
-}
-
-export type Recovery = 'none' | 'uninstalled' | 'rolled-back';
-
-/** The revision to return to: the deployed one, else the newest superseded, older than `before`. */
-export function lastGoodRevision(history: readonly HistoryEntry[], before: number): number | undefined {
-  const older = history.filter((entry) => entry.revision < before);
-  const pick = (status: string): number | undefined =>
-    older.filter((entry) => entry.status === status).reduce<number | undefined>((max, e) => Math.max(max ?? 0, e.revision), undefined);
-  return pick('deployed') ?? pick('superseded');
-}
-
-/**
- * Unsticks a release left pending by a helm process that died (killed, OOM, node lost): helm refuses
- * every later operation with "another operation (install/upgrade/rollback) is in progress". Only the
- * operator runs helm for its tenants and a restarted operator has no helm child left, so a pending
- * state seen at the start of a step is stale. pending-install: uninstall (the caller installs again);
- * pending-upgrade/rollback: roll back to the last good revision, or uninstall when there is none.
- */
-export async function recoverPendingRelease(helm: Helm, namespace: string, release: ReleaseRecord): Promise<Recovery> {
-  if (!isPending(release.status)) return 'none';
-  if (release.status !== 'pending-install') {
-    const target = lastGoodRevision(await helm.history(release.name, namespace), release.version);
-    if (target !== undefined) {
-      await helm.rollback(release.name, namespace, target);
-      return 'rolled-back';
-    }
-  }
-  await helm.uninstall(release.name, namespace);
-  return 'uninstalled';
 }

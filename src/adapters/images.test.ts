@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MODULES } from '../api/modules.ts';
-import { DependencyError, InputError } from '../steps/errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import { ImageCatalog, ImageCatalogError } from './images.ts';
 
 const DIGEST = 'a'.repeat(64);

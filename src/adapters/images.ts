@@ -4,12 +4,13 @@
  * in the module's name. Own images carry `sha256:PLACEHOLDER` until a release step fills the digest;
  * those resolve by tag. With an air-gap registry the registry part is rewritten, the digest kept.
  */
+import { Reason } from '../api/reasons.ts';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ModuleName } from '../api/modules.ts';
-import { DependencyError, InputError } from '../steps/errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 
-export const DIGEST_PLACEHOLDER = 'PLACEHOLDER';
+const DIGEST_PLACEHOLDER = 'PLACEHOLDER';
 
 export interface CatalogImage {
   /** e.g. ghcr.io/aidonow/orbit-crm (already rewritten for the air-gap registry). */
@@ -121,11 +122,11 @@ export class ImageCatalog {
     const chosen = versionPin === undefined ? candidates.at(-1) : candidates.find((image) => image.tag === versionPin);
     if (chosen === undefined && versionPin !== undefined && candidates.length > 0) {
       throw new InputError(
-        'UnknownModuleVersion',
+        Reason.UnknownModuleVersion,
         `${module} ${versionPin} is not in ${this.source}; available: ${candidates.map((image) => image.tag).join(', ')}`,
       );
     }
-    if (chosen === undefined) throw new DependencyError('ModuleImageMissing', `${this.source} lists no image for module ${module}`);
+    if (chosen === undefined) throw new DependencyError(Reason.ModuleImageMissing, `${this.source} lists no image for module ${module}`);
     const image: ModuleImage = { repository: chosen.repository, tag: chosen.tag };
     if (chosen.digest !== undefined) image.digest = chosen.digest;
     return image;

@@ -1,17 +1,23 @@
 /**
- * The Kubernetes adapter: the only module that talks to @kubernetes/client-node. Objects leave it
- * typed (EvaTenant is parsed at this boundary); writes use server-side apply with one field manager,
- * and status writes carry a resourceVersion precondition.
+ * The Kubernetes adapter: the only module that builds API clients (one KubeConfig, one User-Agent,
+ * one kept-alive connection pool). Objects leave it typed (EvaTenant is parsed at this boundary);
+ * writes use server-side apply with one field manager, and status writes carry a resourceVersion
+ * precondition. Beside it, informers.ts (watch caches) and lease-store.ts (Leases) use its clients
+ * and config; elsewhere client-node is imported for its object types only.
  */
 import {
   ApiException,
+  ApiextensionsV1Api,
   AppsV1Api,
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
   KubernetesObjectApi,
   type KubernetesObject,
   NetworkingV1Api,
+  Observable,
+  type ObservableMiddleware,
   type ApiConstructor,
   type ApiType,
   createConfiguration,
@@ -21,6 +27,7 @@ import {
   setHeaderMiddleware,
   setHeaderOptions,
 } from '@kubernetes/client-node';
+import { TokenBucket } from 'limiter';
 import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
@@ -33,6 +40,8 @@ export const FIELD_MANAGER = 'eva-operator';
  */
 class IdentifiedKubeConfig extends KubeConfig {
   userAgent = FIELD_MANAGER;
+  /** Shared by every API client of this config, so the limit holds for the process as a whole. */
+  rateLimit: ObservableMiddleware | undefined;
   private sharedDispatcher: ReturnType<RequestContext['getDispatcher']>;
 
   /**
@@ -53,16 +62,44 @@ class IdentifiedKubeConfig extends KubeConfig {
     const config = createConfiguration({
       baseServer: new ServerConfiguration(cluster.server, {}),
       authMethods: { default: this },
-      middleware: [setHeaderMiddleware('User-Agent', this.userAgent)],
+      middleware: [setHeaderMiddleware('User-Agent', this.userAgent), ...(this.rateLimit ? [this.rateLimit] : [])],
     });
     return new apiClientType(config);
   }
 }
 
-export function loadKubeConfig(operatorVersion?: string): KubeConfig {
+/** client-go's QPS and burst: requests per second on average, and how many may go at once after a quiet spell. */
+export interface ClientRateLimit {
+  qps: number;
+  burst: number;
+}
+
+/**
+ * A token bucket in front of every request of the generated clients (client-go's client-side rate
+ * limit), so a restart with a thousand tenants to check cannot flood the API server. Watches are
+ * long-lived and not counted, as in client-go.
+ */
+function rateLimitMiddleware({ qps, burst }: ClientRateLimit): ObservableMiddleware {
+  const bucket = new TokenBucket({ bucketSize: burst, tokensPerInterval: qps, interval: 'second' });
+  return {
+    pre: (request) => new Observable(bucket.removeTokens(1).then(() => request)),
+    post: (response) => new Observable(Promise.resolve(response)),
+  };
+}
+
+export interface KubeConfigOptions {
+  /** User-Agent `eva-operator/<version>`, and ` (shard <shard>)` for a sharded Deployment. */
+  operatorVersion?: string;
+  shard?: string | undefined;
+  rateLimit?: ClientRateLimit;
+}
+
+export function loadKubeConfig(options: KubeConfigOptions = {}): KubeConfig {
   const kc = new IdentifiedKubeConfig();
   kc.loadFromDefault();
-  if (operatorVersion) kc.userAgent = `${FIELD_MANAGER}/${operatorVersion}`;
+  const { operatorVersion, shard, rateLimit } = options;
+  if (operatorVersion) kc.userAgent = `${FIELD_MANAGER}/${operatorVersion}${shard === undefined ? '' : ` (shard ${shard})`}`;
+  if (rateLimit) kc.rateLimit = rateLimitMiddleware(rateLimit);
   return kc;
 }
 
@@ -93,27 +130,8 @@ export async function deleteIgnoringNotFound(remove: () => Promise<unknown>): Pr
   }
 }
 
-/** The message the API server gave (its Status.message), for conditions and logs. */
-export function apiMessage(err: unknown): string {
-  if (err instanceof ApiException) {
-    const body: unknown = typeof err.body === 'string' ? safeJson(err.body) : err.body;
-    if (typeof body === 'object' && body !== null && 'message' in body && typeof body.message === 'string') {
-      return body.message;
-    }
-    return `HTTP ${err.code}`;
-  }
-  return err instanceof Error ? err.message : String(err);
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Options for a JSON merge patch through the generated clients. */
+export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 export type JsonPatchOperation =
@@ -127,6 +145,8 @@ export class Kube {
   readonly apps: AppsV1Api;
   readonly networking: NetworkingV1Api;
   readonly custom: CustomObjectsApi;
+  readonly coordination: CoordinationV1Api;
+  readonly apiextensions: ApiextensionsV1Api;
   readonly objects: KubernetesObjectApi;
 
   readonly config: KubeConfig;
@@ -140,6 +160,8 @@ export class Kube {
     this.apps = config.makeApiClient(AppsV1Api);
     this.networking = config.makeApiClient(NetworkingV1Api);
     this.custom = config.makeApiClient(CustomObjectsApi);
+    this.coordination = config.makeApiClient(CoordinationV1Api);
+    this.apiextensions = config.makeApiClient(ApiextensionsV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(config);
   }
 
@@ -186,7 +208,7 @@ export class Kube {
     const body = { metadata: { ...metadata, resourceVersion: tenant.metadata.resourceVersion } };
     const updated: unknown = await this.custom.patchClusterCustomObject(
       { group: GROUP, version: VERSION, plural: PLURAL, name: tenant.metadata.name, body, fieldManager: FIELD_MANAGER },
-      mergePatch,
+      MERGE_PATCH,
     );
     return parseEvaTenant(updated);
   }

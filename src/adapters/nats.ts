@@ -1,13 +1,16 @@
 /**
- * The NATS adapter: the only module that opens NATS connections. One connection is opened lazily
- * (the operator starts even when NATS is down) and shared by every step; it reconnects forever on its
- * own, so a NATS restart costs retries, never an operator restart. Every failure to reach NATS leaves
- * this module as DependencyError('NatsUnavailable') with the server address stripped of credentials.
+ * The NATS adapter: the only module that opens NATS connections. Every connection authenticates with
+ * a user JWT and its nkey seed (NATS in operator mode; there is no anonymous access). A client
+ * connects lazily (the operator starts even when NATS is down) and asks for its credentials on every
+ * connect. A lost connection is not retried in the background with the credentials it had (after a
+ * NATS restart those may name an account the server has forgotten): it is closed, and the next use
+ * connects afresh, so a NATS restart costs one failed call, never an operator restart. A pool keeps one client per account and closes idle ones. Every failure
+ * to reach NATS leaves this module as DependencyError('NatsUnavailable') with the server address only.
  */
+import { Reason } from '../api/reasons.ts';
 import {
   connect,
   ErrorCode,
-  Events,
   NatsError,
   type ConnectionOptions,
   type JetStreamClient,
@@ -16,10 +19,10 @@ import {
   type KvOptions,
   type NatsConnection,
 } from 'nats';
-import type { NatsSettings } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { signNonce } from './nats-jwt.ts';
 import { redactSecrets } from '../log.ts';
-import { DependencyError, StepError } from '../steps/errors.ts';
+import { DependencyError, StepError } from '../errors.ts';
 
 /** JetStream API error codes (api_error.err_code) the steps act on. */
 export const JS_ERR = {
@@ -38,6 +41,8 @@ export interface NatsSession {
   kv(bucket: string, opts?: Partial<KvOptions>): Promise<KV>;
   /** Opens a KV bucket only if it exists: never creates anything, for verify and remove. */
   existingKv(bucket: string): Promise<KV | undefined>;
+  /** A core request/reply with a text body (e.g. the system account's $SYS.REQ.* API). */
+  request(subject: string, body: string): Promise<string>;
 }
 
 export interface NatsClient {
@@ -45,28 +50,36 @@ export interface NatsClient {
   readonly target: string;
   /** Connects on first use and reuses the connection afterwards. */
   session(): Promise<NatsSession>;
-  /** Runs `fn` on a session; transport failures come out as DependencyError('NatsUnavailable'). */
+  /** Runs `fn` on a session; transport failures come out as DependencyError(Reason.NatsUnavailable). */
   run<T>(fn: (session: NatsSession) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
-/** What the NATS-backed steps (streams, record, seed) receive. */
-export interface NatsStepDeps {
-  readonly nats: NatsClient;
-  readonly seedsBasePath: string;
+/** A user's credentials: its JWT and its nkey seed (what a .creds file holds). */
+export interface UserCredentials {
+  readonly jwt: string;
+  readonly seed: string;
 }
 
 export interface NatsClientOptions {
+  /** Server URL(s), comma separated, without credentials. */
+  readonly url: string;
+  /** Asked on every connect; a rejected promise fails that attempt. */
+  readonly credentials: () => Promise<UserCredentials>;
+  /** The connection's name in the server's monitoring (connz). */
+  readonly name?: string;
+  /** Replies come to subjects under this prefix (a user whose permissions allow only its own inbox). */
+  readonly inboxPrefix?: string;
   /** How long the first connect may take before NATS counts as unreachable. */
   readonly connectTimeoutMs?: number;
-  /** Pause between reconnect attempts (which never stop). */
-  readonly reconnectWaitMs?: number;
   /** Timeout of each JetStream API request. */
   readonly requestTimeoutMs?: number;
+  /** Whether the account has JetStream (false for the system account). */
+  readonly jetStream?: boolean;
   readonly log?: Logger;
 }
 
-const DEFAULTS = { connectTimeoutMs: 2_000, reconnectWaitMs: 2_000, requestTimeoutMs: 5_000 } as const;
+const DEFAULTS = { connectTimeoutMs: 2_000, requestTimeoutMs: 5_000, name: 'eva-operator', jetStream: true } as const;
 
 /** Error codes that mean "NATS is not there right now" rather than "NATS said no". */
 const UNAVAILABLE_CODES: ReadonlySet<string> = new Set<string>([
@@ -79,8 +92,8 @@ const UNAVAILABLE_CODES: ReadonlySet<string> = new Set<string>([
   ErrorCode.NoResponders,
 ]);
 
-export function createNatsClient(settings: NatsSettings, options: NatsClientOptions = {}): NatsClient {
-  return new LazyNatsClient(settings, { ...DEFAULTS, ...options });
+export function createNatsClient(options: NatsClientOptions): NatsClient {
+  return new LazyNatsClient({ ...DEFAULTS, ...options });
 }
 
 /** The API error code of a JetStream failure, if it is one. */
@@ -101,56 +114,41 @@ export function safeTarget(url: string): string {
  * NatsUnavailable, rejected credentials NatsAuthFailed; anything else (a JetStream API refusal, a
  * bug) is left for the caller, because only the step knows what that refusal means.
  */
-export function natsStepError(err: unknown, target: string, secrets: readonly string[] = []): unknown {
+export function natsStepError(err: unknown, target: string): unknown {
   if (err instanceof StepError || !(err instanceof NatsError) || err.api_error !== undefined) return err;
-  const reason = scrub(err.message || err.code, secrets);
+  const reason = redactSecrets(err.message || err.code);
   if (err.isAuthError()) {
-    return new DependencyError('NatsAuthFailed', `NATS at ${target} rejected the operator's credentials: ${reason}`, {
+    return new DependencyError(Reason.NatsAuthFailed, `NATS at ${target} rejected the operator's credentials: ${reason}`, {
       cause: err,
     });
   }
   if (UNAVAILABLE_CODES.has(err.code)) {
-    return new DependencyError('NatsUnavailable', `cannot reach NATS at ${target}: ${reason}`, { cause: err });
+    return new DependencyError(Reason.NatsUnavailable, `cannot reach NATS at ${target}: ${reason}`, { cause: err });
   }
   return err;
-}
-
-/** Belt and braces: a server error may echo what it was given, so known secrets are blanked too. */
-function scrub(text: string, secrets: readonly string[]): string {
-  const blanked = secrets.reduce((acc, secret) => (secret === '' ? acc : acc.split(secret).join('[REDACTED]')), text);
-  return redactSecrets(blanked);
 }
 
 interface Connected {
   readonly nc: NatsConnection;
   readonly session: NatsSession;
-  /** Between a disconnect and the matching reconnect. */
-  down: boolean;
 }
 
-type Resolved = Required<Omit<NatsClientOptions, 'log'>> & Pick<NatsClientOptions, 'log'>;
+type Resolved = Required<Omit<NatsClientOptions, 'log' | 'inboxPrefix'>> & Pick<NatsClientOptions, 'log' | 'inboxPrefix'>;
 
 class LazyNatsClient implements NatsClient {
   readonly target: string;
-  private readonly settings: NatsSettings;
   private readonly options: Resolved;
   private current: Connected | undefined;
   private pending: Promise<NatsSession> | undefined;
 
-  constructor(settings: NatsSettings, options: Resolved) {
-    this.settings = settings;
+  constructor(options: Resolved) {
     this.options = options;
-    this.target = safeTarget(settings.url);
+    this.target = safeTarget(options.url);
   }
 
   session(): Promise<NatsSession> {
     const current = this.current;
-    if (current && !current.nc.isClosed()) {
-      // While the client reconnects, requests would sit in its buffer until they time out (and the
-      // first one after the reconnect still does): failing now frees the worker and says why.
-      if (current.down) return Promise.reject(this.lost());
-      return Promise.resolve(current.session);
-    }
+    if (current && !current.nc.isClosed()) return Promise.resolve(current.session);
     // Concurrent callers share one connect attempt; a failed attempt is forgotten so the next call retries.
     this.pending ??= this.open().finally(() => {
       this.pending = undefined;
@@ -174,84 +172,93 @@ class LazyNatsClient implements NatsClient {
   }
 
   private async open(): Promise<NatsSession> {
+    const credentials = await this.options.credentials();
     let nc: NatsConnection;
     try {
-      nc = await connect(this.connectOptions());
+      nc = await connect(this.connectOptions(credentials));
     } catch (err) {
       throw this.unreachable(err);
     }
     try {
-      const session = await newSession(nc, this.options.requestTimeoutMs);
-      const connected: Connected = { nc, session, down: false };
+      const session = await newSession(nc, this.options.requestTimeoutMs, this.options.jetStream);
+      const connected: Connected = { nc, session };
       this.current = connected;
       this.watch(connected);
       this.options.log?.info({ nats: this.target }, 'connected to NATS');
       return session;
     } catch (err) {
       await nc.close();
+      // Connected, yet no JetStream answers for this account: the server could not enable it for the
+      // account (its storage cannot hold the account's limits) or runs without JetStream.
+      if (err instanceof NatsError && err.code === (ErrorCode.NoResponders as string)) {
+        throw new DependencyError(
+          Reason.JetStreamUnavailable,
+          `NATS at ${this.target} offers no JetStream to this account: its JetStream storage cannot hold the account's limits, or JetStream is off`,
+          { cause: err },
+        );
+      }
       throw this.mapped(err);
     }
   }
 
-  private connectOptions(): ConnectionOptions {
-    const { user, password, token, url } = this.settings;
+  private connectOptions(credentials: UserCredentials): ConnectionOptions {
     return {
-      servers: url.split(',').map((one) => one.trim()),
-      name: 'eva-operator',
+      servers: this.options.url.split(',').map((one) => one.trim()),
+      name: this.options.name,
       timeout: this.options.connectTimeoutMs,
-      reconnect: true,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: this.options.reconnectWaitMs,
-      waitOnFirstConnect: false,
-      ...(user !== undefined ? { user } : {}),
-      ...(password !== undefined ? { pass: password } : {}),
-      ...(token !== undefined ? { token } : {}),
+      reconnect: false,
+      // As nats.js's jwtAuthenticator, but its nkeys derives the key with tweetnacl: 15 ms per connection.
+      authenticator: (nonce?: string) => ({ jwt: credentials.jwt, ...(nonce ? signNonce(credentials.seed, nonce) : { nkey: '', sig: '' }) }),
+      ...(this.options.inboxPrefix !== undefined ? { inboxPrefix: this.options.inboxPrefix } : {}),
     };
   }
 
-  private secrets(): string[] {
-    return [this.settings.password, this.settings.token].filter((s): s is string => s !== undefined);
-  }
-
   private mapped(err: unknown): unknown {
-    return natsStepError(err, this.target, this.secrets());
+    return natsStepError(err, this.target);
   }
 
   /** Any failure to open the first connection (DNS, TLS, refused) means NATS is unreachable. */
   private unreachable(err: unknown): unknown {
     const mapped = this.mapped(err);
     if (mapped instanceof StepError) return mapped;
-    const reason = scrub(err instanceof Error ? err.message : String(err), this.secrets());
-    return new DependencyError('NatsUnavailable', `cannot reach NATS at ${this.target}: ${reason}`, { cause: err });
+    const reason = redactSecrets(err instanceof Error ? err.message : String(err));
+    return new DependencyError(Reason.NatsUnavailable, `cannot reach NATS at ${this.target}: ${reason}`, { cause: err });
   }
 
-  private lost(): DependencyError {
-    return new DependencyError('NatsUnavailable', `cannot reach NATS at ${this.target}: connection lost, reconnecting`);
-  }
-
-  /** Tracks whether the connection is up, and logs disconnects and reconnects (an outage's only trace). */
+  /** Logs how a connection ended (an outage's only trace); the next use connects afresh. */
   private watch(connected: Connected): void {
     const log = this.options.log;
-    void (async () => {
-      for await (const status of connected.nc.status()) {
-        if (status.type === Events.Disconnect) connected.down = true;
-        if (status.type === Events.Reconnect) connected.down = false;
-        log?.info({ nats: this.target, event: status.type }, 'NATS connection status changed');
-      }
-    })().catch(() => undefined);
+    void connected.nc.closed().then((err) => {
+      // close() forgets the connection first: anything else that ends it is a loss worth a line.
+      if (this.current !== connected) return;
+      this.current = undefined;
+      log?.info({ nats: this.target, ...(err ? { problem: redactSecrets(err.message) } : {}) }, 'NATS connection lost; the next use reconnects');
+    });
   }
 }
 
-async function newSession(nc: NatsConnection, timeout: number): Promise<NatsSession> {
-  // jetstreamManager() asks for the account info, so a server without JetStream fails here, once.
-  const jsm = await nc.jetstreamManager({ timeout });
-  const js = nc.jetstream({ timeout });
+async function newSession(nc: NatsConnection, timeout: number, jetStream: boolean): Promise<NatsSession> {
+  // jetstreamManager() asks for the account info, so an account without JetStream fails here, once;
+  // the system account has none and asks for none.
+  const jsm = jetStream ? await nc.jetstreamManager({ timeout }) : noJetStream();
+  const js = jetStream ? nc.jetstream({ timeout }) : noJetStream();
+  const decoder = new TextDecoder();
   return {
     jsm,
     js,
     kv: (bucket, opts) => js.views.kv(bucket, { timeout, ...opts }),
     existingKv: (bucket) => openExisting(jsm, js, bucket, timeout),
+    request: async (subject, body) => decoder.decode((await nc.request(subject, new TextEncoder().encode(body), { timeout })).data),
   };
+}
+
+/** A stand-in that fails loudly if JetStream is used where it was not asked for. */
+function noJetStream(): JetStreamManager & JetStreamClient {
+  return new Proxy({} as JetStreamManager & JetStreamClient, {
+    get: () => {
+      throw new Error('this NATS client was opened without JetStream');
+    },
+  });
 }
 
 async function openExisting(
@@ -267,5 +274,93 @@ async function openExisting(
   } catch (err) {
     if (jsErrCode(err) === JS_ERR.streamNotFound) return undefined;
     throw err;
+  }
+}
+
+// ---- a pool of clients, one per account -----------------------------------------------------------
+
+export interface NatsPoolOptions {
+  /** A client unused for this long is closed (its next use reconnects). */
+  readonly idleMs?: number;
+  /** At most this many clients stay open; beyond it the least recently used idle one is closed. */
+  readonly maxOpen?: number;
+}
+
+interface Pooled {
+  readonly client: NatsClient;
+  lastUsed: number;
+  inUse: number;
+}
+
+/**
+ * One client per key (an account), opened on first use and closed when idle: the operator works in
+ * hundreds of tenant accounts, each reconcile in one or two of them, so connections come and go.
+ */
+export class NatsPool {
+  private readonly clients = new Map<string, Pooled>();
+  private readonly idleMs: number;
+  private readonly maxOpen: number;
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(options: NatsPoolOptions = {}) {
+    this.idleMs = options.idleMs ?? 30_000;
+    this.maxOpen = options.maxOpen ?? 64;
+    this.sweeper = setInterval(() => {
+      void this.closeIdle(Date.now() - this.idleMs);
+    }, Math.max(1_000, this.idleMs / 2));
+    this.sweeper.unref();
+  }
+
+  /** Runs `fn` on the pooled client for `key`, creating it with `options` when there is none. */
+  async run<T>(key: string, options: () => NatsClientOptions, fn: (session: NatsSession) => Promise<T>): Promise<T> {
+    const pooled = this.checkout(key, options);
+    try {
+      return await pooled.client.run(fn);
+    } finally {
+      pooled.inUse--;
+      pooled.lastUsed = Date.now();
+    }
+  }
+
+  /** Closes the client for `key` (e.g. its account was deleted): the next use connects afresh. */
+  async evict(key: string): Promise<void> {
+    const pooled = this.clients.get(key);
+    this.clients.delete(key);
+    await pooled?.client.close();
+  }
+
+  get size(): number {
+    return this.clients.size;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    const all = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(all.map((p) => p.client.close()));
+  }
+
+  private checkout(key: string, options: () => NatsClientOptions): Pooled {
+    let pooled = this.clients.get(key);
+    if (pooled === undefined) {
+      pooled = { client: createNatsClient(options()), lastUsed: Date.now(), inUse: 0 };
+      this.clients.set(key, pooled);
+      void this.shrink();
+    }
+    pooled.inUse++;
+    return pooled;
+  }
+
+  private async closeIdle(before: number): Promise<void> {
+    const idle = [...this.clients].filter(([, p]) => p.inUse === 0 && p.lastUsed < before);
+    await Promise.all(idle.map(([key]) => this.evict(key)));
+  }
+
+  /** Keeps at most maxOpen clients: the least recently used idle ones go first. */
+  private async shrink(): Promise<void> {
+    const excess = this.clients.size - this.maxOpen;
+    if (excess <= 0) return;
+    const idle = [...this.clients].filter(([, p]) => p.inUse === 0).sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    await Promise.all(idle.slice(0, excess).map(([key]) => this.evict(key)));
   }
 }

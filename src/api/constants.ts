@@ -13,10 +13,20 @@ export const FINALIZER = `${GROUP}/tenant-protection`;
 export const OWNER_ANNOTATION = `${GROUP}/operator-version`;
 export const WAVE_LABEL = `${GROUP}/wave`;
 /**
+ * The shard a tenant belongs to: only an operator Deployment whose SHARD has this value acts on it
+ * (none: the default shard, operators without SHARD). Relabelling hands the tenant over.
+ */
+export const SHARD_LABEL = `${GROUP}/shard`;
+/**
  * Set by a cluster operator to force a decommission past steps that can never finish (e.g. a NATS
  * server that is gone for good): a comma-separated list of step names, or `all`. Recorded in an Event.
  */
 export const FORCE_DECOMMISSION_ANNOTATION = `${GROUP}/force-decommission`;
+/**
+ * Set (to any new value, e.g. a timestamp) to rotate the tenant's NATS credentials: new credentials
+ * in Secret eva-nats, the modules rolled once, then the old user revoked on the server.
+ */
+export const ROTATE_NATS_CREDENTIALS_ANNOTATION = `${GROUP}/rotate-nats-credentials`;
 
 export const TIERS = ['Starter', 'Customer', 'Enterprise', 'Platform'] as const;
 export type Tier = (typeof TIERS)[number];

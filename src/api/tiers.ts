@@ -49,3 +49,29 @@ export const QUOTA_BY_TIER: Readonly<Record<Tier, NamespaceQuota | undefined>> =
 
 /** LimitRange container defaults, for every tier: containers that omit resources still get bounds. */
 export const CONTAINER_DEFAULTS = { cpu: '500m', memory: '512Mi' } as const;
+
+/**
+ * The tenant's NATS account, per tier: the server enforces these for everything in the account, so
+ * no module (or bug) can take more than its tier pays for. `diskStorage` must hold what the streams
+ * and the seed bucket reserve (JetStream reserves each stream's max_bytes up front, and the account
+ * requires every stream to declare one); the rest is headroom. Three streams: events, commands and
+ * the seed bucket; nothing else can be created in a tenant account.
+ */
+export interface AccountTier {
+  readonly connections: number;
+  readonly subscriptions: number;
+  /** Largest message; equals the streams' max_msg_size. */
+  readonly payload: number;
+  readonly diskStorage: number;
+  readonly streams: number;
+  readonly consumers: number;
+  /** max_bytes of the seed data bucket eva-<CODE>-data. */
+  readonly dataBucketBytes: number;
+}
+
+export const ACCOUNT_BY_TIER: Readonly<Record<Tier, AccountTier>> = {
+  Starter: { connections: 32, subscriptions: 1_000, payload: 256 * KIB, diskStorage: 160 * MIB, streams: 3, consumers: 16, dataBucketBytes: 16 * MIB },
+  Customer: { connections: 64, subscriptions: 4_000, payload: 512 * KIB, diskStorage: 640 * MIB, streams: 3, consumers: 64, dataBucketBytes: 64 * MIB },
+  Enterprise: { connections: 256, subscriptions: 20_000, payload: 1 * MIB, diskStorage: 2560 * MIB, streams: 3, consumers: 256, dataBucketBytes: 256 * MIB },
+  Platform: { connections: 256, subscriptions: 20_000, payload: 1 * MIB, diskStorage: 2560 * MIB, streams: 3, consumers: 256, dataBucketBytes: 256 * MIB },
+};

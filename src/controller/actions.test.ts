@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { Reason } from '../api/reasons.ts';
 import { ApiException } from '@kubernetes/client-node';
-import { InputError } from '../steps/errors.ts';
+import { InputError } from '../errors.ts';
 import { actionFor, errorPolicy, USER_ERROR_RECHECK_MS, WAITING_POLL_MS, WATCHED_WAITING_POLL_MS } from './actions.ts';
 
 describe('actionFor', () => {
@@ -34,8 +35,8 @@ describe('actionFor', () => {
   });
 
   it.each([
-    [{ stage: 'failed' as const, wasActive: false, problem: { step: 'seed' as const, reason: 'X', message: 'm', needsUser: true } }, { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS }],
-    [{ stage: 'failed' as const, wasActive: false, problem: { step: 'streams' as const, reason: 'NatsUnavailable', message: 'm', needsUser: false } }, { kind: 'backoff' }],
+    [{ stage: 'failed' as const, wasActive: false, problem: { step: 'seed' as const, reason: Reason.UnknownSeedsVersion, message: 'm', needsUser: true } }, { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS, failed: Reason.UnknownSeedsVersion }],
+    [{ stage: 'failed' as const, wasActive: false, problem: { step: 'streams' as const, reason: Reason.NatsUnavailable, message: 'm', needsUser: false } }, { kind: 'backoff', failed: Reason.NatsUnavailable }],
     [{ stage: 'interrupted' as const, wasActive: false }, { kind: 'done' }],
     [{ stage: 'degraded' as const, wasActive: true }, { kind: 'backoff' }],
   ])('%o -> %o', (view, expected) => {
@@ -44,9 +45,9 @@ describe('actionFor', () => {
 });
 
 describe('errorPolicy', () => {
-  it('retries a conflict with backoff, re-checks input errors slowly', () => {
+  it('retries a conflict with backoff (not a failure), re-checks input errors slowly, names the reason of a failure', () => {
     expect(errorPolicy(new ApiException(409, 'Conflict', {}, {}))).toEqual({ kind: 'backoff' });
-    expect(errorPolicy(new InputError('Bad', 'bad'))).toEqual({ kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS });
-    expect(errorPolicy(new Error('boom'))).toEqual({ kind: 'backoff' });
+    expect(errorPolicy(new InputError(Reason.InvalidHelmValues, 'bad'))).toEqual({ kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS, failed: Reason.InvalidHelmValues });
+    expect(errorPolicy(new Error('boom'))).toEqual({ kind: 'backoff', failed: Reason.ReconcileFailed });
   });
 });

@@ -4,15 +4,16 @@
  */
 import { isConflict } from '../adapters/kube.ts';
 import type { SagaView } from '../saga/conditions.ts';
-import { InputError } from '../steps/errors.ts';
+import { Reason } from '../api/reasons.ts';
+import { InputError, problemOf } from '../errors.ts';
 import type { StepName } from '../steps/step.ts';
 
 export type Action =
   | { kind: 'done' }
   /** Run again after this delay (drift check, slow retries). */
-  | { kind: 'requeue'; afterMs: number }
+  | { kind: 'requeue'; afterMs: number; failed?: Reason }
   /** Run again with the key's growing backoff (waiting on something, transient failure, lost race). */
-  | { kind: 'backoff' };
+  | { kind: 'backoff'; failed?: Reason };
 
 export const DONE: Action = { kind: 'done' };
 
@@ -42,10 +43,17 @@ export function actionFor(view: SagaView, driftIntervalSeconds: number, isWatche
       return { kind: 'requeue', afterMs: Math.round(poll * (0.8 + Math.random() * 0.4)) };
     }
     case 'failed':
-      return view.problem?.needsUser ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS } : { kind: 'backoff' };
+    case 'degraded':
+      return retryAfterFailure(view.problem);
     default:
       return { kind: 'backoff' };
   }
+}
+
+/** A failed or degraded tenant is a reconcile error: its reason is what the metric counts by. */
+function retryAfterFailure(problem: SagaView['problem']): Action {
+  const retry: Action = problem?.needsUser ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS } : { kind: 'backoff' };
+  return problem === undefined ? retry : { ...retry, failed: problem.reason };
 }
 
 export type ErrorClass = 'conflict' | 'input' | 'transient';
@@ -58,5 +66,7 @@ export function classifyError(err: unknown): ErrorClass {
 
 /** Errors that escaped a reconcile. A conflict is a retry (someone wrote first), not a failure. */
 export function errorPolicy(err: unknown): Action {
-  return classifyError(err) === 'input' ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS } : { kind: 'backoff' };
+  if (classifyError(err) === 'conflict') return { kind: 'backoff' };
+  const failed = problemOf(err, Reason.ReconcileFailed).reason;
+  return classifyError(err) === 'input' ? { kind: 'requeue', afterMs: USER_ERROR_RECHECK_MS, failed } : { kind: 'backoff', failed };
 }

@@ -1,18 +1,8 @@
 import { IterableBackoff } from 'cockatiel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_BACKOFF_CAP_MS, KeyedBackoff } from './backoff.ts';
+import { seededRandom } from '../../test/support/random.ts';
 
-/** Small seeded PRNG (mulberry32) so jittered sequences are reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function median(values: number[]): number {
   const sorted = [...values].sort((x, y) => x - y);
@@ -52,7 +42,7 @@ describe('KeyedBackoff', () => {
   });
 
   it('grows exponentially in the median across keys under real jitter', () => {
-    vi.spyOn(Math, 'random').mockImplementation(seeded(7));
+    vi.spyOn(Math, 'random').mockImplementation(seededRandom(7));
     const backoff = new KeyedBackoff({ capMs: 1e12 });
     const byAttempt: number[][] = Array.from({ length: 8 }, () => []);
     for (let k = 0; k < 400; k++) {
@@ -73,7 +63,7 @@ describe('KeyedBackoff', () => {
   });
 
   it('jitters: first delays spread over their range instead of repeating', () => {
-    vi.spyOn(Math, 'random').mockImplementation(seeded(11));
+    vi.spyOn(Math, 'random').mockImplementation(seededRandom(11));
     const backoff = new KeyedBackoff();
     const firsts = Array.from({ length: 300 }, (_, i) => backoff.next(`key-${i}`));
     expect(new Set(firsts).size).toBe(300);
@@ -88,7 +78,7 @@ describe('KeyedBackoff', () => {
   });
 
   it('caps every delay at 60 s by default and reaches the cap', () => {
-    vi.spyOn(Math, 'random').mockImplementation(seeded(3));
+    vi.spyOn(Math, 'random').mockImplementation(seededRandom(3));
     const delays = sequence(new KeyedBackoff(), 'a', 40);
     expect(Math.max(...delays)).toBe(DEFAULT_BACKOFF_CAP_MS);
     for (const d of delays) expect(d).toBeLessThanOrEqual(60_000);
@@ -96,7 +86,7 @@ describe('KeyedBackoff', () => {
   });
 
   it('honours a custom cap', () => {
-    vi.spyOn(Math, 'random').mockImplementation(seeded(5));
+    vi.spyOn(Math, 'random').mockImplementation(seededRandom(5));
     const delays = sequence(new KeyedBackoff({ baseMs: 50, capMs: 1_000 }), 'a', 20);
     expect(Math.max(...delays)).toBe(1_000);
     expect(delays[0]!).toBeLessThan(100);

@@ -4,7 +4,7 @@
  */
 import { decorrelatedJitterGenerator, ExponentialBackoff, type IBackoff, type IBackoffFactory } from 'cockatiel';
 
-export const DEFAULT_BACKOFF_BASE_MS = 200;
+const DEFAULT_BACKOFF_BASE_MS = 200;
 export const DEFAULT_BACKOFF_CAP_MS = 60_000;
 
 export interface KeyedBackoffOptions {

@@ -11,14 +11,16 @@ import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { tenantNamespace } from '../steps/names.ts';
 import type { WakeOn } from '../steps/step.ts';
+import type { Reason } from '../api/reasons.ts';
 import { type Action, classifyError, errorPolicy } from './actions.ts';
-import { type CachingInformer, restartingInformer } from './informers.ts';
+import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
 import type { TenantReconciler } from './reconciler.ts';
 import { Wakeups } from './wakeups.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerMetrics {
-  observeReconcile(result: 'success' | 'requeue' | 'error', seconds: number): void;
+  /** `reason` (from the catalogue) only for an error: a failed step, or an error that escaped the reconcile. */
+  observeReconcile(result: 'success' | 'requeue' | 'error', seconds: number, reason?: Reason): void;
   setWorkqueueDepth(depth: number): void;
 }
 
@@ -175,21 +177,19 @@ export class Controller {
   private async handle(key: string, signal: AbortSignal): Promise<void> {
     const started = performance.now();
     let action: Action;
-    let result: 'success' | 'requeue' | 'error';
     const local = new AbortController();
     this.inFlight.set(key, local);
     try {
       action = await this.options.reconciler.reconcile(key, AbortSignal.any([signal, local.signal]));
-      result = action.kind === 'backoff' ? 'requeue' : 'success';
     } catch (err) {
       action = errorPolicy(err);
-      const kind = classifyError(err);
-      result = kind === 'conflict' ? 'requeue' : 'error';
-      this.options.log[kind === 'conflict' ? 'debug' : 'warn']({ err, evatenant: key }, 'reconcile failed; will retry');
+      this.options.log[classifyError(err) === 'conflict' ? 'debug' : 'warn']({ err, evatenant: key }, 'reconcile failed; will retry');
     } finally {
       this.inFlight.delete(key);
     }
-    this.options.metrics.observeReconcile(result, (performance.now() - started) / 1000);
+    const failed = action.kind === 'done' ? undefined : action.failed;
+    const result = failed !== undefined ? 'error' : action.kind === 'backoff' ? 'requeue' : 'success';
+    this.options.metrics.observeReconcile(result, (performance.now() - started) / 1000, failed);
     this.apply(key, action);
   }
 

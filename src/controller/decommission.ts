@@ -4,13 +4,16 @@
  * resources are gone. Only when all are gone may the finalizer come off: zero residue.
  */
 import { readOptional } from '../adapters/kube.ts';
+import { Reason } from '../api/reasons.ts';
+import { problemOf } from '../errors.ts';
 import { LABELS } from '../steps/names.ts';
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
 import type { StepName, TenantScope } from '../steps/step.ts';
 
-export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'quotas', 'namespace'];
+/** Provisioning backwards; 'revoke' has nothing of its own (the account goes whole). */
+export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];
 
-export const REMOVED = 'Removed';
+const REMOVED = 'Removed';
 
 /** Steps named in the force annotation; unknown names are returned apart so they can be reported. */
 export function forcedSteps(annotation: string | undefined): { skip: Set<StepName>; unknown: string[] } {
@@ -30,8 +33,8 @@ export interface DecommissionResult {
 }
 
 function describe(err: unknown): string {
-  const reason = err instanceof Error && 'reason' in err && typeof err.reason === 'string' ? err.reason : 'RemoveFailed';
-  return `${reason}: ${err instanceof Error ? err.message : 'unknown error'}`;
+  const { reason, message } = problemOf(err, Reason.RemoveFailed);
+  return `${reason}: ${message}`;
 }
 
 async function removeStep(step: StepName, scope: TenantScope, deps: OperatorDeps): Promise<string | undefined> {
@@ -57,7 +60,7 @@ async function verifyStep(step: StepName, scope: TenantScope, deps: OperatorDeps
  * Steps whose objects live in the tenant namespace under fixed names (Ingress, releases, credentials,
  * alert rules, quota and limit range): nothing on them says which EvaTenant made them, the namespace does.
  */
-const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'alerts', 'quotas']);
+const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'alerts', 'network', 'quotas']);
 
 /**
  * The state of the in-namespace steps when they must not run, or undefined when the namespace is this

@@ -3,9 +3,9 @@
  * (blue/green between operator versions) and the wave label that mirrors spec.wave. All changes go
  * out as one merge patch guarded by resourceVersion, so exactly one of two racing operators wins.
  */
-import { FINALIZER, OWNER_ANNOTATION, WAVE_LABEL } from '../api/constants.ts';
+import { FINALIZER, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
-import type { Kube } from '../adapters/kube.ts';
+import type { TenantStore } from './tenant-store.ts';
 
 export type Ownership =
   | { kind: 'mine' }
@@ -14,12 +14,39 @@ export type Ownership =
   | { kind: 'release'; to: string }
   | { kind: 'notMine'; owner?: string; pinnedTo?: string; reason: string };
 
-export function decideOwnership(tenant: EvaTenant, myVersion: string, maxWave: number): Ownership {
+/** An operator Deployment: its version and, when sharded, its shard (SHARD). */
+export interface OperatorSelf {
+  version: string;
+  shard?: string | undefined;
+}
+
+/** The owner annotation's value: the version (default shard) or `version/shard`. */
+export const ownerValue = (self: OperatorSelf): string => (self.shard === undefined ? self.version : `${self.version}/${self.shard}`);
+
+/** The tenant's shard label; absent or empty is the default shard. */
+export function shardOf(tenant: EvaTenant): string | undefined {
+  const shard = tenant.metadata.labels?.[SHARD_LABEL];
+  return shard === undefined || shard === '' ? undefined : shard;
+}
+
+const shardName = (shard: string | undefined): string => (shard === undefined ? 'the default shard' : `shard ${shard}`);
+
+/**
+ * Whose tenant this is. The owner annotation decides while it is set: only its owner acts, and it
+ * lets go (release) when the pin or the shard label moved away; only then may another claim it, so
+ * there are never two owners. Unowned, a tenant is claimed by the operator of its shard and pin.
+ */
+export function decideOwnership(tenant: EvaTenant, self: OperatorSelf, maxWave: number): Ownership {
   const owner = tenant.metadata.annotations?.[OWNER_ANNOTATION];
   const pin = tenant.spec.operatorVersion;
-  if (owner === myVersion) return pin && pin !== myVersion ? { kind: 'release', to: pin } : { kind: 'mine' };
+  const shard = shardOf(tenant);
+  if (owner === ownerValue(self)) {
+    if (pin && pin !== self.version) return { kind: 'release', to: `operator ${pin}` };
+    return shard === self.shard ? { kind: 'mine' } : { kind: 'release', to: shardName(shard) };
+  }
   if (owner) return { kind: 'notMine', owner, reason: `owned by operator ${owner}` };
-  if (pin) return pin === myVersion ? { kind: 'claim' } : { kind: 'notMine', pinnedTo: pin, reason: `pinned to operator ${pin}` };
+  if (shard !== self.shard) return { kind: 'notMine', reason: `in ${shardName(shard)}` };
+  if (pin) return pin === self.version ? { kind: 'claim' } : { kind: 'notMine', pinnedTo: pin, reason: `pinned to operator ${pin}` };
   if (tenant.spec.wave > maxWave) return { kind: 'notMine', reason: `wave ${tenant.spec.wave} is above MAX_WAVE ${maxWave}` };
   return { kind: 'claim' };
 }
@@ -42,17 +69,17 @@ export function metadataPatch(tenant: EvaTenant, intent: MetadataIntent): Record
 }
 
 /** Writes the intent if anything differs; returns the tenant as it now is. A 409 propagates. */
-export async function syncMetadata(kube: Kube, tenant: EvaTenant, intent: MetadataIntent): Promise<EvaTenant> {
+export async function syncMetadata(tenants: TenantStore, tenant: EvaTenant, intent: MetadataIntent): Promise<EvaTenant> {
   const patch = metadataPatch(tenant, intent);
-  return patch ? kube.patchTenantMetadata(tenant, patch) : tenant;
+  return patch ? tenants.patchMetadata(tenant, patch) : tenant;
 }
 
 /** Removes the finalizer, and only it, only if it is still where we saw it (JSON patch test). */
-export async function removeFinalizer(kube: Kube, tenant: EvaTenant): Promise<void> {
+export async function removeFinalizer(tenants: TenantStore, tenant: EvaTenant): Promise<void> {
   const index = (tenant.metadata.finalizers ?? []).indexOf(FINALIZER);
   if (index < 0) return;
   const path = `/metadata/finalizers/${index}`;
-  await kube.jsonPatchTenant(tenant.metadata.name, [
+  await tenants.jsonPatch(tenant.metadata.name, [
     { op: 'test', path, value: FINALIZER },
     { op: 'remove', path },
   ]);

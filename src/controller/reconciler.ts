@@ -10,53 +10,50 @@ import type { OperatorConfig } from '../config.ts';
 import { type Logger, tenantLogger } from '../log.ts';
 import type { OperatorMetricsSink } from './metrics-sink.ts';
 import { runSaga } from '../saga/driver.ts';
-import type { SagaEmitted, SagaEvent } from '../saga/machine.ts';
-import type { SagaView } from '../saga/conditions.ts';
-import { refreshQueueDepth } from '../steps/queue-depth.ts';
-import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
+import type { SagaEvent } from '../saga/machine.ts';
 import type { TenantScope } from '../steps/step.ts';
 import { tenantNamespace } from '../steps/names.ts';
-import { decommission, forcedSteps } from './decommission.ts';
-import { decideOwnership, removeFinalizer, syncMetadata } from './metadata.ts';
-import { buildStatus, persistedSnapshotOf, provisionedSpecChanged, sameStatus } from './tenant-status.ts';
+import { forcedSteps } from './decommission.ts';
+import { decideOwnership, type OperatorSelf, ownerValue, removeFinalizer, syncMetadata } from './metadata.ts';
+import { StatusWriter } from './status-writer.ts';
+import { persistedSnapshotOf, provisionedSpecChanged } from './tenant-status.ts';
+import type { TenantSteps } from './tenant-steps.ts';
+import type { TenantStore } from './tenant-store.ts';
 import { type Action, DONE, actionFor } from './actions.ts';
 
 export interface ReconcilerContext {
-  deps: OperatorDeps;
-  config: OperatorConfig;
+  tenants: TenantStore;
+  steps: TenantSteps;
+  config: Pick<OperatorConfig, 'operatorVersion' | 'shard' | 'maxWave' | 'driftIntervalSeconds'>;
   log: Logger;
-  metrics: OperatorMetricsSink;
+  metrics: Pick<OperatorMetricsSink, 'observeTimeToActive' | 'forgetTenant'>;
 }
-
-const EVENT_OF_STEP: Partial<Record<string, string>> = {
-  namespace: 'NamespaceCreated',
-  seed: 'SeedLoaded',
-  modules: 'ModuleDeployComplete',
-  ingress: 'IngressProvisioned',
-};
 
 export class TenantReconciler {
   /** Told about each metadata write this reconciler made, so its watch event is not a new reason to reconcile. */
   onOwnWrite: (name: string, resourceVersion: string | undefined) => void = () => undefined;
   private readonly ctx: ReconcilerContext;
 
+  private readonly self: OperatorSelf;
+
   constructor(ctx: ReconcilerContext) {
     this.ctx = ctx;
+    this.self = { version: ctx.config.operatorVersion, shard: ctx.config.shard };
   }
 
   async reconcile(name: string, signal: AbortSignal): Promise<Action> {
-    const found = await this.ctx.deps.kube.getTenant(name);
+    const found = await this.ctx.tenants.get(name);
     if (!found) return DONE;
-    const ownership = decideOwnership(found, this.ctx.config.operatorVersion, this.ctx.config.maxWave);
+    const ownership = decideOwnership(found, this.self, this.ctx.config.maxWave);
     if (ownership.kind === 'notMine') return DONE;
     const deleting = found.metadata.deletionTimestamp !== undefined;
     if (ownership.kind === 'release') {
-      await syncMetadata(this.ctx.deps.kube, found, { finalizer: !deleting, owner: null });
-      this.ctx.log.info({ tenant: found.spec.capsuleCode, to: ownership.to }, 'tenant handed over to the pinned operator version');
+      await syncMetadata(this.ctx.tenants, found, { finalizer: !deleting, owner: null });
+      this.ctx.log.info({ tenant: found.spec.capsuleCode, to: ownership.to }, 'tenant handed over');
       return DONE;
     }
     // Finalizer first, before any side effect; claiming is the same guarded write.
-    const tenant = await syncMetadata(this.ctx.deps.kube, found, { finalizer: !deleting, owner: this.ctx.config.operatorVersion });
+    const tenant = await syncMetadata(this.ctx.tenants, found, { finalizer: !deleting, owner: ownerValue(this.self) });
     if (tenant !== found) this.onOwnWrite(name, tenant.metadata.resourceVersion);
     const scope = this.scopeFor(tenant, signal);
     if (deleting || tenant.spec.lifecycle === 'Decommissioned') return this.decommission(tenant, scope);
@@ -76,12 +73,12 @@ export class TenantReconciler {
   }
 
   private async provision(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
-    const { deps, metrics } = this.ctx;
-    const writer = new StatusWriter(deps, tenant, scope.log);
+    const { steps, metrics } = this.ctx;
+    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log);
     const event: SagaEvent = { type: provisionedSpecChanged(tenant) ? 'SPEC_CHANGED' : 'RECONCILE' };
     const result = await runSaga(persistedSnapshotOf(tenant), event, {
-      runStep: (step) => runStep(step, scope, deps, { observe: (s, seconds) => { metrics.observeStep(s, tenant.spec.tier, seconds); } }),
-      checkDrift: () => checkDrift(scope, deps),
+      runStep: (step) => steps.runStep(step, scope),
+      checkDrift: () => steps.checkDrift(scope),
       onProgress: (view, persisted) => writer.progress(view, persisted),
       onEmitted: (emitted) => {
         writer.announce(emitted);
@@ -90,21 +87,20 @@ export class TenantReconciler {
     await writer.flushEvents();
     if (result.view.stage === 'active') {
       if (writer.becameActiveAfterSeconds !== undefined) metrics.observeTimeToActive(tenant.spec.tier, writer.becameActiveAfterSeconds);
-      await refreshQueueDepth(scope, deps.nats, metrics);
+      await steps.afterActive(scope);
     }
-    return actionFor(result.view, this.ctx.config.driftIntervalSeconds, isWatchedStep);
+    return actionFor(result.view, this.ctx.config.driftIntervalSeconds, (step) => steps.isWatched(step));
   }
 
   private async decommission(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
-    const { deps } = this.ctx;
-    const writer = new StatusWriter(deps, tenant, scope.log);
+    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log);
     const phaseBefore = tenant.status?.phase;
     if (phaseBefore !== 'Decommissioning' && phaseBefore !== 'Decommissioned') {
       await writer.event('Normal', 'DeprovisionStarted', `decommissioning tenant ${scope.code}`);
     }
     const forced = forcedSteps(tenant.metadata.annotations?.[FORCE_DECOMMISSION_ANNOTATION]);
     await reportForced(writer, forced);
-    const result = await decommission(scope, deps, forced.skip);
+    const result = await this.ctx.steps.decommission(scope, forced.skip);
     if (!result.complete) {
       await writer.write(decommissionStatus(tenant, 'Decommissioning', result.states));
       return { kind: 'backoff' };
@@ -112,7 +108,7 @@ export class TenantReconciler {
     this.ctx.metrics.forgetTenant(scope.code);
     if (phaseBefore !== 'Decommissioned') await writer.event('Normal', 'DeprovisionComplete', `every resource of tenant ${scope.code} is gone`);
     // Deleted: the finalizer comes off last. Kept (lifecycle Decommissioned): the CR stays, empty.
-    if (tenant.metadata.deletionTimestamp !== undefined) await removeFinalizer(deps.kube, writer.current);
+    if (tenant.metadata.deletionTimestamp !== undefined) await removeFinalizer(this.ctx.tenants, writer.current);
     else if (phaseBefore !== 'Decommissioned') await writer.write(decommissionStatus(tenant, 'Decommissioned', result.states));
     return DONE;
   }
@@ -130,89 +126,4 @@ function decommissionStatus(tenant: EvaTenant, phase: Phase, states: Record<stri
   const status: EvaTenant['status'] = { phase, decommission: states };
   if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
   return status;
-}
-
-/** Serialises status writes and events for one reconcile, always on the latest resourceVersion. */
-class StatusWriter {
-  current: EvaTenant;
-  becameActiveAfterSeconds: number | undefined;
-  private readonly deps: OperatorDeps;
-  private readonly log: Logger;
-  private pendingEvents: Promise<void> = Promise.resolve();
-  private lastProblem: string | undefined;
-
-  constructor(deps: OperatorDeps, tenant: EvaTenant, log: Logger) {
-    this.deps = deps;
-    this.current = tenant;
-    this.log = log;
-    const problem = tenant.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'False');
-    this.lastProblem = problem?.reason;
-  }
-
-  async progress(view: SagaView, persisted: unknown): Promise<void> {
-    // The drift check is transient: persisting it would turn every idle check into a write.
-    if (view.stage === 'checking') return;
-    this.warnOnNewProblem(view);
-    const status = buildStatus(this.current, view, persisted, new Date());
-    if (sameStatus(this.current.status, status)) return;
-    await this.write(status);
-  }
-
-  async write(status: EvaTenant['status']): Promise<void> {
-    this.current = await this.deps.kube.writeTenantStatus(this.current, status ?? {});
-  }
-
-  announce(emitted: SagaEmitted): void {
-    if (emitted.type === 'StepCompleted') {
-      const reason = EVENT_OF_STEP[emitted.step];
-      if (reason) this.queueEvent('Normal', reason, `step ${emitted.step} complete`);
-      return;
-    }
-    if (emitted.type === 'ProvisioningComplete') {
-      const started = this.current.status?.provisioningStartedAt;
-      if (started) this.becameActiveAfterSeconds = (Date.now() - Date.parse(started)) / 1000;
-    }
-    this.queueEvent('Normal', emitted.type, messageOf(emitted.type));
-  }
-
-  async event(type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
-    this.queueEvent(type, reason, message);
-    await this.flushEvents();
-  }
-
-  async flushEvents(): Promise<void> {
-    await this.pendingEvents;
-  }
-
-  private warnOnNewProblem(view: SagaView): void {
-    const reason = view.problem?.reason;
-    if (reason && reason !== this.lastProblem && view.stage !== 'provisioning') {
-      const { step = '', message = '', needsUser = false } = view.problem ?? {};
-      this.log.warn({ step, reason, needsUser, problem: message }, 'tenant step not done');
-      this.queueEvent('Warning', reason, `${step}: ${message}`);
-    }
-    this.lastProblem = reason;
-  }
-
-  private queueEvent(type: 'Normal' | 'Warning', reason: string, message: string): void {
-    // Events are an audit trail, not state: a failed event write is logged, never fatal.
-    this.pendingEvents = this.pendingEvents.then(() =>
-      this.deps.kube.recordEvent(this.current, type, reason, message).catch((err: unknown) => {
-        this.log.warn({ err, reason }, 'could not record event');
-      }),
-    );
-  }
-}
-
-function messageOf(type: SagaEmitted['type']): string {
-  switch (type) {
-    case 'ProvisioningStarted':
-      return 'provisioning started';
-    case 'ModuleDeployStarted':
-      return 'installing module releases';
-    case 'ProvisioningComplete':
-      return 'all five conditions are True; the tenant is Active';
-    default:
-      return type;
-  }
 }

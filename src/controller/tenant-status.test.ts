@@ -1,13 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { buildStatus, provisionedSpecChanged, sameStatus } from './tenant-status.ts';
+import { testTenant } from '../../test/support/fixtures.ts';
 
-const base: EvaTenant = {
-  apiVersion: 'eva.aidonow.com/v1alpha1',
-  kind: 'EvaTenant',
-  metadata: { name: 't', generation: 3 },
-  spec: { capsuleCode: 'ABCDEF', tier: 'Starter', lifecycle: 'Active', wave: 1 },
-};
+const base: EvaTenant = testTenant({ name: 't', generation: 3 });
 
 describe('buildStatus', () => {
   it('records when provisioning started and the seconds to each condition, once', () => {
@@ -50,6 +47,14 @@ describe('provisionedSpecChanged', () => {
     expect(provisionedSpecChanged(next({ tier: 'Customer' }))).toBe(true);
     expect(provisionedSpecChanged(next({ tier: 'Customer', operatorVersion: '2.0.0' }))).toBe(true);
     expect(provisionedSpecChanged(next({ helmValues: { 'orbit-crm': { replicas: 2 } } }))).toBe(true);
+  });
+
+  it('sees a new value of the rotate-nats-credentials annotation (same generation), and only a new one', () => {
+    const rotating = (value: string): EvaTenant => ({ ...base, metadata: { ...base.metadata, annotations: { [ROTATE_NATS_CREDENTIALS_ANNOTATION]: value } }, status: active });
+    expect(provisionedSpecChanged(rotating('2026-11-23T10:00:00Z'))).toBe(true);
+    const rotated = buildStatus(rotating('2026-11-23T10:00:00Z'), { stage: 'active', wasActive: true }, { snapshot: 1 }, now);
+    expect(provisionedSpecChanged({ ...rotating('2026-11-23T10:00:00Z'), status: rotated })).toBe(false);
+    expect(provisionedSpecChanged({ ...rotating('2026-11-24'), status: rotated })).toBe(true);
   });
 
   it('counts any new generation when the status carries no digest (written by an older operator)', () => {

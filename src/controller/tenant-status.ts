@@ -4,8 +4,9 @@
  * drift check makes no API write.
  */
 import { createHash } from 'node:crypto';
-import type { EvaTenant, EvaTenantSpec, EvaTenantStatus } from '../api/evatenant.ts';
-import { PROVISIONING_CONDITIONS } from '../api/constants.ts';
+import { canonicalJson } from '../canonical-json.ts';
+import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
+import { PROVISIONING_CONDITIONS, ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
 import { allConditions, mergeConditions, phaseOf, type SagaView } from '../saga/conditions.ts';
 
 function elapsedSince(start: string, now: Date): number {
@@ -30,42 +31,39 @@ export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknow
     phase: phaseOf(view),
     conditions,
     ...timings(previous, view, conditions, now),
-    saga: { snapshot: persisted, specDigest: provisionedSpecDigest(tenant.spec) },
+    saga: { snapshot: persisted, specDigest: provisionedSpecDigest(tenant) },
   };
   if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
   return status;
 }
 
 /**
- * The spec as provisioning sees it. The pin (operatorVersion) only says which operator version acts
- * on the tenant; nothing provisioned depends on it.
+ * What provisioning acts on: the spec, and a rotation of the NATS credentials asked for by annotation.
+ * The pin (operatorVersion) only says which operator version acts on the tenant; nothing provisioned
+ * depends on it.
  */
-export function provisionedSpecDigest(spec: EvaTenantSpec): string {
-  return createHash('sha256').update(canonical({ ...spec, operatorVersion: undefined })).digest('hex');
+function provisionedSpecDigest(tenant: Pick<EvaTenant, 'spec' | 'metadata'>): string {
+  const rotation = tenant.metadata.annotations?.[ROTATE_NATS_CREDENTIALS_ANNOTATION];
+  return createHash('sha256').update(canonicalJson({ ...tenant.spec, operatorVersion: undefined, rotation })).digest('hex');
 }
 
 /**
- * Whether the spec changed since the stored status in a way provisioning must act on. A new pin
- * alone (a hand-over between operator versions) is not: the new owner resumes, it does not
- * re-provision. A status without a digest (written by an older operator) counts any new generation.
+ * Whether the tenant asks for something provisioning has not acted on yet. A new pin alone (a
+ * hand-over between operator versions) is not: the new owner resumes, it does not re-provision. A
+ * status without a digest (written by an older operator) counts any new generation.
  */
 export function provisionedSpecChanged(tenant: EvaTenant): boolean {
-  const observed = tenant.status?.observedGeneration;
-  if (observed === undefined || observed === tenant.metadata.generation) return false;
-  return tenant.status?.saga?.['specDigest'] !== provisionedSpecDigest(tenant.spec);
+  const stored = tenant.status?.saga?.['specDigest'];
+  if (stored === undefined) {
+    const observed = tenant.status?.observedGeneration;
+    return observed !== undefined && observed !== tenant.metadata.generation;
+  }
+  return stored !== provisionedSpecDigest(tenant);
 }
 
 /** Equal as stored JSON (key order aside): such a status needs no write. */
 export function sameStatus(a: EvaTenantStatus | undefined, b: EvaTenantStatus): boolean {
-  return canonical(a ?? {}) === canonical(b);
-}
-
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([x], [y]) => x.localeCompare(y)))
-      : v,
-  );
+  return canonicalJson(a ?? {}) === canonicalJson(b);
 }
 
 export function persistedSnapshotOf(tenant: EvaTenant): unknown {

@@ -1,14 +1,17 @@
 /**
- * A tenant pinned to an operator version that no running operator has would otherwise be ignored
- * forever. Every running version holds a Lease (leader election); a pin whose Lease is missing or
- * expired is reported: a Warning Event on the tenant (once per pin per quarter hour) and the
- * eva_tenants_pinned_to_absent_version gauge.
+ * A tenant pinned to an operator version, or labelled with a shard, that no running operator serves
+ * would otherwise be ignored forever. Every running version and shard holds a Lease (leader
+ * election); a tenant whose Lease is missing or expired is reported: a Warning Event on the tenant
+ * (once per cause per quarter hour) and the eva_tenants_pinned_to_absent_version or
+ * eva_tenants_in_absent_shard gauge.
  */
-import { CoordinationV1Api, type V1Lease } from '@kubernetes/client-node';
+import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
+import { Reason } from '../api/reasons.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
-import { leaseExpiresAt, leaseNameForVersion } from './leader-election.ts';
+import { leaseExpiresAt, leaseNameForVersion, shardLeaseSuffix } from './lease.ts';
+import { shardOf } from './metadata.ts';
 
 const REPORT_EVERY_MS = 15 * 60_000;
 
@@ -21,16 +24,39 @@ export function presentLeases(leases: readonly V1Lease[], now: number): Set<stri
   );
 }
 
-/** The tenants whose pin no running operator can honour (tenants being deleted included: they need an owner too). */
-export function pinnedToAbsent(tenants: readonly EvaTenant[], present: ReadonlySet<string>): EvaTenant[] {
-  return tenants.filter((t) => {
-    const pin = t.spec.operatorVersion;
-    return pin !== undefined && !present.has(leaseNameForVersion(pin));
-  });
+/** Why no running operator acts on a tenant: its shard has no operator, or its pinned version does not run. */
+export interface Absence {
+  readonly tenant: EvaTenant;
+  readonly cause: 'shard' | 'version';
+  readonly reason: typeof Reason.OperatorShardAbsent | typeof Reason.OperatorVersionAbsent;
+  readonly message: string;
+}
+
+/**
+ * The tenants no running operator can take (tenants being deleted included: they need an owner
+ * too). A shard is present when any version of it runs; a pin, when that version runs in the
+ * tenant's shard. Unpinned tenants of the default shard are not judged (any version may take them).
+ */
+export function absentOperators(tenants: readonly EvaTenant[], present: ReadonlySet<string>, namespace: string): Absence[] {
+  const absences: Absence[] = [];
+  for (const tenant of tenants) {
+    const shard = shardOf(tenant);
+    const pin = tenant.spec.operatorVersion;
+    if (shard !== undefined && ![...present].some((lease) => lease.endsWith(shardLeaseSuffix(shard)))) {
+      const message = `shard ${shard} (label eva.aidonow.com/shard) has no running operator (no live Lease *${shardLeaseSuffix(shard)} in ${namespace}); no operator will act on this tenant until an operator with SHARD=${shard} runs or the label changes`;
+      absences.push({ tenant, cause: 'shard', reason: Reason.OperatorShardAbsent, message });
+    } else if (pin !== undefined && !present.has(leaseNameForVersion(pin, shard))) {
+      const lease = leaseNameForVersion(pin, shard);
+      const message = `spec.operatorVersion ${pin} is not running${shard === undefined ? '' : ` in shard ${shard}`} (no live Lease ${lease} in ${namespace}); no operator will act on this tenant until that version runs or the pin changes`;
+      absences.push({ tenant, cause: 'version', reason: Reason.OperatorVersionAbsent, message });
+    }
+  }
+  return absences;
 }
 
 export interface PresenceSink {
   setTenantsPinnedToAbsentVersion(count: number): void;
+  setTenantsInAbsentShard(count: number): void;
 }
 
 export class VersionPresenceReporter {
@@ -40,26 +66,25 @@ export class VersionPresenceReporter {
 
   constructor(options: { kube: Kube; namespace: string; tenants: () => EvaTenant[]; metrics: PresenceSink; log: Logger }) {
     this.options = options;
-    this.api = options.kube.config.makeApiClient(CoordinationV1Api);
+    this.api = options.kube.coordination;
   }
 
   /** One pass: read the Leases, count and report tenants pinned to absent versions. */
   async check(now = Date.now()): Promise<number> {
     const { items } = await this.api.listNamespacedLease({ namespace: this.options.namespace });
-    const absent = pinnedToAbsent(this.options.tenants(), presentLeases(items, now));
-    this.options.metrics.setTenantsPinnedToAbsentVersion(absent.length);
-    for (const tenant of absent) await this.report(tenant, now);
+    const absent = absentOperators(this.options.tenants(), presentLeases(items, now), this.options.namespace);
+    this.options.metrics.setTenantsPinnedToAbsentVersion(absent.filter((a) => a.cause === 'version').length);
+    this.options.metrics.setTenantsInAbsentShard(absent.filter((a) => a.cause === 'shard').length);
+    for (const absence of absent) await this.report(absence, now);
     return absent.length;
   }
 
-  private async report(tenant: EvaTenant, now: number): Promise<void> {
-    const pin = tenant.spec.operatorVersion ?? '';
-    const key = `${tenant.metadata.uid ?? tenant.metadata.name}/${pin}`;
+  private async report({ tenant, reason, message }: Absence, now: number): Promise<void> {
+    const key = `${tenant.metadata.uid ?? tenant.metadata.name}/${message}`;
     if (now - (this.reported.get(key) ?? Number.NEGATIVE_INFINITY) < REPORT_EVERY_MS) return;
     this.reported.set(key, now);
-    const message = `spec.operatorVersion ${pin} is not running (no live Lease ${leaseNameForVersion(pin)} in ${this.options.namespace}); no operator will act on this tenant until that version runs or the pin changes`;
-    this.options.log.warn({ tenant: tenant.spec.capsuleCode, pin }, 'tenant pinned to an absent operator version');
-    await this.options.kube.recordEvent(tenant, 'Warning', 'OperatorVersionAbsent', message).catch((err: unknown) => {
+    this.options.log.warn({ tenant: tenant.spec.capsuleCode, pin: tenant.spec.operatorVersion, shard: shardOf(tenant), reason }, 'no running operator serves this tenant');
+    await this.options.kube.recordEvent(tenant, 'Warning', reason, message).catch((err: unknown) => {
       this.options.log.warn({ err }, 'could not record event');
     });
   }

@@ -8,7 +8,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import type { WakeOn } from '../steps/step.ts';
-import { type CachingInformer, restartingInformer } from './informers.ts';
+import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
 
 export interface WakeupOptions {
   kube: Kube;

@@ -1,22 +1,12 @@
 import { IterableBackoff } from 'cockatiel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WorkQueue, type WorkHandler } from './workqueue.ts';
+import { seededRandom } from '../../test/support/random.ts';
 
 // Captured before any test fakes timers: one real macrotask turn flushes every pending microtask.
 const realSetImmediate = globalThis.setImmediate;
 const settle = (): Promise<void> => new Promise((resolve) => realSetImmediate(resolve));
 
-/** Small seeded PRNG (mulberry32) so randomized runs are reproducible. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -140,7 +130,7 @@ describe('WorkQueue: dedupe and per-key exclusivity', () => {
 
   it('runs one key at a time under a storm of adds, and collapses the storm', async () => {
     vi.useFakeTimers();
-    const rand = seeded(99);
+    const rand = seededRandom(99);
     const keys = ['t0', 't1', 't2', 't3', 't4', 't5', 't6', 't7'];
     const active = new Map<string, number>();
     const maxActive = new Map<string, number>();
@@ -618,7 +608,7 @@ interface Request {
  */
 async function randomScenario(seed: number): Promise<string[]> {
   vi.useFakeTimers();
-  const rand = seeded(seed);
+  const rand = seededRandom(seed);
   vi.spyOn(Math, 'random').mockImplementation(rand);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
   const concurrency = 1 + Math.floor(rand() * 6);

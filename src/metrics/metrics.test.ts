@@ -17,13 +17,16 @@ describe('OperatorMetrics', () => {
     const metrics = new OperatorMetrics();
     metrics.observeReconcile('success', 0.2);
     metrics.observeReconcile('success', 0.3);
-    metrics.observeReconcile('error', 1.5);
+    metrics.observeReconcile('error', 1.5, 'JetStreamUnavailable');
     metrics.observeStep('streams', 'Starter', 0.04);
     metrics.stepTimer('Customer').observe('modules', 42);
     metrics.observeTimeToActive('Enterprise', 95);
     const text = await metrics.metricsText();
 
-    expect(samples(text, 'eva_reconcile_total')).toEqual(['eva_reconcile_total{result="success"} 2', 'eva_reconcile_total{result="error"} 1']);
+    expect(samples(text, 'eva_reconcile_total')).toEqual([
+      'eva_reconcile_total{result="success",reason=""} 2',
+      'eva_reconcile_total{result="error",reason="JetStreamUnavailable"} 1',
+    ]);
     expect(text).toContain('eva_reconcile_duration_seconds_count{result="success"} 2');
     expect(text).toContain('eva_reconcile_duration_seconds_sum{result="error"} 1.5');
     expect(text).toContain('eva_saga_step_duration_seconds_bucket{le="0.05",step="streams",tier="Starter"} 1');
@@ -126,7 +129,7 @@ describe('metrics server', () => {
     expect(scrape.status).toBe(200);
     expect(scrape.headers.get('content-type')).toBe(metrics.contentType);
     const text = await scrape.text();
-    expect(text).toContain('eva_reconcile_total{result="requeue"} 1');
+    expect(text).toContain('eva_reconcile_total{result="requeue",reason=""} 1');
     expect(text).toContain('capsule_queue_depth{capsule="ABCDEF",stream="eva-ABCDEF-events"} 9');
     expect(text).toContain('# TYPE eva_saga_step_duration_seconds histogram');
 

@@ -7,11 +7,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { PHASES, type Phase, type Tier } from '../api/constants.ts';
+import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 import type { StepName } from '../steps/step.ts';
 
-export const RECONCILE_RESULTS = ['success', 'requeue', 'error'] as const;
-export type ReconcileResult = (typeof RECONCILE_RESULTS)[number];
+export type ReconcileResult = 'success' | 'requeue' | 'error';
 
 /** A reconcile is mostly API reads; a slow one waits on helm or NATS. */
 const RECONCILE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -30,13 +30,14 @@ export interface OperatorMetricsOptions {
 
 export class OperatorMetrics {
   readonly registry: Registry;
-  private readonly reconcileTotal: Counter<'result'>;
+  private readonly reconcileTotal: Counter<'result' | 'reason'>;
   private readonly reconcileDuration: Histogram<'result'>;
   private readonly stepDuration: Histogram<'step' | 'tier'>;
   private readonly timeToActive: Histogram<'tier'>;
   private readonly tenants: Gauge<'phase'>;
   private readonly workqueueDepth: Gauge;
   private readonly pinnedToAbsentVersion: Gauge;
+  private readonly inAbsentShard: Gauge;
   private readonly queueDepth: Gauge<'capsule' | 'stream'>;
   /** Streams with a queue-depth series, per capsule code: prom-client removes series only by full label set. */
   private readonly queueDepthStreams = new Map<string, Set<string>>();
@@ -45,7 +46,12 @@ export class OperatorMetrics {
     this.registry = new Registry();
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'eva_operator_' });
-    this.reconcileTotal = new Counter({ name: 'eva_reconcile_total', help: 'Reconciles by result.', labelNames: ['result'], registers });
+    this.reconcileTotal = new Counter({
+      name: 'eva_reconcile_total',
+      help: 'Reconciles by result; errors by reason (a condition reason of the catalogue, bounded).',
+      labelNames: ['result', 'reason'],
+      registers,
+    });
     this.reconcileDuration = new Histogram({
       name: 'eva_reconcile_duration_seconds',
       help: 'Duration of one reconcile, by result.',
@@ -72,6 +78,11 @@ export class OperatorMetrics {
     this.pinnedToAbsentVersion = new Gauge({
       name: 'eva_tenants_pinned_to_absent_version',
       help: 'Tenants whose spec.operatorVersion names an operator version that is not running.',
+      registers,
+    });
+    this.inAbsentShard = new Gauge({
+      name: 'eva_tenants_in_absent_shard',
+      help: 'Tenants whose label eva.aidonow.com/shard names a shard no running operator serves.',
       registers,
     });
     this.queueDepth = new Gauge({
@@ -110,8 +121,8 @@ export class OperatorMetrics {
     return this.registry.metrics();
   }
 
-  observeReconcile(result: ReconcileResult, seconds: number): void {
-    this.reconcileTotal.inc({ result });
+  observeReconcile(result: ReconcileResult, seconds: number, reason?: Reason): void {
+    this.reconcileTotal.inc({ result, reason: reason ?? '' });
     this.reconcileDuration.observe({ result }, seconds);
   }
 
@@ -143,6 +154,10 @@ export class OperatorMetrics {
 
   setTenantsPinnedToAbsentVersion(count: number): void {
     this.pinnedToAbsentVersion.set(count);
+  }
+
+  setTenantsInAbsentShard(count: number): void {
+    this.inAbsentShard.set(count);
   }
 
   setQueueDepth(code: string, stream: string, messages: number): void {

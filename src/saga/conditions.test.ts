@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { Reason } from '../api/reasons.ts';
 import { allConditions, desiredConditions, mergeConditions, phaseOf, readyState, type SagaView } from './conditions.ts';
 
 const statuses = (view: SagaView): string =>
@@ -11,17 +12,17 @@ describe('conditions from the saga view', () => {
     ['running quotas (same group)', { stage: 'provisioning', currentStep: 'quotas', wasActive: false }, 'UUUUU', 'Provisioning'],
     ['running streams', { stage: 'provisioning', currentStep: 'streams', wasActive: false }, 'TUUUU', 'Provisioning'],
     ['running modules', { stage: 'provisioning', currentStep: 'modules', wasActive: false }, 'TTTUU', 'Provisioning'],
-    ['waiting on modules', { stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: 'DeploymentsNotAvailable', message: 'x', needsUser: false } }, 'TTTFU', 'Provisioning'],
-    ['failed seed (user)', { stage: 'failed', wasActive: false, problem: { step: 'seed', reason: 'UnknownSeedsVersion', message: 'x', needsUser: true } }, 'TTFUU', 'Failed'],
-    ['failed streams (dependency)', { stage: 'failed', wasActive: false, problem: { step: 'streams', reason: 'NatsUnavailable', message: 'x', needsUser: false } }, 'TFUUU', 'Provisioning'],
+    ['waiting on modules', { stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: Reason.DeploymentUnavailable, message: 'x', needsUser: false } }, 'TTTFU', 'Provisioning'],
+    ['failed seed (user)', { stage: 'failed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'x', needsUser: true } }, 'TTFUU', 'Failed'],
+    ['failed streams (dependency)', { stage: 'failed', wasActive: false, problem: { step: 'streams', reason: Reason.NatsUnavailable, message: 'x', needsUser: false } }, 'TFUUU', 'Provisioning'],
     ['interrupted before alerts (graceful stop)', { stage: 'interrupted', currentStep: 'alerts', wasActive: false }, 'TUUUU', 'Provisioning'],
     ['interrupted before modules (graceful stop)', { stage: 'interrupted', currentStep: 'modules', wasActive: false }, 'TTTUU', 'Provisioning'],
-    ['retrying a step that needs the user', { stage: 'provisioning', currentStep: 'seed', wasActive: false, problem: { step: 'seed', reason: 'UnknownSeedsVersion', message: 'x', needsUser: true } }, 'TTFUU', 'Failed'],
+    ['retrying a step that needs the user', { stage: 'provisioning', currentStep: 'seed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'x', needsUser: true } }, 'TTFUU', 'Failed'],
     ['active', { stage: 'active', wasActive: true }, 'TTTTT', 'Active'],
     ['applying a spec change once active', { stage: 'waiting', wasActive: true, updating: true, problem: { step: 'modules', reason: 'DeploymentProgressing', message: 'x', needsUser: false } }, 'TTTFT', 'Provisioning'],
     ['a spec change that failed once active', { stage: 'failed', wasActive: true, updating: true, problem: { step: 'modules', reason: 'ChartRenderFailed', message: 'x', needsUser: true } }, 'TTTFT', 'Degraded'],
     ['checking', { stage: 'checking', wasActive: true }, 'TTTTT', 'Active'],
-    ['degraded streams', { stage: 'degraded', wasActive: true, problem: { step: 'streams', reason: 'NatsUnavailable', message: 'x', needsUser: false } }, 'TFTTT', 'Degraded'],
+    ['degraded streams', { stage: 'degraded', wasActive: true, problem: { step: 'streams', reason: Reason.NatsUnavailable, message: 'x', needsUser: false } }, 'TFTTT', 'Degraded'],
     ['repairing quotas after drift', { stage: 'provisioning', currentStep: 'quotas', wasActive: true, problem: { step: 'quotas', reason: 'QuotaDrifted', message: 'x', needsUser: false } }, 'FTTTT', 'Degraded'],
     ['repair failed (user) once active', { stage: 'failed', wasActive: true, problem: { step: 'modules', reason: 'ChartRenderFailed', message: 'x', needsUser: true } }, 'TTTFT', 'Degraded'],
   ])('%s', (_label, view, expected, phase) => {
@@ -30,14 +31,14 @@ describe('conditions from the saga view', () => {
   });
 
   it('puts the problem reason and message on the failing condition', () => {
-    const conditions = desiredConditions({ stage: 'failed', wasActive: false, problem: { step: 'seed', reason: 'UnknownSeedsVersion', message: 'seedsVersion "9" is not bundled', needsUser: true } });
-    expect(conditions.SeedLoaded).toEqual({ status: 'False', reason: 'UnknownSeedsVersion', message: 'seed: seedsVersion "9" is not bundled' });
+    const conditions = desiredConditions({ stage: 'failed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'seedsVersion "9" is not bundled', needsUser: true } });
+    expect(conditions.SeedLoaded).toEqual({ status: 'False', reason: Reason.UnknownSeedsVersion, message: 'seed: seedsVersion "9" is not bundled' });
   });
 
   it('summarises Ready from the five', () => {
     expect(allConditions({ stage: 'active', wasActive: true })['Ready']?.status).toBe('True');
-    const ready = readyState(desiredConditions({ stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: 'DeploymentsNotAvailable', message: 'orbit-crm 0/1', needsUser: false } }));
-    expect(ready).toMatchObject({ status: 'False', reason: 'DeploymentsNotAvailable' });
+    const ready = readyState(desiredConditions({ stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: Reason.DeploymentUnavailable, message: 'orbit-crm 0/1', needsUser: false } }));
+    expect(ready).toMatchObject({ status: 'False', reason: Reason.DeploymentUnavailable });
     expect(ready.message).toContain('ModulesDeployed, IngressReady not True');
   });
 });
@@ -51,7 +52,7 @@ describe('mergeConditions', () => {
   });
 
   it('moves lastTransitionTime when the status changes', () => {
-    const merged = mergeConditions(before, { NamespaceReady: { status: 'False', reason: 'Gone', message: 'm' } }, '2026-02-02T00:00:00Z', 2);
+    const merged = mergeConditions(before, { NamespaceReady: { status: 'False', reason: Reason.NamespaceMissing, message: 'm' } }, '2026-02-02T00:00:00Z', 2);
     expect(merged[0]?.lastTransitionTime).toBe('2026-02-02T00:00:00Z');
   });
 });

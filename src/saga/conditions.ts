@@ -3,6 +3,7 @@
  * five conditions, Ready (summarised from the five, as Flux's summarize() does) and the phase.
  * Kept apart from I/O so the whole decision table is tested as a table.
  */
+import { Reason } from '../api/reasons.ts';
 import {
   type ConditionStatus,
   type Phase,
@@ -10,26 +11,31 @@ import {
   type ProvisioningCondition,
 } from '../api/constants.ts';
 import type { Condition } from '../api/evatenant.ts';
-import type { StepName } from '../steps/step.ts';
+import { STEP_NAMES, type StepName } from '../steps/step.ts';
 import type { StepProblem } from './machine.ts';
 
 export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>> = {
   namespace: 'NamespaceReady',
   quotas: 'NamespaceReady',
+  network: 'NamespaceReady',
+  account: 'Provisioned',
   streams: 'Provisioned',
   alerts: 'Provisioned',
   record: 'Provisioned',
   seed: 'SeedLoaded',
   modules: 'ModulesDeployed',
+  revoke: 'ModulesDeployed',
   ingress: 'IngressReady',
 };
 
-const TRUE_REASON: Readonly<Record<ProvisioningCondition, [string, string]>> = {
-  NamespaceReady: ['NamespaceActive', 'namespace, quota and limit range are in place'],
-  Provisioned: ['TenantRecordStored', 'streams and tenant record are in place'],
-  SeedLoaded: ['SeedApplied', 'seed data is applied'],
-  ModulesDeployed: ['ReleasesDeployed', 'every module release is deployed and available'],
-  IngressReady: ['IngressAdmitted', 'the tenant ingress routes to every module'],
+const stepsOf = (condition: ProvisioningCondition): StepName[] => STEP_NAMES.filter((step) => CONDITION_OF_STEP[step] === condition);
+
+const TRUE_REASON: Readonly<Record<ProvisioningCondition, [Reason, string]>> = {
+  NamespaceReady: [Reason.NamespaceActive, 'namespace, quota, limit range and network policy are in place'],
+  Provisioned: [Reason.TenantRecordStored, 'NATS account, credentials, streams and tenant record are in place'],
+  SeedLoaded: [Reason.SeedApplied, 'seed data is applied'],
+  ModulesDeployed: [Reason.ReleasesDeployed, 'every module release is deployed and available'],
+  IngressReady: [Reason.IngressAdmitted, 'the tenant ingress routes to every module'],
 };
 
 export type SagaStage = 'requested' | 'provisioning' | 'waiting' | 'failed' | 'interrupted' | 'active' | 'checking' | 'degraded';
@@ -47,7 +53,7 @@ export interface SagaView {
 
 export interface ConditionState {
   status: ConditionStatus;
-  reason: string;
+  reason: Reason;
   message: string;
 }
 
@@ -69,18 +75,19 @@ function focusOf(view: SagaView): { condition: ProvisioningCondition; state: Con
   }
   if (view.stage === 'provisioning' && view.currentStep) {
     const condition = CONDITION_OF_STEP[view.currentStep];
-    return { condition, state: { status: 'Unknown', reason: 'Progressing', message: `running step ${view.currentStep}` } };
+    // Written once per condition (not per step): the message names the condition's steps.
+    return { condition, state: { status: 'Unknown', reason: Reason.Progressing, message: `running steps ${stepsOf(condition).join(', ')}` } };
   }
   // A graceful stop between two steps: what is done stays True, the next step is not started yet.
   if (view.stage === 'interrupted' && view.currentStep) {
     const condition = CONDITION_OF_STEP[view.currentStep];
-    return { condition, state: { status: 'Unknown', reason: 'Interrupted', message: `the operator stopped before step ${view.currentStep}; it resumes there` } };
+    return { condition, state: { status: 'Unknown', reason: Reason.Interrupted, message: `the operator stopped before step ${view.currentStep}; it resumes there` } };
   }
   return undefined;
 }
 
 export function desiredConditions(view: SagaView): Record<ProvisioningCondition, ConditionState> {
-  const pending: ConditionState = { status: 'Unknown', reason: 'Pending', message: 'waiting for earlier steps' };
+  const pending: ConditionState = { status: 'Unknown', reason: Reason.Pending, message: 'waiting for earlier steps' };
   const focus = focusOf(view);
   const allTrue = view.stage === 'active' || view.stage === 'checking';
   const result = {} as Record<ProvisioningCondition, ConditionState>;
@@ -97,7 +104,7 @@ export function desiredConditions(view: SagaView): Record<ProvisioningCondition,
 
 export function readyState(conditions: Record<ProvisioningCondition, ConditionState>): ConditionState {
   const notTrue = PROVISIONING_CONDITIONS.filter((c) => conditions[c].status !== 'True');
-  if (notTrue.length === 0) return { status: 'True', reason: 'Provisioned', message: 'all five conditions are True' };
+  if (notTrue.length === 0) return { status: 'True', reason: Reason.Provisioned, message: 'all five conditions are True' };
   const first = notTrue[0] as ProvisioningCondition;
   const failing = notTrue.find((c) => conditions[c].status === 'False');
   const shown = failing ?? first;

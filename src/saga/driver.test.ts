@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { Reason } from '../api/reasons.ts';
 import type { StepName } from '../steps/step.ts';
 import type { SagaView } from './conditions.ts';
 import { createActor } from 'xstate';
 import { runSaga, type SagaIo, viewOf } from './driver.ts';
-import { type SagaEmitted, ShutdownError, type StepOutcome, tenantSagaMachine } from './machine.ts';
+import { type SagaEmitted, tenantSagaMachine } from './machine.ts';
+import { ShutdownError } from '../errors.ts';
+import type { StepOutcome } from '../steps/step.ts';
 
 function io(outcome: (step: StepName) => StepOutcome = () => ({ kind: 'done' })) {
   const progress: SagaView[] = [];
@@ -25,18 +28,21 @@ function io(outcome: (step: StepName) => StepOutcome = () => ({ kind: 'done' }))
 }
 
 describe('runSaga', () => {
-  it('reports progress at every step boundary and rests in active', async () => {
+  it('reports progress when the condition being worked on changes, and rests in active', async () => {
     const t = io();
     const result = await runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo);
     expect(result.view).toEqual({ stage: 'active', wasActive: true });
     expect(t.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'requested', 'namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress', 'active',
+      // One write per condition: quotas and network (NamespaceReady), streams, alerts and record
+      // (Provisioned) and revoke (ModulesDeployed) run under the write of their condition's first step.
+      'requested', 'namespace', 'account', 'seed', 'modules', 'ingress', 'active',
     ]);
+    expect(t.steps).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress']);
     expect(t.emitted.at(-1)?.type).toBe('ProvisioningComplete');
   });
 
   it('resumes from the persisted snapshot of an earlier run (JSON round trip, as in status)', async () => {
-    const first = io((step) => (step === 'modules' ? { kind: 'pending', reason: 'NotAvailable', message: 'm' } : { kind: 'done' }));
+    const first = io((step) => (step === 'modules' ? { kind: 'pending', reason: Reason.DeploymentUnavailable, message: 'm' } : { kind: 'done' }));
     const waiting = await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo);
     expect(waiting.view.stage).toBe('waiting');
     const stored = JSON.parse(JSON.stringify(waiting.persisted)) as unknown;
@@ -44,16 +50,16 @@ describe('runSaga', () => {
     const second = io();
     const done = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
     expect(done.view.stage).toBe('active');
-    expect(second.steps).toEqual(['modules', 'ingress']);
+    expect(second.steps).toEqual(['modules', 'revoke', 'ingress']);
     // Taking the waited-on step up again is not reported (the stored status already says it waits there).
-    expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual(['ingress', 'active']);
+    expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual(['revoke', 'ingress', 'active']);
   });
 
   it('reports a step it waits on again when it still waits (a new reason is news)', async () => {
-    const pending = (reason: string) => (step: StepName): StepOutcome => (step === 'modules' ? { kind: 'pending', reason, message: 'm' } : { kind: 'done' });
-    const first = io(pending('DeploymentUnavailable'));
+    const pending = (reason: Reason) => (step: StepName): StepOutcome => (step === 'modules' ? { kind: 'pending', reason, message: 'm' } : { kind: 'done' });
+    const first = io(pending(Reason.DeploymentUnavailable));
     const stored = JSON.parse(JSON.stringify((await runSaga(undefined, { type: 'RECONCILE' }, first.sagaIo)).persisted)) as unknown;
-    const second = io(pending('QuotaExceeded'));
+    const second = io(pending(Reason.QuotaExceeded));
     const still = await runSaga(stored, { type: 'RECONCILE' }, second.sagaIo);
     expect(still.view.stage).toBe('waiting');
     expect(second.progress.map((v) => `${v.stage}:${v.problem?.reason ?? ''}`)).toEqual(['waiting:QuotaExceeded']);
@@ -69,7 +75,7 @@ describe('runSaga', () => {
     expect(done.view.stage).toBe('active');
     // The status writer stamps the current generation on every report: the first must not be 'active'.
     expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress', 'active',
+      'namespace', 'account', 'seed', 'modules', 'ingress', 'active',
     ]);
   });
 
@@ -96,7 +102,8 @@ describe('runSaga', () => {
     let writes = 0;
     t.sagaIo.onProgress = () => (++writes === 3 ? Promise.reject(new Error('conflict')) : Promise.resolve());
     await expect(runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo)).rejects.toThrow('conflict');
-    // Writes: requested, namespace, quotas (fails). The quotas step must not start unannounced.
-    expect(t.steps).toEqual(['namespace']);
+    // Writes: requested, namespace (runs quotas and network too), account (fails): the account step
+    // must not start unannounced, since a crash would then resume before it.
+    expect(t.steps).toEqual(['namespace', 'quotas', 'network']);
   });
 });

@@ -5,17 +5,10 @@
  * any point resumes at the step that was running, which is safe because every step is idempotent.
  */
 import { type AnyMachineSnapshot, createActor, fromPromise, waitFor } from 'xstate';
-import { STEP_NAMES, type StepName } from '../steps/step.ts';
-import type { SagaStage, SagaView } from './conditions.ts';
-import {
-  type DriftReport,
-  REST_TAG,
-  type SagaEmitted,
-  ShutdownError,
-  type SagaEvent,
-  type StepOutcome,
-  tenantSagaMachine,
-} from './machine.ts';
+import { ShutdownError } from '../errors.ts';
+import { type DriftReport, STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
+import { CONDITION_OF_STEP, type SagaStage, type SagaView } from './conditions.ts';
+import { REST_TAG, type SagaEmitted, type SagaEvent, tenantSagaMachine } from './machine.ts';
 
 export interface SagaIo {
   runStep(step: StepName): Promise<StepOutcome>;
@@ -62,6 +55,13 @@ export function viewOf(snapshot: AnyMachineSnapshot): SagaView {
     view.currentStep = value.provisioning as StepName;
   }
   return view;
+}
+
+/** Both views are running steps of one condition (e.g. account then streams, both Provisioned). */
+function sameCondition(before: SagaView | undefined, after: SagaView): boolean {
+  if (before?.stage !== 'provisioning' || after.stage !== 'provisioning') return false;
+  if (before.currentStep === undefined || after.currentStep === undefined) return false;
+  return CONDITION_OF_STEP[before.currentStep] === CONDITION_OF_STEP[after.currentStep];
 }
 
 /** The step a restored saga rests waiting on, if it is waiting. */
@@ -121,6 +121,7 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
   // it would stamp the current generation on it: Active (Ready) on a changed spec the saga never ran.
   let lastValue = persisted === undefined || persisted === null ? '' : JSON.stringify(actor.getSnapshot().value);
   let resumingWaitAt = waitingStepOf(actor.getSnapshot());
+  let lastReported: SagaView | undefined;
   actor.subscribe((snapshot) => {
     const value = JSON.stringify(snapshot.value);
     if (value === lastValue) return;
@@ -132,6 +133,10 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
     const resumesWait = view.stage === 'provisioning' && view.currentStep === resumingWaitAt;
     resumingWaitAt = undefined;
     if (resumesWait) return;
+    // The next step of the condition being worked on changes no condition: not written. A crash
+    // resumes at the first step of the condition instead, which idempotent steps make safe.
+    if (sameCondition(lastReported, view)) return;
+    lastReported = view;
     const saved: unknown = actor.getPersistedSnapshot();
     progress = progress
       .then(() => io.onProgress(view, saved))

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { Reason } from '../api/reasons.ts';
 import { createActor, fromPromise, waitFor, type SnapshotFrom } from 'xstate';
-import { DependencyError, InputError } from '../steps/errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import type { StepName } from '../steps/step.ts';
-import { type DriftReport, REST_TAG, ShutdownError, type StepOutcome, tenantSagaMachine } from './machine.ts';
+import { REST_TAG, tenantSagaMachine } from './machine.ts';
+import { ShutdownError } from '../errors.ts';
+import { type DriftReport, STEP_NAMES, type StepOutcome } from '../steps/step.ts';
 
 type Behaviour = (step: StepName, call: number) => StepOutcome | Error;
 
@@ -39,26 +42,26 @@ describe('tenant saga machine', () => {
     actor.send({ type: 'RECONCILE' });
     const snap = await settle(actor);
     expect(snap.value).toBe('active');
-    expect(calls).toEqual(['namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress']);
+    expect(calls).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress']);
     expect(emitted).toEqual([
-      'ProvisioningStarted', 'done:namespace', 'done:quotas', 'done:streams', 'done:alerts', 'done:record', 'done:seed',
-      'ModuleDeployStarted', 'done:modules', 'done:ingress', 'ProvisioningComplete',
+      'ProvisioningStarted', 'done:namespace', 'done:quotas', 'done:network', 'done:account', 'done:streams', 'done:alerts', 'done:record', 'done:seed',
+      'ModuleDeployStarted', 'done:modules', 'done:revoke', 'done:ingress', 'ProvisioningComplete',
     ]);
     expect(snap.context.wasActive).toBe(true);
   });
 
   it('waits on a pending step and resumes exactly there', async () => {
     const { machine, calls } = harness((step, call) =>
-      step === 'modules' && call === 1 ? { kind: 'pending', reason: 'DeploymentsNotAvailable', message: 'orbit-crm 0/1' } : { kind: 'done' },
+      step === 'modules' && call === 1 ? { kind: 'pending', reason: Reason.DeploymentUnavailable, message: 'orbit-crm 0/1' } : { kind: 'done' },
     );
     const actor = createActor(machine).start();
     actor.send({ type: 'RECONCILE' });
     const waiting = await settle(actor);
     expect(waiting.value).toBe('waiting');
-    expect(waiting.context.problem).toMatchObject({ step: 'modules', reason: 'DeploymentsNotAvailable', needsUser: false });
+    expect(waiting.context.problem).toMatchObject({ step: 'modules', reason: Reason.DeploymentUnavailable, needsUser: false });
     actor.send({ type: 'RECONCILE' });
     expect((await settle(actor)).value).toBe('active');
-    expect(calls.slice(6)).toEqual(['modules', 'modules', 'ingress']);
+    expect(calls.slice(STEP_NAMES.indexOf('modules'))).toEqual(['modules', 'modules', 'revoke', 'ingress']);
   });
 
   it('marks input errors as needing the user, dependency errors as retryable', async () => {
@@ -85,7 +88,7 @@ describe('tenant saga machine', () => {
     expect(restored.getSnapshot().value).toBe('failed');
     restored.send({ type: 'RECONCILE' });
     expect((await settle(restored)).value).toBe('active');
-    expect(calls).toEqual(['seed', 'modules', 'ingress']);
+    expect(calls).toEqual(['seed', 'modules', 'revoke', 'ingress']);
   });
 
   it('stops before a step when shutting down, and resumes that step later', async () => {
@@ -122,7 +125,7 @@ describe('tenant saga machine', () => {
     calls.length = 0;
     actor.send({ type: 'RECONCILE' });
     expect((await settle(actor)).value).toBe('active');
-    expect(calls).toHaveLength(8);
+    expect(calls).toHaveLength(STEP_NAMES.length);
     expect(emitted).toEqual(['ProvisioningComplete']);
 
     report = { inSync: false, step: 'streams', reason: 'NatsUnavailable', message: 'down', unavailable: true };
@@ -144,7 +147,7 @@ describe('tenant saga machine', () => {
     actor.send({ type: 'SPEC_CHANGED' });
     expect((await settle(actor)).value).toBe('active');
     expect(calls[0]).toBe('namespace');
-    expect(calls).toHaveLength(8);
+    expect(calls).toHaveLength(STEP_NAMES.length);
   });
 });
 

@@ -9,27 +9,13 @@
  *   (resting states: the driver persists, then requeues; RECONCILE resumes at the remembered step)
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
-import { STEP_NAMES, type StepName } from '../steps/step.ts';
-import { InputError } from '../steps/errors.ts';
-
-export type StepOutcome = { kind: 'done' } | { kind: 'pending'; reason: string; message: string };
-
-/**
- * What the read-only drift check saw. `drifted`: something is wrong that ensure can repair;
- * `unavailable`: the check itself could not run (e.g. NATS down), so the tenant is Degraded.
- */
-export type DriftReport =
-  | { inSync: true }
-  | { inSync: false; step: StepName; reason: string; message: string; unavailable: boolean };
-
-/** Thrown by the step runner when the operator is shutting down: nothing was started. */
-export class ShutdownError extends Error {
-  override readonly name = 'ShutdownError';
-}
+import { type DriftReport, STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
+import { problemOf, ShutdownError } from '../errors.ts';
+import type { Reason } from '../api/reasons.ts';
 
 export interface StepProblem {
   step: StepName;
-  reason: string;
+  reason: Reason;
   message: string;
   /** InputError: a human must change something; otherwise it is retried with backoff. */
   needsUser: boolean;
@@ -62,9 +48,7 @@ interface ErrorEvent {
 }
 
 function problemFromError(step: StepName, error: unknown): StepProblem {
-  const reason = error instanceof Error && 'reason' in error && typeof error.reason === 'string' ? error.reason : 'StepFailed';
-  const message = error instanceof Error ? error.message : String(error);
-  return { step, reason, message, needsUser: error instanceof InputError };
+  return { step, ...problemOf(error) };
 }
 
 function driftProblem(report: DriftReport): StepProblem | undefined {

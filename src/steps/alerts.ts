@@ -8,7 +8,9 @@
  * PrometheusRule; elsewhere they are a ConfigMap labelled for a rule-file sidecar to pick up. Both
  * have the same name in the tenant namespace, and only one of them exists once ensure has run.
  */
-import { ApiextensionsV1Api, type KubernetesObject, type V1ConfigMap, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { Reason } from '../api/reasons.ts';
+import { canonicalJson } from '../canonical-json.ts';
+import type { KubernetesObject, V1ConfigMap, V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '../adapters/kube.ts';
 import { GROUP } from '../api/constants.ts';
@@ -32,13 +34,13 @@ export const PROMETHEUS_RULE = {
 
 /** Marks rule ConfigMaps (and PrometheusRules) for whatever loads rule files into Prometheus. */
 export const ALERT_RULES_LABEL = `${GROUP}/alert-rules`;
-export const QUEUE_DEPTH_ALERT = 'CapsuleQueueDepthHigh';
+const QUEUE_DEPTH_ALERT = 'CapsuleQueueDepthHigh';
 
 export const alertRulesName = (code: string): string => `eva-${code.toLowerCase()}-queue-depth`;
 export const alertRulesFileKey = (code: string): string => `eva-${code}-queue-depth.yaml`;
 
 /** 80% of the tier's max messages per stream, in integer arithmetic (0.8 is not exact in binary). */
-export function queueDepthThreshold(scope: TenantScope): number {
+function queueDepthThreshold(scope: TenantScope): number {
   return Math.floor((STREAM_LIMITS_BY_TIER[scope.tenant.spec.tier].maxMsgs * 4) / 5);
 }
 
@@ -55,7 +57,7 @@ export interface RuleGroup {
   rules: AlertRule[];
 }
 
-export function desiredRuleGroup(scope: TenantScope): RuleGroup {
+function desiredRuleGroup(scope: TenantScope): RuleGroup {
   const { code } = scope;
   const threshold = queueDepthThreshold(scope);
   const max = STREAM_LIMITS_BY_TIER[scope.tenant.spec.tier].maxMsgs;
@@ -78,7 +80,7 @@ export function desiredRuleGroup(scope: TenantScope): RuleGroup {
 }
 
 /** The rule group as a Prometheus rule file. */
-export function ruleFileYaml(scope: TenantScope): string {
+function ruleFileYaml(scope: TenantScope): string {
   // lineWidth 0: no folding, so the file reads like the rule (and diffs stay one line per field).
   return stringify({ groups: [desiredRuleGroup(scope)] }, { lineWidth: 0 });
 }
@@ -123,13 +125,6 @@ interface SupportAnswer {
 }
 /** Per Kube (i.e. per cluster connection): a CRD lookup per tenant per drift check would be wasteful. */
 const supportCache = new WeakMap<Kube, SupportAnswer>();
-const apiextensionsClients = new WeakMap<Kube, ApiextensionsV1Api>();
-
-function apiextensions(kube: Kube): ApiextensionsV1Api {
-  const client = apiextensionsClients.get(kube) ?? kube.config.makeApiClient(ApiextensionsV1Api);
-  apiextensionsClients.set(kube, client);
-  return client;
-}
 
 /** Usable means: established, serving v1 and not being deleted (creating objects would fail otherwise). */
 function usable(crd: V1CustomResourceDefinition): boolean {
@@ -140,7 +135,7 @@ function usable(crd: V1CustomResourceDefinition): boolean {
 
 async function lookUpSupport(kube: Kube, log: Logger): Promise<boolean> {
   try {
-    const crd = await readOptional(() => apiextensions(kube).readCustomResourceDefinition({ name: PROMETHEUS_RULE.crd }));
+    const crd = await readOptional(() => kube.apiextensions.readCustomResourceDefinition({ name: PROMETHEUS_RULE.crd }));
     return crd !== undefined && usable(crd);
   } catch (err) {
     // Without RBAC to read CRDs the answer is unknowable; the ConfigMap works everywhere.
@@ -178,16 +173,8 @@ function readConfigMap(kube: Kube, scope: TenantScope): Promise<V1ConfigMap | un
   return readOptional(() => kube.core.readNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
 }
 
-/** Sorts object keys recursively: the API server re-encodes custom objects with its own key order. */
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]));
-  }
-  return value;
-}
-
-const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+/** Key order aside: the API server re-encodes custom objects with its own key order. */
+const sameJson = (a: unknown, b: unknown): boolean => canonicalJson(a) === canonicalJson(b);
 
 function hasLabels(actual: Record<string, string> | undefined, desired: Record<string, string>): boolean {
   return Object.entries(desired).every(([k, v]) => actual?.[k] === v);
@@ -218,28 +205,29 @@ function configMapMatches(actual: V1ConfigMap | undefined, scope: TenantScope): 
 const deleteConfigMap = (kube: Kube, scope: TenantScope): Promise<void> =>
   deleteIgnoringNotFound(() => kube.core.deleteNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
 
-async function ensure(scope: TenantScope, { kube }: AlertStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
   if (await prometheusRulesSupported(kube, scope.log)) {
     if (!prometheusRuleMatches(await readPrometheusRule(kube, scope), scope)) await kube.apply(desiredPrometheusRule(scope));
     // The Prometheus Operator arrived after the ConfigMap was written: one source of rules, not two.
     await deleteConfigMap(kube, scope);
-    return;
+    return READY;
   }
   if (!configMapMatches(await readConfigMap(kube, scope), scope)) await kube.apply(desiredConfigMap(scope));
+  return READY;
 }
 
 async function verify(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
   const name = alertRulesName(scope.code);
   if (await prometheusRulesSupported(kube, scope.log)) {
     const rule = await readPrometheusRule(kube, scope);
-    if (!rule) return notReady('AlertRulesMissing', `PrometheusRule ${name} is missing`);
-    if (!prometheusRuleMatches(rule, scope)) return notReady('AlertRulesDrifted', `PrometheusRule ${name} differs from the ${scope.tenant.spec.tier} tier`);
-    if (await readConfigMap(kube, scope)) return notReady('AlertRulesDuplicated', `ConfigMap ${name} is left over next to PrometheusRule ${name}`);
+    if (!rule) return notReady(Reason.AlertRulesMissing, `PrometheusRule ${name} is missing`);
+    if (!prometheusRuleMatches(rule, scope)) return notReady(Reason.AlertRulesDrifted, `PrometheusRule ${name} differs from the ${scope.tenant.spec.tier} tier`);
+    if (await readConfigMap(kube, scope)) return notReady(Reason.AlertRulesDuplicated, `ConfigMap ${name} is left over next to PrometheusRule ${name}`);
     return READY;
   }
   const configMap = await readConfigMap(kube, scope);
-  if (!configMap) return notReady('AlertRulesMissing', `ConfigMap ${name} is missing`);
-  if (!configMapMatches(configMap, scope)) return notReady('AlertRulesDrifted', `ConfigMap ${name} differs from the ${scope.tenant.spec.tier} tier`);
+  if (!configMap) return notReady(Reason.AlertRulesMissing, `ConfigMap ${name} is missing`);
+  if (!configMapMatches(configMap, scope)) return notReady(Reason.AlertRulesDrifted, `ConfigMap ${name} differs from the ${scope.tenant.spec.tier} tier`);
   return READY;
 }
 
@@ -251,8 +239,8 @@ async function remove(scope: TenantScope, { kube }: AlertStepDeps): Promise<void
 
 async function verifyRemoved(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
   const name = alertRulesName(scope.code);
-  if (await readPrometheusRule(kube, scope)) return notReady('AlertRulesPresent', `PrometheusRule ${name} still exists`);
-  if (await readConfigMap(kube, scope)) return notReady('AlertRulesPresent', `ConfigMap ${name} still exists`);
+  if (await readPrometheusRule(kube, scope)) return notReady(Reason.AlertRulesPresent, `PrometheusRule ${name} still exists`);
+  if (await readConfigMap(kube, scope)) return notReady(Reason.AlertRulesPresent, `ConfigMap ${name} still exists`);
   return READY;
 }
 

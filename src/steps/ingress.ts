@@ -3,13 +3,14 @@
  * module (to the module's Service, named after its release). Ready once the ingress controller gave
  * it an address, or, with INGRESS_READY_ON_CREATE, as soon as it exists.
  */
+import { Reason } from '../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 
-export const INGRESS_NAME = 'eva-tenant';
+const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;
 
 export interface IngressStepDeps {
@@ -17,9 +18,9 @@ export interface IngressStepDeps {
   config: Pick<OperatorConfig, 'baseDomain' | 'ingressClass' | 'ingressReadyOnCreate'>;
 }
 
-export const tenantHost = (code: string, baseDomain: string): string => `${code.toLowerCase()}.${baseDomain}`;
+const tenantHost = (code: string, baseDomain: string): string => `${code.toLowerCase()}.${baseDomain}`;
 
-export function desiredIngressSpec(scope: TenantScope, config: IngressStepDeps['config']): V1IngressSpec {
+function desiredIngressSpec(scope: TenantScope, config: IngressStepDeps['config']): V1IngressSpec {
   const spec: V1IngressSpec = {
     rules: [
       {
@@ -47,33 +48,39 @@ function desiredIngress(scope: TenantScope, config: IngressStepDeps['config']): 
   };
 }
 
-/** The parts of the spec this operator owns, in a comparable form. */
-function routes(spec: V1IngressSpec | undefined): string {
+/**
+ * The parts of the spec this operator owns, in a comparable form. The class counts only when the
+ * operator sets one (INGRESS_CLASS): otherwise the API server's DefaultIngressClass admission fills
+ * in the cluster's default class, and that is not drift.
+ */
+function routes(spec: V1IngressSpec | undefined, withClass: boolean): string {
   const rules = (spec?.rules ?? []).map((r) => ({
     host: r.host,
     paths: (r.http?.paths ?? []).map((p) => [p.path, p.pathType, p.backend.service?.name, p.backend.service?.port?.number]),
   }));
-  return JSON.stringify({ cls: spec?.ingressClassName ?? null, rules });
+  return JSON.stringify({ cls: withClass ? (spec?.ingressClassName ?? null) : null, rules });
 }
 
 const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> =>
   readOptional(() => kube.networking.readNamespacedIngress({ name: INGRESS_NAME, namespace }));
 
-async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<void> {
+/** The address is the ingress controller's to set: verify judges. */
+async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<undefined> {
   const current = await readIngress(kube, scope.namespace);
   const desired = desiredIngress(scope, config);
-  if (!current || routes(current.spec) !== routes(desired.spec)) await kube.apply(desired);
+  if (!current || routes(current.spec, config.ingressClass !== undefined) !== routes(desired.spec, config.ingressClass !== undefined)) await kube.apply(desired);
+  return undefined;
 }
 
 async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
   const current = await readIngress(kube, scope.namespace);
-  if (!current) return notReady('IngressMissing', `Ingress ${INGRESS_NAME} does not exist`);
-  if (routes(current.spec) !== routes(desiredIngressSpec(scope, config))) {
-    return notReady('IngressDrifted', `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
+  if (!current) return notReady(Reason.IngressMissing, `Ingress ${INGRESS_NAME} does not exist`);
+  if (routes(current.spec, config.ingressClass !== undefined) !== routes(desiredIngressSpec(scope, config), config.ingressClass !== undefined)) {
+    return notReady(Reason.IngressDrifted, `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
   }
   if (config.ingressReadyOnCreate) return READY;
   const addresses = current.status?.loadBalancer?.ingress ?? [];
-  if (addresses.length === 0) return notReady('WaitingForAddress', `Ingress ${INGRESS_NAME} has no load-balancer address yet`);
+  if (addresses.length === 0) return notReady(Reason.WaitingForAddress, `Ingress ${INGRESS_NAME} has no load-balancer address yet`);
   return READY;
 }
 
@@ -82,7 +89,7 @@ async function remove(scope: TenantScope, { kube }: IngressStepDeps): Promise<vo
 }
 
 async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Promise<Verdict> {
-  return (await readIngress(kube, scope.namespace)) ? notReady('IngressPresent', `Ingress ${INGRESS_NAME} still exists`) : READY;
+  return (await readIngress(kube, scope.namespace)) ? notReady(Reason.IngressPresent, `Ingress ${INGRESS_NAME} still exists`) : READY;
 }
 
 /** The ingress controller setting the address, or someone changing or deleting the Ingress. */
@@ -92,7 +99,7 @@ const wakeOn: WakeOn<V1Ingress> = {
   path: '/apis/networking.k8s.io/v1/ingresses',
   labelSelector: MANAGED_INGRESSES,
   list: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: MANAGED_INGRESSES }),
-  state: (ingress) => JSON.stringify([routes(ingress.spec), ingress.status?.loadBalancer?.ingress ?? []]),
+  state: (ingress) => JSON.stringify([routes(ingress.spec, true), ingress.status?.loadBalancer?.ingress ?? []]),
 };
 
 export const ingressStep: Step<IngressStepDeps> = { name: 'ingress', ensure, verify, remove, verifyRemoved, wakeOn };

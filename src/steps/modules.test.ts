@@ -5,10 +5,10 @@ import { fileURLToPath } from 'node:url';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { MODULES_BY_TIER } from '../api/modules.ts';
 import { ImageCatalog } from '../adapters/images.ts';
 import { createLogger } from '../log.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
+import { VALUES_HASH_LABEL } from './release-state.ts';
 import {
   chartFingerprint,
   chartPath,
@@ -21,30 +21,17 @@ import {
   releaseProblems,
   secretStrings,
   undesiredReleases,
-  VALUES_HASH_LABEL,
   valuesFileContent,
   valuesHash,
 } from './modules.ts';
 import type { TenantScope } from './step.ts';
+import { testScope } from '../../test/support/fixtures.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const DIGEST = 'c'.repeat(64);
 
 function scopeFor(spec: Partial<EvaTenant['spec']> = {}): TenantScope {
-  const tenant: EvaTenant = {
-    apiVersion: 'eva.aidonow.com/v1alpha1',
-    kind: 'EvaTenant',
-    metadata: { name: 'acme', uid: 'uid-1' },
-    spec: { capsuleCode: 'ACMECO', tier: 'Starter', lifecycle: 'Active', wave: 1, seedsVersion: '1.0.0', ...spec },
-  };
-  return {
-    tenant,
-    code: 'ACMECO',
-    namespace: 'eva-tenant-acmeco',
-    modules: MODULES_BY_TIER[tenant.spec.tier],
-    log: createLogger('silent'),
-    signal: new AbortController().signal,
-  };
+  return testScope({ code: 'ACMECO', seedsVersion: '1.0.0', spec, log: createLogger('silent') });
 }
 
 const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {
@@ -57,51 +44,51 @@ const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {
     helmSecretsDir: '/dev/shm',
     allowNonTmpfsSecrets: false,
     moduleOtelEndpoint: 'http://otel.eva-system:4318',
-    nats: { url: 'nats://nats.eva-system:4222', user: 'eva', password: 'nats-pass-123' },
   },
 };
 
 const credentials = { 'db-password': 'db-secret-value', 'api-key': 'api-secret-value', 'jwt-secret': 'jwt-secret-value' };
+const secrets = { credentials, natsRevision: 'nats-rev-1' };
 
 describe('module values', () => {
   it('sets image, tenant, otel and seed, and keeps secrets apart', () => {
-    const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, credentials });
+    const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets });
     expect(values.plain).toEqual({
       image: { repository: 'ghcr.io/aidonow/orbit-crm', tag: '1.1.0', digest: `sha256:${DIGEST}` },
       tenant: { code: 'ACMECO', tier: 'Starter' },
       otel: { endpoint: 'http://otel.eva-system:4318' },
       seed: { enabled: true, version: '1.0.0' },
+      // The NATS connection is a mounted Secret, named here; its revision rolls the pods when it changes.
+      nats: { secretName: 'eva-nats', credentialsRevision: 'nats-rev-1' },
     });
-    expect(values.secret).toEqual({ credentials, nats: { url: 'nats://nats.eva-system:4222', user: 'eva', password: 'nats-pass-123' } });
-    expect(JSON.stringify(values.plain)).not.toMatch(/secret-value|nats-pass/);
+    expect(values.secret).toEqual({ credentials });
+    expect(JSON.stringify(values.plain)).not.toMatch(/secret-value/);
   });
 
   it('honours spec.versions and rejects an unknown pin as input', () => {
-    const pinned = moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '1.0.0' } }), deps, credentials });
+    const pinned = moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '1.0.0' } }), deps, ...secrets });
     expect(pinned.plain['image']).toEqual({ repository: 'ghcr.io/aidonow/orbit-crm', tag: '1.0.0', digest: '' });
-    expect(() => moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '9.9.9' } }), deps, credentials })).toThrow(
+    expect(() => moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '9.9.9' } }), deps, ...secrets })).toThrow(
       'orbit-crm 9.9.9 is not in images.txt; available: 1.0.0, 1.1.0',
     );
   });
 
   it('lets the tenant’s helmValues win, verbatim, deep', () => {
     const scope = scopeFor({ helmValues: { 'orbit-crm': { replicaCount: 3, image: { pullPolicy: 'Always' }, config: { currency: 'USD' }, seed: null } } });
-    const values = moduleValues({ module: 'orbit-crm', scope, deps, credentials });
+    const values = moduleValues({ module: 'orbit-crm', scope, deps, ...secrets });
     expect(values.plain).toMatchObject({ replicaCount: 3, image: { tag: '1.1.0', pullPolicy: 'Always' }, config: { currency: 'USD' }, seed: null });
   });
 
   it('refuses secret values in an EvaTenant', () => {
     const scope = scopeFor({ helmValues: { 'orbit-crm': { nats: { password: 'x' } } } });
-    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, credentials })).toThrow(InputError);
-    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, credentials })).toThrow(/helmValues.orbit-crm sets nats/);
+    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, ...secrets })).toThrow(InputError);
+    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, ...secrets })).toThrow(/helmValues.orbit-crm sets nats/);
   });
 
   it('puts the operator’s secret values last in the file, and lists every secret string for scrubbing', () => {
-    const values = moduleValues({ module: 'orbit-itsm', scope: scopeFor(), deps, credentials });
-    expect(Object.keys(valuesFileContent(values)).slice(-2)).toEqual(['credentials', 'nats']);
-    expect(secretStrings(values).sort()).toEqual(
-      ['api-secret-value', 'db-secret-value', 'eva', 'jwt-secret-value', 'nats-pass-123', 'nats://nats.eva-system:4222'].sort(),
-    );
+    const values = moduleValues({ module: 'orbit-itsm', scope: scopeFor(), deps, ...secrets });
+    expect(Object.keys(valuesFileContent(values)).slice(-1)).toEqual(['credentials']);
+    expect(secretStrings(values).sort()).toEqual(['api-secret-value', 'db-secret-value', 'jwt-secret-value']);
   });
 
   it('deep-merges objects, replaces arrays and scalars', () => {
@@ -110,7 +97,7 @@ describe('module values', () => {
 });
 
 describe('values hash', () => {
-  const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, credentials });
+  const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets });
 
   it('is a label value that ignores key order', () => {
     const hash = valuesHash('1.0.0+abc', values);
@@ -119,12 +106,14 @@ describe('values hash', () => {
     expect(valuesHash('1.0.0+abc', reordered)).toBe(hash);
   });
 
-  it('changes with a credential, a value or the chart', () => {
+  it('changes with a credential, the NATS credentials, a value or the chart', () => {
     const hash = valuesHash('1.0.0+abc', values);
-    const rotated = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, credentials: { ...credentials, 'db-password': 'new' } });
+    const rotated = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets, credentials: { ...credentials, 'db-password': 'new' } });
     expect(valuesHash('1.0.0+abc', rotated)).not.toBe(hash);
     expect(valuesHash('1.0.1+abc', values)).not.toBe(hash);
-    const scaled = moduleValues({ module: 'orbit-crm', scope: scopeFor({ helmValues: { 'orbit-crm': { replicaCount: 2 } } }), deps, credentials });
+    const renewed = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets, natsRevision: 'nats-rev-2' });
+    expect(valuesHash('1.0.0+abc', renewed)).not.toBe(hash);
+    const scaled = moduleValues({ module: 'orbit-crm', scope: scopeFor({ helmValues: { 'orbit-crm': { replicaCount: 2 } } }), deps, ...secrets });
     expect(valuesHash('1.0.0+abc', scaled)).not.toBe(hash);
   });
 });
@@ -195,7 +184,7 @@ describe('release checks', () => {
       { name: 'orbit-itsm', version: 4, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'h2' } },
       { name: 'someone-elses', version: 1, status: 'deployed', labels: {} },
     ];
-    expect(releaseProblems(desired, releases)).toEqual([]);
+    expect(releaseProblems(desired, releases, new Set(['orbit-crm', 'orbit-itsm']))).toEqual([]);
   });
 
   it('reports missing, unsettled, outdated and undesired releases', () => {
@@ -203,9 +192,9 @@ describe('release checks', () => {
       { name: 'orbit-crm', version: 2, status: 'pending-upgrade', labels: { ...ours, [VALUES_HASH_LABEL]: 'h1' } },
       { name: 'eva-shell', version: 1, status: 'deployed', labels: ours },
     ];
-    expect(releaseProblems(desired, releases).map((p) => p.reason)).toEqual(['ReleaseNotDeployed', 'ReleaseMissing', 'UndesiredRelease']);
+    expect(releaseProblems(desired, releases, new Set(['orbit-crm'])).map((p) => p.reason)).toEqual(['ReleaseNotDeployed', 'ReleaseMissing', 'UndesiredRelease']);
     const outdated = [{ name: 'orbit-crm', version: 1, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'old' } }];
-    expect(releaseProblems(new Map([['orbit-crm', 'h1']]), outdated)[0]?.reason).toBe('ReleaseOutdated');
+    expect(releaseProblems(new Map([['orbit-crm', 'h1']]), outdated, new Set(['orbit-crm']))[0]?.reason).toBe('ReleaseOutdated');
   });
 
   it('only calls the operator’s own module releases undesired', () => {

@@ -4,10 +4,13 @@
  *
  * Values: the operator's (image from images.txt honouring spec.versions, tenant, otel, seed) deep-merged
  * with spec.helmValues[module] (the tenant's win), plus the secret values (the tenant's generated
- * credentials and the NATS connection) that only ever reach helm through a tmpfs values file.
+ * credentials) that only ever reach helm through a tmpfs values file. The NATS connection is not a
+ * value: the charts mount the Secret eva-nats that step 'account' writes; the values only name it and
+ * carry a revision of its credentials, so a rotation rolls every module once.
  * A hash of chart + values is stored as a release label, so a repeat ensure compares labels and starts
  * no helm process, and verify (the drift check) reads release Secrets' labels and Deployments only.
  */
+import { Reason } from '../api/reasons.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,14 +19,16 @@ import { parse as parseYaml } from 'yaml';
 import { GROUP } from '../api/constants.ts';
 import { isModuleName, type ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
-import { type Helm, isPending, readReleases, recoverPendingRelease, type ReleaseRecord } from '../adapters/helm.ts';
+import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
+import { actionFor, problemFor, recoverPendingRelease, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
-import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
+import { FIELD_MANAGER, isConflict, isNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
-import { DependencyError, InputError, StepError } from './errors.ts';
+import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { desiredSeedsVersion } from './record.ts';
-import { canonicalJson } from './seed.ts';
+import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 
 export interface ModuleStepDeps {
@@ -32,15 +37,14 @@ export interface ModuleStepDeps {
   images: ImageCatalog;
   config: Pick<
     OperatorConfig,
-    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'nats'
+    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint'
   >;
 }
 
-export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;
 export const MODULE_LABEL = `${GROUP}/module`;
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
-export const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
-/** Set by the operator from the credentials Secret and its NATS settings; never from the EvaTenant. */
+const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
+/** Set by the operator (the credentials Secret, the NATS Secret's name and revision); never from the EvaTenant. */
 const OPERATOR_SECRET_KEYS = ['credentials', 'nats'];
 const HELM_TIMEOUT_SECONDS = 120;
 
@@ -76,16 +80,18 @@ export interface ValuesInput {
   scope: TenantScope;
   deps: Pick<ModuleStepDeps, 'images' | 'config'>;
   credentials: Readonly<Record<string, string>>;
+  /** A digest of the credentials in Secret eva-nats: new credentials, new pods. */
+  natsRevision: string;
 }
 
 /** The non-secret values the operator sets for a module, merged with the tenant's helmValues. */
-export function moduleValues({ module, scope, deps, credentials }: ValuesInput): ModuleValues {
+export function moduleValues({ module, scope, deps, credentials, natsRevision }: ValuesInput): ModuleValues {
   const { spec } = scope.tenant;
   const user = spec.helmValues?.[module] ?? {};
   const reserved = OPERATOR_SECRET_KEYS.filter((key) => key in user);
   if (reserved.length > 0) {
     throw new InputError(
-      'InvalidHelmValues',
+      Reason.InvalidHelmValues,
       `helmValues.${module} sets ${reserved.join(' and ')}: secret values are set by the operator and never belong in an EvaTenant`,
     );
   }
@@ -96,10 +102,10 @@ export function moduleValues({ module, scope, deps, credentials }: ValuesInput):
     otel: { endpoint: deps.config.moduleOtelEndpoint ?? '' },
     seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
   };
-  const { nats } = deps.config;
+  const nats = { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision };
   return {
-    plain: deepMerge(operator, user),
-    secret: { credentials: { ...credentials }, nats: { url: nats.url, user: nats.user ?? '', password: nats.password ?? '' } },
+    plain: { ...deepMerge(operator, user), nats },
+    secret: { credentials: { ...credentials } },
   };
 }
 
@@ -126,7 +132,7 @@ export function secretStrings(values: ModuleValues): string[] {
   return out;
 }
 
-type Problem = { reason: string; message: string };
+type Problem = { reason: Reason; message: string };
 type DeploymentCondition = NonNullable<NonNullable<V1Deployment['status']>['conditions']>[number];
 
 /** Pods the ReplicaSet could not create (a quota, a LimitRange, Pod Security) or a stalled rollout. */
@@ -134,22 +140,22 @@ function conditionProblem(name: string, conditions: readonly DeploymentCondition
   const failure = conditions.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
   if (failure !== undefined) {
     const message = `${name}: ${failure.message ?? failure.reason ?? 'cannot create pods'}`;
-    return { reason: message.includes('exceeded quota') ? 'QuotaExceeded' : 'ReplicaFailure', message };
+    return { reason: message.includes('exceeded quota') ? Reason.QuotaExceeded : Reason.ReplicaFailure, message };
   }
   const progressing = conditions.find((c) => c.type === 'Progressing');
   if (progressing?.reason !== 'ProgressDeadlineExceeded') return undefined;
-  return { reason: 'DeploymentStalled', message: `${name}: ${progressing.message ?? 'progress deadline exceeded'}` };
+  return { reason: Reason.DeploymentStalled, message: `${name}: ${progressing.message ?? 'progress deadline exceeded'}` };
 }
 
 /** The controller has seen the current spec and every wanted replica runs the current template. */
 function rolloutProblem(name: string, deployment: V1Deployment): Problem | undefined {
   const { metadata, spec, status } = deployment;
   if ((status?.observedGeneration ?? 0) < (metadata?.generation ?? 0)) {
-    return { reason: 'DeploymentProgressing', message: `${name}: the new spec is not observed yet` };
+    return { reason: Reason.DeploymentProgressing, message: `${name}: the new spec is not observed yet` };
   }
   const wanted = spec?.replicas ?? 1;
   const updated = status?.updatedReplicas ?? 0;
-  if (updated < wanted) return { reason: 'DeploymentProgressing', message: `${name}: ${updated}/${wanted} replicas updated` };
+  if (updated < wanted) return { reason: Reason.DeploymentProgressing, message: `${name}: ${updated}/${wanted} replicas updated` };
   return undefined;
 }
 
@@ -161,24 +167,23 @@ export function deploymentProblem(deployment: V1Deployment): Problem | undefined
   if (problem !== undefined) return problem;
   const available = conditions.find((c) => c.type === 'Available');
   if (available?.status === 'True') return undefined;
-  return { reason: 'DeploymentUnavailable', message: `${name}: ${available?.message ?? 'not available yet'}` };
+  return { reason: Reason.DeploymentUnavailable, message: `${name}: ${available?.message ?? 'not available yet'}` };
 }
 
 /** What is wrong with the releases against the desired hashes (in module order), if anything. */
 export function releaseProblems(
   desired: ReadonlyMap<ModuleName, string>,
   releases: readonly ReleaseRecord[],
+  withDeployment: ReadonlySet<string>,
 ): Problem[] {
   const byName = new Map(releases.map((r) => [r.name, r]));
   const problems: Problem[] = [];
   for (const [module, hash] of desired) {
-    const release = byName.get(module);
-    if (release === undefined) problems.push({ reason: 'ReleaseMissing', message: `${module} is not installed` });
-    else if (release.status !== 'deployed') problems.push({ reason: 'ReleaseNotDeployed', message: `${module} revision ${release.version} is ${release.status}` });
-    else if (release.labels[VALUES_HASH_LABEL] !== hash) problems.push({ reason: 'ReleaseOutdated', message: `${module} revision ${release.version} has other values or chart than desired` });
+    const problem = problemFor(module, releaseState(hash, byName.get(module), withDeployment.has(module)));
+    if (problem !== undefined) problems.push(problem);
   }
   for (const release of undesiredReleases(desired, releases)) {
-    problems.push({ reason: 'UndesiredRelease', message: `${release.name} is installed but not part of the tier` });
+    problems.push({ reason: Reason.UndesiredRelease, message: `${release.name} is installed but not part of the tier` });
   }
   return problems;
 }
@@ -210,7 +215,7 @@ export function chartFingerprint(dir: string): string {
   try {
     version = (parseYaml(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as { version?: unknown } | null)?.version;
   } catch (err) {
-    throw new DependencyError('ChartMissing', `cannot read the module chart at ${dir}: ${(err as Error).message}`, { cause: err });
+    throw new DependencyError(Reason.ChartMissing, `cannot read the module chart at ${dir}: ${(err as Error).message}`, { cause: err });
   }
   const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => statSync(join(dir, f)).isFile()).sort();
   const digest = createHash('sha256');
@@ -276,6 +281,13 @@ async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record
   }
 }
 
+/** A digest of the modules' NATS credentials (Secret eva-nats), or undefined when there are none yet. */
+async function readNatsRevision(kube: Kube, scope: TenantScope): Promise<string | undefined> {
+  const secret = await readOptional(() => kube.core.readNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
+  const creds = secret?.data?.[NATS_CREDS_KEY];
+  return creds === undefined ? undefined : createHash('sha256').update(creds).digest('hex').slice(0, 16);
+}
+
 // ---- ensure ---------------------------------------------------------------------------------------
 
 interface DesiredRelease {
@@ -285,14 +297,20 @@ interface DesiredRelease {
   hash: string;
 }
 
-function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, credentials: Record<string, string>): DesiredRelease {
+/** What every release of the tenant is rendered with besides the spec: the two Secrets' contents. */
+interface TenantSecrets {
+  credentials: Record<string, string>;
+  natsRevision: string;
+}
+
+function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, secrets: TenantSecrets): DesiredRelease {
   const chart = chartPath(deps.config.chartBasePath, module);
-  const values = moduleValues({ module, scope, deps, credentials });
+  const values = moduleValues({ module, scope, deps, ...secrets });
   return { module, chart, values, hash: valuesHash(chartFingerprint(chart), values) };
 }
 
 function assertNotShuttingDown(scope: TenantScope): void {
-  if (scope.signal.aborted) throw new DependencyError('ShuttingDown', 'the operator is shutting down; helm was not started');
+  if (scope.signal.aborted) throw new DependencyError(Reason.ShuttingDown, 'the operator is shutting down; helm was not started');
 }
 
 async function ensureRelease(
@@ -303,12 +321,13 @@ async function ensureRelease(
   deploymentMissing: boolean,
 ): Promise<void> {
   const log = scope.log.child({ module: desired.module });
-  // Up to date, unless its Deployment was deleted: only helm puts it back (an upgrade recreates it).
-  if (current?.status === 'deployed' && current.labels[VALUES_HASH_LABEL] === desired.hash && !deploymentMissing) return;
-  if (current !== undefined && isPending(current.status)) {
+  const state = releaseState(desired.hash, current, !deploymentMissing);
+  const action = actionFor(state);
+  if (action === 'none') return;
+  if (action === 'unlock-then-upgrade' && current !== undefined) {
     assertNotShuttingDown(scope);
-    const action = await recoverPendingRelease(deps.helm, scope.namespace, current);
-    log.warn({ status: current.status, revision: current.version, action }, 'recovered a release left pending by an interrupted helm');
+    const recovery = await recoverPendingRelease(deps.helm, scope.namespace, current);
+    log.warn({ status: current.status, revision: current.version, action: recovery }, 'recovered a release left pending by an interrupted helm');
   }
   assertNotShuttingDown(scope);
   using file = writeSecretValuesFile(valuesFileContent(desired.values), {
@@ -345,13 +364,13 @@ async function uninstallRelease(scope: TenantScope, deps: ModuleStepDeps, releas
  * surface), else the first failure; the message names every module that failed.
  */
 export function combineFailures(failures: readonly { module: string; error: unknown }[]): StepError | undefined {
-  if (failures.length === 0) return undefined;
   const lead = failures.find((f) => f.error instanceof InputError) ?? failures[0];
-  const message = failures.map((f) => `${f.module}: ${f.error instanceof Error ? f.error.message : String(f.error)}`).join('; ');
-  const reason = lead?.error instanceof StepError ? lead.error.reason : 'ModuleDeployFailed';
-  return lead?.error instanceof InputError
+  if (lead === undefined) return undefined;
+  const message = failures.map((f) => `${f.module}: ${messageOf(f.error)}`).join('; ');
+  const { reason, needsUser } = problemOf(lead.error, Reason.ModuleDeployFailed);
+  return needsUser
     ? new InputError(reason, message, { cause: lead.error })
-    : new DependencyError(reason, message, { cause: lead?.error });
+    : new DependencyError(reason, message, { cause: lead.error });
 }
 
 async function settleAll(jobs: readonly { module: string; run: () => Promise<void> }[]): Promise<void> {
@@ -361,8 +380,11 @@ async function settleAll(jobs: readonly { module: string; run: () => Promise<voi
   if (error !== undefined) throw error;
 }
 
-async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
-  const credentials = await ensureCredentials(deps.kube, scope);
+/** The Deployments' rollout is the controller-manager's: verify judges. */
+async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<undefined> {
+  const natsRevision = await readNatsRevision(deps.kube, scope);
+  if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
+  const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision };
   const releases = await readReleases(deps.kube, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
   const deployed = new Set((await listModuleDeployments(deps.kube, scope.namespace)).map(instanceOf));
@@ -370,7 +392,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const jobs: { module: string; run: () => Promise<void> }[] = [];
   for (const module of scope.modules) {
     try {
-      desired.set(module, desiredRelease(module, scope, deps, credentials));
+      desired.set(module, desiredRelease(module, scope, deps, secrets));
     } catch (err) {
       jobs.push({ module, run: () => Promise.reject(err instanceof Error ? err : new Error(String(err))) });
     }
@@ -383,6 +405,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
     jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
   }
   await settleAll(jobs);
+  return undefined;
 }
 
 // ---- verify / remove ------------------------------------------------------------------------------
@@ -397,38 +420,40 @@ function instanceOf(deployment: V1Deployment): string | undefined {
   return deployment.metadata?.labels?.['app.kubernetes.io/instance'];
 }
 
-async function deploymentProblems(kube: Kube, namespace: string, modules: readonly ModuleName[]): Promise<Problem[]> {
-  const deployments = await listModuleDeployments(kube, namespace);
+/** Why the modules' Deployments are not serving yet (a missing one is the release's state: Drifted). */
+function deploymentProblems(deployments: readonly V1Deployment[], modules: readonly ModuleName[]): Problem[] {
   const problems: Problem[] = [];
   for (const module of modules) {
-    const own = deployments.filter((d) => instanceOf(d) === module);
-    if (own.length === 0) problems.push({ reason: 'DeploymentMissing', message: `${module} has no Deployment` });
-    for (const deployment of own) {
+    for (const deployment of deployments.filter((d) => instanceOf(d) === module)) {
       const problem = deploymentProblem(deployment);
       if (problem !== undefined) problems.push(problem);
     }
   }
   // Quota first: it will not fix itself, and it is the message the tenant's owner needs.
-  return problems.sort((a, b) => Number(b.reason === 'QuotaExceeded') - Number(a.reason === 'QuotaExceeded'));
+  return problems.sort((a, b) => Number(b.reason === Reason.QuotaExceeded) - Number(a.reason === Reason.QuotaExceeded));
 }
 
 /** Read-only: release Secrets' labels, the credentials Secret and Deployments; never starts helm. */
 async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
   const credentials = await readCredentials(deps.kube, scope);
-  if (credentials === undefined) return notReady('CredentialsMissing', `Secret ${credentialsSecretName(scope.code)} does not exist`);
+  if (credentials === undefined) return notReady(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist`);
+  const natsRevision = await readNatsRevision(deps.kube, scope);
+  if (natsRevision === undefined) return notReady(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist`);
   const desired = new Map<ModuleName, string>();
   for (const module of scope.modules) {
     try {
-      desired.set(module, desiredRelease(module, scope, deps, credentials).hash);
+      desired.set(module, desiredRelease(module, scope, deps, { credentials, natsRevision }).hash);
     } catch (err) {
       // A spec ensure would refuse (unknown version pin, secret helmValues) is a verdict, not a crash.
       if (err instanceof InputError) return notReady(err.reason, `${module}: ${err.message}`);
       throw err;
     }
   }
-  const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace));
+  const deployments = await listModuleDeployments(deps.kube, scope.namespace);
+  const withDeployment = new Set(deployments.map(instanceOf).filter((name) => name !== undefined));
+  const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace), withDeployment);
   if (problems.length > 0) return verdictOf(problems);
-  return verdictOf(await deploymentProblems(deps.kube, scope.namespace, scope.modules));
+  return verdictOf(deploymentProblems(deployments, scope.modules));
 }
 
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
@@ -444,13 +469,13 @@ async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
 async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
   const problems: Problem[] = [];
   const ours = (await readReleases(deps.kube, scope.namespace)).filter(isOurs);
-  if (ours.length > 0) problems.push({ reason: 'ReleasesRemain', message: `releases remain: ${ours.map((r) => r.name).join(', ')}` });
+  if (ours.length > 0) problems.push({ reason: Reason.ReleasesRemain, message: `releases remain: ${ours.map((r) => r.name).join(', ')}` });
   const deployments = await listModuleDeployments(deps.kube, scope.namespace);
   if (deployments.length > 0) {
-    problems.push({ reason: 'ModuleResourcesRemain', message: `Deployments remain: ${deployments.map((d) => d.metadata?.name ?? '?').join(', ')}` });
+    problems.push({ reason: Reason.ModuleResourcesRemain, message: `Deployments remain: ${deployments.map((d) => d.metadata?.name ?? '?').join(', ')}` });
   }
   if ((await readCredentials(deps.kube, scope)) !== undefined) {
-    problems.push({ reason: 'CredentialsRemain', message: `Secret ${credentialsSecretName(scope.code)} still exists` });
+    problems.push({ reason: Reason.CredentialsRemain, message: `Secret ${credentialsSecretName(scope.code)} still exists` });
   }
   return verdictOf(problems);
 }

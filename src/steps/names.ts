@@ -14,3 +14,11 @@ export const MANAGED_BY = 'eva-operator';
 export const tenantNamespace = (code: string): string => `eva-tenant-${code.toLowerCase()}`;
 export const eventsStream = (code: string): string => `eva-${code}-events`;
 export const commandsStream = (code: string): string => `eva-${code}-commands`;
+/** The tenant's seed data bucket (a KV bucket, stored as stream KV_<bucket>). */
+export const dataBucket = (code: string): string => `eva-${code}-data`;
+/** The stream behind a KV bucket. */
+export const kvStream = (bucket: string): string => `KV_${bucket}`;
+/** The tenant's modules use replies under this prefix; their permissions allow no other inbox. */
+export const inboxPrefix = (code: string): string => `_INBOX_${code}`;
+/** Every subject of the tenant's own traffic; its streams capture `capsule.<CODE>.<kind>.>`. */
+export const tenantSubjects = (code: string): string => `capsule.${code}.>`;

@@ -3,10 +3,11 @@
  * EvaTenant's UID, under Pod Security `restricted`. A namespace that belongs to another tenant (same
  * capsuleCode) or to nobody we know is never adopted: the step fails with a clear condition instead.
  */
+import { Reason } from '../api/reasons.ts';
 import type { V1Namespace } from '@kubernetes/client-node';
 import { API_VERSION, KIND } from '../api/constants.ts';
 import { isConflict, type Kube, readOptional } from '../adapters/kube.ts';
-import { InputError } from './errors.ts';
+import { InputError } from '../errors.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
@@ -21,7 +22,7 @@ const POD_SECURITY = {
   'pod-security.kubernetes.io/audit': 'restricted',
 };
 
-export function namespaceLabels(scope: TenantScope): Record<string, string> {
+function namespaceLabels(scope: TenantScope): Record<string, string> {
   return {
     [LABELS.capsuleCode]: scope.code,
     [LABELS.tier]: scope.tenant.spec.tier,
@@ -58,24 +59,24 @@ function assertOwned(scope: TenantScope, ns: V1Namespace): void {
   if (labels[LABELS.managedBy] === MANAGED_BY && ownerUid) {
     const owner = ns.metadata?.ownerReferences?.[0]?.name ?? `uid ${ownerUid}`;
     throw new InputError(
-      'CapsuleCodeInUse',
+      Reason.CapsuleCodeInUse,
       `capsuleCode ${scope.code} is already used by EvaTenant ${owner}; namespace ${scope.namespace} belongs to it and was left untouched`,
     );
   }
   throw new InputError(
-    'NamespaceNotOwned',
+    Reason.NamespaceNotOwned,
     `namespace ${scope.namespace} exists but was not created by eva-operator; it was left untouched (delete or rename it to use capsuleCode ${scope.code})`,
   );
 }
 
-async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   let existing = await readNamespace(kube, scope.namespace);
   if (!existing) {
     try {
       // Create, not apply: two tenants racing for one code must not both "win" a server-side apply.
       existing = await kube.core.createNamespace({ body: desiredNamespace(scope) });
       scope.log.info({ namespace: scope.namespace }, 'namespace created');
-      return;
+      return READY;
     } catch (err) {
       if (!isConflict(err)) throw err;
       existing = await readNamespace(kube, scope.namespace);
@@ -83,8 +84,12 @@ async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void>
     }
   }
   assertOwned(scope, existing);
+  if (existing.status?.phase === 'Terminating') return terminating(scope);
   if (!labelsMatch(existing, namespaceLabels(scope))) await kube.apply(desiredNamespace(scope));
+  return READY;
 }
+
+const terminating = (scope: TenantScope): Verdict => notReady(Reason.NamespaceTerminating, `namespace ${scope.namespace} is being deleted`);
 
 function labelsMatch(ns: V1Namespace, desired: Record<string, string>): boolean {
   const labels = ns.metadata?.labels ?? {};
@@ -93,10 +98,10 @@ function labelsMatch(ns: V1Namespace, desired: Record<string, string>): boolean 
 
 async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   const ns = await readNamespace(kube, scope.namespace);
-  if (!ns) return notReady('NamespaceMissing', `namespace ${scope.namespace} does not exist`);
+  if (!ns) return notReady(Reason.NamespaceMissing, `namespace ${scope.namespace} does not exist`);
   assertOwned(scope, ns);
-  if (ns.status?.phase === 'Terminating') return notReady('NamespaceTerminating', `namespace ${scope.namespace} is being deleted`);
-  if (!labelsMatch(ns, namespaceLabels(scope))) return notReady('NamespaceLabelsDrifted', `namespace ${scope.namespace} labels differ from the tenant`);
+  if (ns.status?.phase === 'Terminating') return terminating(scope);
+  if (!labelsMatch(ns, namespaceLabels(scope))) return notReady(Reason.NamespaceLabelsDrifted, `namespace ${scope.namespace} labels differ from the tenant`);
   return READY;
 }
 
@@ -110,7 +115,7 @@ async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void>
 async function verifyRemoved(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   const ns = await readNamespace(kube, scope.namespace);
   if (!ns || ns.metadata?.labels?.[LABELS.tenantUid] !== scope.tenant.metadata.uid) return READY;
-  return notReady('NamespaceTerminating', `namespace ${scope.namespace} is still being deleted`);
+  return notReady(Reason.NamespaceTerminating, `namespace ${scope.namespace} is still being deleted`);
 }
 
 export const namespaceStep: Step<KubeStepDeps> = { name: 'namespace', ensure, verify, remove, verifyRemoved };

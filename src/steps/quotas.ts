@@ -2,6 +2,7 @@
  * NamespaceReady, part 2: the tier's ResourceQuota and the LimitRange with container defaults.
  * Enterprise and Platform have no quota: a quota left over from a lower tier is removed.
  */
+import { Reason } from '../api/reasons.ts';
 import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
 import { CONTAINER_DEFAULTS, QUOTA_BY_TIER } from '../api/tiers.ts';
 import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
@@ -9,14 +10,14 @@ import { LABELS, MANAGED_BY } from './names.ts';
 import type { KubeStepDeps } from './namespace.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
-export const QUOTA_NAME = 'eva-tier-quota';
-export const LIMIT_RANGE_NAME = 'eva-container-defaults';
+const QUOTA_NAME = 'eva-tier-quota';
+const LIMIT_RANGE_NAME = 'eva-container-defaults';
 
 function labels(scope: TenantScope): Record<string, string> {
   return { [LABELS.capsuleCode]: scope.code, [LABELS.tier]: scope.tenant.spec.tier, [LABELS.managedBy]: MANAGED_BY };
 }
 
-export function desiredQuotaHard(scope: TenantScope): Record<string, string> | undefined {
+function desiredQuotaHard(scope: TenantScope): Record<string, string> | undefined {
   const quota = QUOTA_BY_TIER[scope.tenant.spec.tier];
   if (!quota) return undefined;
   return { 'requests.cpu': quota.requestsCpu, 'requests.memory': quota.requestsMemory, pods: quota.pods };
@@ -55,21 +56,22 @@ function limitRangeMatches(lr: V1LimitRange | undefined): boolean {
 async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
   const quota = await readQuota(kube, scope.namespace);
-  if (hard && !quota) return notReady('QuotaMissing', `ResourceQuota ${QUOTA_NAME} is missing`);
-  if (hard && !sameMap(quota?.spec?.hard, hard)) return notReady('QuotaDrifted', `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
-  if (!hard && quota) return notReady('QuotaNotExpected', `the ${scope.tenant.spec.tier} tier is unrestricted but ResourceQuota ${QUOTA_NAME} exists`);
+  if (hard && !quota) return notReady(Reason.QuotaMissing, `ResourceQuota ${QUOTA_NAME} is missing`);
+  if (hard && !sameMap(quota?.spec?.hard, hard)) return notReady(Reason.QuotaDrifted, `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
+  if (!hard && quota) return notReady(Reason.QuotaNotExpected, `the ${scope.tenant.spec.tier} tier is unrestricted but ResourceQuota ${QUOTA_NAME} exists`);
   if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) {
-    return notReady('LimitRangeDrifted', `LimitRange ${LIMIT_RANGE_NAME} is missing or differs`);
+    return notReady(Reason.LimitRangeDrifted, `LimitRange ${LIMIT_RANGE_NAME} is missing or differs`);
   }
   return READY;
 }
 
-async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
+async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
   const quota = await readQuota(kube, scope.namespace);
   if (hard && !sameMap(quota?.spec?.hard, hard)) await kube.apply(desiredQuota(scope, hard));
   if (!hard && quota) await kube.core.deleteNamespacedResourceQuota({ name: QUOTA_NAME, namespace: scope.namespace });
   if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) await kube.apply(desiredLimitRange(scope));
+  return READY;
 }
 
 async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
@@ -78,8 +80,8 @@ async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void>
 }
 
 async function verifyRemoved(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
-  if (await readQuota(kube, scope.namespace)) return notReady('QuotaPresent', `ResourceQuota ${QUOTA_NAME} still exists`);
-  if (await readLimitRange(kube, scope.namespace)) return notReady('LimitRangePresent', `LimitRange ${LIMIT_RANGE_NAME} still exists`);
+  if (await readQuota(kube, scope.namespace)) return notReady(Reason.QuotaPresent, `ResourceQuota ${QUOTA_NAME} still exists`);
+  if (await readLimitRange(kube, scope.namespace)) return notReady(Reason.LimitRangePresent, `LimitRange ${LIMIT_RANGE_NAME} still exists`);
   return READY;
 }
 

@@ -2,10 +2,10 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, testScope, type TestNatsServer } from '../../test/support/nats-server.ts';
-import { createNatsClient, type NatsClient, type NatsStepDeps } from '../adapters/nats.ts';
-import { InputError } from './errors.ts';
+import { describe, expect, it } from 'vitest';
+import { testScope, useNatsServer } from '../../test/support/fixtures.ts';
+import { InputError } from '../errors.ts';
+import type { NatsStepDeps } from './nats-accounts.ts';
 import {
   bundledSeedsVersions,
   compareSemver,
@@ -38,31 +38,22 @@ describe('seeds versions (pure)', () => {
   });
 });
 
-describe('record step against a real nats-server', () => {
-  let server: TestNatsServer;
-  let nats: NatsClient;
-  let deps: NatsStepDeps;
-  beforeAll(async () => {
-    server = await startNatsServer();
-    nats = createNatsClient({ url: server.url });
-    deps = { nats, seedsBasePath: SEEDS };
-  });
-  afterAll(async () => {
-    await nats.close();
-    await server.stop();
-  });
+describe('record step against a real nats-server, in the operator\'s registry account', () => {
+  const f = useNatsServer();
+  const deps = (): NatsStepDeps => f.deps(SEEDS);
+  const nats = { run: <T>(fn: Parameters<typeof f.nats.runInRegistry<T>>[0]): Promise<T> => f.nats.runInRegistry(fn) };
 
   const revisionOf = async (code: string): Promise<number | undefined> =>
     (await nats.run((s) => readTenantRecord(s, code)))?.revision;
 
   it('verify reads without creating the bucket', async () => {
-    expect(await recordStep.verify(testScope({ code: 'NOBUCK' }), deps)).toMatchObject({ reason: 'TenantRecordMissing' });
-    expect(await (await nats.session()).existingKv(TENANTS_BUCKET)).toBeUndefined();
+    expect(await recordStep.verify(testScope({ code: 'NOBUCK' }), deps())).toMatchObject({ reason: 'TenantRecordMissing' });
+    expect(await nats.run((s) => s.existingKv(TENANTS_BUCKET))).toBeUndefined();
   });
 
   it('creates the bucket (history 5) and the record; a repeat makes no write', async () => {
     const scope = testScope({ code: 'RECORD', tier: 'Customer', seedsVersion: '1.0.0' });
-    await recordStep.ensure(scope, deps);
+    await recordStep.ensure(scope, deps());
     const first = await nats.run((s) => readTenantRecord(s, 'RECORD'));
     expect(first?.record).toMatchObject({
       code: 'RECORD',
@@ -72,19 +63,19 @@ describe('record step against a real nats-server', () => {
       seedsVersion: '1.0.0',
     });
     expect(first?.record.createdAt).toBe(first?.record.updatedAt);
-    expect((await (await nats.session()).jsm.streams.info(`KV_${TENANTS_BUCKET}`)).config.max_msgs_per_subject).toBe(5);
+    expect((await nats.run((s) => s.jsm.streams.info(`KV_${TENANTS_BUCKET}`))).config.max_msgs_per_subject).toBe(5);
 
-    await recordStep.ensure(scope, deps);
+    await recordStep.ensure(scope, deps());
     expect(await revisionOf('RECORD')).toBe(first?.revision);
-    expect(await recordStep.verify(scope, deps)).toEqual(READY);
+    expect(await recordStep.verify(scope, deps())).toEqual(READY);
   });
 
   it('rewrites the record when the tier changes, keeping createdAt', async () => {
-    await recordStep.ensure(testScope({ code: 'RETIER', tier: 'Starter' }), deps);
+    await recordStep.ensure(testScope({ code: 'RETIER', tier: 'Starter' }), deps());
     const before = await nats.run((s) => readTenantRecord(s, 'RETIER'));
     const enterprise = testScope({ code: 'RETIER', tier: 'Enterprise' });
-    expect(await recordStep.verify(enterprise, deps)).toMatchObject({ reason: 'TenantRecordDrifted', message: expect.stringContaining('tier, modules') as string });
-    await recordStep.ensure(enterprise, deps);
+    expect(await recordStep.verify(enterprise, deps())).toMatchObject({ reason: 'TenantRecordDrifted', message: expect.stringContaining('tier, modules') as string });
+    await recordStep.ensure(enterprise, deps());
     const after = await nats.run((s) => readTenantRecord(s, 'RETIER'));
     expect(after?.revision).toBeGreaterThan(before?.revision ?? Infinity);
     expect(after?.record.tier).toBe('Enterprise');
@@ -93,40 +84,40 @@ describe('record step against a real nats-server', () => {
   });
 
   it('refuses a second tenant with the same capsule code and writes nothing', async () => {
-    await recordStep.ensure(testScope({ code: 'TAKENN', uid: 'uid-first' }), deps);
+    await recordStep.ensure(testScope({ code: 'TAKENN', uid: 'uid-first' }), deps());
     const revision = await revisionOf('TAKENN');
     const second = testScope({ code: 'TAKENN', uid: 'uid-second', tier: 'Platform' });
-    const err = await recordStep.ensure(second, deps).catch((e: unknown) => e);
+    const err = await recordStep.ensure(second, deps()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);
     expect((err as InputError).reason).toBe('CapsuleCodeInUse');
     expect(await revisionOf('TAKENN')).toBe(revision);
-    expect(await recordStep.verify(second, deps)).toMatchObject({ reason: 'CapsuleCodeInUse' });
+    expect(await recordStep.verify(second, deps())).toMatchObject({ reason: 'CapsuleCodeInUse' });
 
     // Deleting the loser must not delete the winner's record.
-    await recordStep.remove(second, deps);
-    expect(await recordStep.verifyRemoved(second, deps)).toEqual(READY);
+    await recordStep.remove(second, deps());
+    expect(await recordStep.verifyRemoved(second, deps())).toEqual(READY);
     expect(await revisionOf('TAKENN')).toBe(revision);
   });
 
   it('removes (purges) the record; remove is idempotent', async () => {
     const scope = testScope({ code: 'PURGED' });
-    await recordStep.ensure(scope, deps);
-    expect(await recordStep.verifyRemoved(scope, deps)).toMatchObject({ reason: 'TenantRecordPresent' });
-    await recordStep.remove(scope, deps);
-    await recordStep.remove(scope, deps);
-    expect(await recordStep.verifyRemoved(scope, deps)).toEqual(READY);
-    const kv = await (await nats.session()).existingKv(TENANTS_BUCKET);
+    await recordStep.ensure(scope, deps());
+    expect(await recordStep.verifyRemoved(scope, deps())).toMatchObject({ reason: 'TenantRecordPresent' });
+    await recordStep.remove(scope, deps());
+    await recordStep.remove(scope, deps());
+    expect(await recordStep.verifyRemoved(scope, deps())).toEqual(READY);
+    const kv = await nats.run((s) => s.existingKv(TENANTS_BUCKET));
     const history = await kv?.history({ key: 'PURGED' });
     const ops: string[] = [];
     for await (const entry of history ?? []) ops.push(entry.operation);
     expect(ops).toEqual(['PURGE']);
     // A recreated tenant with the same code starts a fresh record.
-    await recordStep.ensure(scope, deps);
-    expect(await recordStep.verify(scope, deps)).toEqual(READY);
+    await recordStep.ensure(scope, deps());
+    expect(await recordStep.verify(scope, deps())).toEqual(READY);
   });
 
   it('rejects a tenant without a uid', async () => {
     const scope = testScope({ code: 'NOUIDD', uid: '' });
-    await expect(recordStep.ensure(scope, deps)).rejects.toMatchObject({ reason: 'TenantUidMissing' });
+    await expect(recordStep.ensure(scope, deps())).rejects.toMatchObject({ reason: 'TenantUidMissing' });
   });
 });

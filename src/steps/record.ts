@@ -7,25 +7,23 @@
  * It also answers "which seeds version does this tenant want", because the record stores it and the
  * seed step applies it: both must resolve a missing spec.seedsVersion the same way.
  */
+import { Reason } from '../api/reasons.ts';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { KV } from 'nats';
-import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
+import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
+import type { NatsStepDeps } from './nats-accounts.ts';
+import { codeInUse, tenantUid } from './ownership.ts';
 import { TIERS } from '../api/constants.ts';
 import { MODULES } from '../api/modules.ts';
 import { StringEnum } from '../api/schema-kinds.ts';
-import { DependencyError, InputError } from './errors.ts';
-import { LABELS } from './names.ts';
+import { DependencyError } from '../errors.ts';
 import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
 
 export const TENANTS_BUCKET = 'eva-tenants';
 const TENANTS_HISTORY = 5;
-
-/** Stream/bucket metadata naming the tenant that owns a NATS object: the same keys as our labels. */
-export const OWNER_UID_METADATA = LABELS.tenantUid;
-export const CAPSULE_CODE_METADATA = LABELS.capsuleCode;
 
 const AppliedSeedSchema = Type.Object({ version: Type.String(), digest: Type.String(), appliedAt: Type.String() });
 
@@ -112,44 +110,16 @@ export function desiredSeedsVersion(scope: TenantScope, seedsBasePath: string): 
   if (requested !== undefined) return { version: requested, defaulted: false };
   const newest = bundledSeedsVersions(seedsBasePath)[0];
   if (newest === undefined) {
-    throw new DependencyError('SeedsNotBundled', `no seeds versions are bundled under ${seedsBasePath}`);
+    throw new DependencyError(Reason.SeedsNotBundled, `no seeds versions are bundled under ${seedsBasePath}`);
   }
   return { version: newest, defaulted: true };
 }
 
-// ---- ownership ------------------------------------------------------------------------------------
-
-/** The Kubernetes uid: what tells two EvaTenants that asked for the same capsule code apart. */
-export function tenantUid(scope: TenantScope): string {
-  const uid = scope.tenant.metadata.uid;
-  if (uid === undefined || uid === '') {
-    throw new InputError('TenantUidMissing', `EvaTenant ${scope.tenant.metadata.name} has no metadata.uid`);
-  }
-  return uid;
-}
-
-export function ownerMetadata(scope: TenantScope): Record<string, string> {
-  return { [OWNER_UID_METADATA]: tenantUid(scope), [CAPSULE_CODE_METADATA]: scope.code };
-}
-
-/** The owner uid recorded on a NATS object; undefined for objects without one (adopted as ours). */
-export function ownerOf(metadata: Readonly<Record<string, string>> | undefined): string | undefined {
-  return metadata?.[OWNER_UID_METADATA];
-}
-
-export function codeInUse(scope: TenantScope, what: string, otherUid: string): InputError {
-  return new InputError(
-    'CapsuleCodeInUse',
-    `capsule code ${scope.code} is already used by another tenant (uid ${otherUid}); ${what} belongs to it. ` +
-      'Choose another capsuleCode.',
-  );
-}
-
 // ---- the record in KV -----------------------------------------------------------------------------
 
-export function parseTenantRecord(raw: unknown, code: string): TenantRecord {
+function parseTenantRecord(raw: unknown, code: string): TenantRecord {
   if (!Value.Check(TenantRecordSchema, raw)) {
-    throw new DependencyError('TenantRecordCorrupt', `the tenant record for ${code} in ${TENANTS_BUCKET} is not valid`);
+    throw new DependencyError(Reason.TenantRecordCorrupt, `the tenant record for ${code} in ${TENANTS_BUCKET} is not valid`);
   }
   return raw;
 }
@@ -187,7 +157,7 @@ export async function writeTenantRecord(
     return revision === undefined ? await kv.create(record.code, data) : await kv.update(record.code, data, revision);
   } catch (err) {
     if (jsErrCode(err) !== JS_ERR.wrongLastSequence) throw err;
-    throw new DependencyError('TenantRecordConflict', `the tenant record for ${record.code} changed while being written`, {
+    throw new DependencyError(Reason.TenantRecordConflict, `the tenant record for ${record.code} changed while being written`, {
       cause: err,
     });
   }
@@ -210,14 +180,14 @@ function ownedFields(scope: TenantScope, seedsBasePath: string): OwnedFields {
 }
 
 /** The owned fields that differ between the record and what the tenant wants; empty when in sync. */
-export function recordDrift(record: TenantRecord, desired: OwnedFields): string[] {
+function recordDrift(record: TenantRecord, desired: OwnedFields): string[] {
   const keys = ['code', 'tier', 'uid', 'modules', 'seedsVersion'] as const;
   return keys.filter((key) => JSON.stringify(record[key]) !== JSON.stringify(desired[key]));
 }
 
-async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const desired = ownedFields(scope, deps.seedsBasePath);
-  await deps.nats.run(async (session) => {
+  await deps.nats.runInRegistry(async (session) => {
     const current = await readFrom(await tenantsBucket(session), scope.code);
     if (current && current.record.uid !== desired.uid) throw codeInUse(scope, 'its tenant record', current.record.uid);
     if (current && recordDrift(current.record, desired).length === 0) return;
@@ -226,23 +196,24 @@ async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<voi
     await writeTenantRecord(session, { ...current?.record, ...desired, createdAt, updatedAt: now }, current?.revision);
     scope.log.info({ step: 'record', created: current === undefined }, 'tenant record written');
   });
+  return READY;
 }
 
 async function verifyRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const desired = ownedFields(scope, deps.seedsBasePath);
-  const current = await deps.nats.run((session) => readTenantRecord(session, scope.code));
-  if (!current) return notReady('TenantRecordMissing', `no tenant record for ${scope.code} in ${TENANTS_BUCKET}`);
+  const current = await deps.nats.runInRegistry((session) => readTenantRecord(session, scope.code));
+  if (!current) return notReady(Reason.TenantRecordMissing, `no tenant record for ${scope.code} in ${TENANTS_BUCKET}`);
   if (current.record.uid !== desired.uid) {
-    return notReady('CapsuleCodeInUse', `the tenant record for ${scope.code} belongs to uid ${current.record.uid}`);
+    return notReady(Reason.CapsuleCodeInUse, `the tenant record for ${scope.code} belongs to uid ${current.record.uid}`);
   }
   const drift = recordDrift(current.record, desired);
-  if (drift.length > 0) return notReady('TenantRecordDrifted', `tenant record fields differ: ${drift.join(', ')}`);
+  if (drift.length > 0) return notReady(Reason.TenantRecordDrifted, `tenant record fields differ: ${drift.join(', ')}`);
   return READY;
 }
 
 async function removeRecord(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
   const uid = tenantUid(scope);
-  await deps.nats.run(async (session) => {
+  await deps.nats.runInRegistry(async (session) => {
     const kv = await session.existingKv(TENANTS_BUCKET);
     const current = kv ? await readFrom(kv, scope.code) : undefined;
     if (!kv || !current) return;
@@ -257,9 +228,9 @@ async function removeRecord(scope: TenantScope, deps: NatsStepDeps): Promise<voi
 
 async function verifyRecordRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const uid = tenantUid(scope);
-  const current = await deps.nats.run((session) => readTenantRecord(session, scope.code));
+  const current = await deps.nats.runInRegistry((session) => readTenantRecord(session, scope.code));
   if (current && current.record.uid === uid) {
-    return notReady('TenantRecordPresent', `the tenant record for ${scope.code} still exists`);
+    return notReady(Reason.TenantRecordPresent, `the tenant record for ${scope.code} still exists`);
   }
   return READY;
 }

@@ -6,23 +6,26 @@ import type { OperatorConfig } from '../config.ts';
 import type { Helm } from '../adapters/helm.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import type { Kube } from '../adapters/kube.ts';
-import type { NatsClient } from '../adapters/nats.ts';
-import { type DriftReport, ShutdownError, type StepOutcome } from '../saga/machine.ts';
+import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { InputError, problemOf, ShutdownError } from '../errors.ts';
+import { Reason } from '../api/reasons.ts';
 import { ingressStep } from './ingress.ts';
 import { modulesStep } from './modules.ts';
 import { namespaceStep } from './namespace.ts';
+import type { NatsAccounts } from './nats-accounts.ts';
+import { networkStep } from './network.ts';
 import { quotasStep } from './quotas.ts';
 import { recordStep } from './record.ts';
+import { revokeStep } from './revoke.ts';
 import { seedStep } from './seed.ts';
-import { type Step, STEP_NAMES, type StepName, type TenantScope, type Verdict, type WakeOn } from './step.ts';
+import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type TenantScope, type Verdict, type WakeOn } from './step.ts';
 import { streamsStep } from './streams.ts';
 
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
 export interface OperatorDeps {
   kube: Kube;
-  nats: NatsClient;
+  nats: NatsAccounts;
   helm: Helm;
   images: ImageCatalog;
   config: OperatorConfig;
@@ -32,11 +35,14 @@ export interface OperatorDeps {
 export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
   namespace: namespaceStep,
   quotas: quotasStep,
+  network: networkStep,
+  account: accountStep,
   streams: streamsStep,
   alerts: alertsStep,
   record: recordStep,
   seed: seedStep,
   modules: modulesStep,
+  revoke: revokeStep,
   ingress: ingressStep,
 };
 
@@ -55,8 +61,8 @@ export async function runStep(step: StepName, scope: TenantScope, deps: Operator
   if (scope.signal.aborted) throw new ShutdownError(`stopping at a step boundary; step ${step} not started`);
   const started = performance.now();
   try {
-    await STEPS[step].ensure(scope, deps);
-    const verdict = await STEPS[step].verify(scope, deps);
+    // An ensure that knows from its own writes needs no second read of the same objects.
+    const verdict = (await STEPS[step].ensure(scope, deps)) ?? (await STEPS[step].verify(scope, deps));
     return verdict.ready ? { kind: 'done' } : { kind: 'pending', reason: verdict.reason, message: verdict.message };
   } finally {
     timer?.observe(step, (performance.now() - started) / 1000);
@@ -67,10 +73,9 @@ async function verifySafely(step: StepName, scope: TenantScope, deps: OperatorDe
   try {
     return await STEPS[step].verify(scope, deps);
   } catch (err) {
-    if (err instanceof InputError) return { inSync: false, step, reason: err.reason, message: err.message, unavailable: false };
-    const reason = err instanceof DependencyError ? err.reason : 'CheckFailed';
-    const message = err instanceof Error ? err.message : String(err);
-    return { inSync: false, step, reason, message, unavailable: true };
+    // A refused spec is drift ensure will report; anything else means the check itself could not run.
+    const { reason, message } = problemOf(err, Reason.CheckFailed);
+    return { inSync: false, step, reason, message, unavailable: !(err instanceof InputError) };
   }
 }
 

@@ -6,7 +6,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { Kube } from '../adapters/kube.ts';
 import type { ModuleName } from '../api/modules.ts';
 
-export const SEED_INIT_CONTAINER = 'seed-loader';
+const SEED_INIT_CONTAINER = 'seed-loader';
 const MODULE_LABEL = 'eva.aidonow.com/module';
 
 /** The pod ran the seed loader for `version` and it exited 0. */

@@ -3,14 +3,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KV } from 'nats';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startNatsServer, testScope, type TestNatsServer } from '../../test/support/nats-server.ts';
-import { createNatsClient, type NatsClient, type NatsStepDeps } from '../adapters/nats.ts';
+import { describe, expect, it } from 'vitest';
+import { testAccounts, testScope, useNatsServer, withAccount } from '../../test/support/fixtures.ts';
+import type { NatsStepDeps } from './nats-accounts.ts';
 import { MODULES } from '../api/modules.ts';
 import type { Step, TenantScope } from './step.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import { readTenantRecord, recordStep } from './record.ts';
-import { canonicalJson, dataBucket, diffSeed, loadSeedBundle, seedDigest, seedStep } from './seed.ts';
+import { canonicalJson } from '../canonical-json.ts';
+import { diffSeed, loadSeedBundle, seedDigest, seedStep } from './seed.ts';
+import { dataBucket } from './names.ts';
+import type { NatsSession } from '../adapters/nats.ts';
 import { READY } from './step.ts';
 import { streamsStep } from './streams.ts';
 
@@ -22,10 +25,6 @@ function fileEntries(version: string, module: string): Map<string, unknown> {
 }
 
 describe('seed data (pure)', () => {
-  it('canonical JSON sorts object keys at every level and keeps array order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } })).toBe('{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}');
-  });
-
   it('the digest ignores entry and key order and sees every value change', () => {
     const a = new Map<string, unknown>([['x.a', { p: 1, q: 2 }], ['x.b', [1, 2]]]);
     const b = new Map<string, unknown>([['x.b', [1, 2]], ['x.a', { q: 2, p: 1 }]]);
@@ -101,23 +100,15 @@ describe('seed data (pure)', () => {
   });
 });
 
-describe('seed step against a real nats-server', () => {
-  let server: TestNatsServer;
-  let nats: NatsClient;
-  let deps: NatsStepDeps;
-  beforeAll(async () => {
-    server = await startNatsServer();
-    nats = createNatsClient({ url: server.url });
-    deps = { nats, seedsBasePath: SEEDS };
-  });
-  afterAll(async () => {
-    await nats.close();
-    await server.stop();
-  });
+describe('seed step against a real nats-server: data in the tenant account, record in the registry', () => {
+  const f = useNatsServer();
+  const deps = (): NatsStepDeps => f.deps(SEEDS);
+  const nats = { run: <T>(fn: Parameters<typeof f.nats.runInRegistry<T>>[0]): Promise<T> => f.nats.runInRegistry(fn) };
+  const inTenant = <T>(code: string, fn: (s: NatsSession) => Promise<T>): Promise<T> => f.nats.runInTenant(testScope({ code }), fn);
 
-  const bucket = async (code: string): Promise<KV | undefined> => (await nats.session()).existingKv(dataBucket(code));
+  const bucket = (code: string): Promise<KV | undefined> => inTenant(code, (s) => s.existingKv(dataBucket(code)));
   const lastSeq = async (code: string): Promise<number> =>
-    (await (await nats.session()).jsm.streams.info(`KV_${dataBucket(code)}`)).state.last_seq;
+    (await inTenant(code, (s) => s.jsm.streams.info(`KV_${dataBucket(code)}`))).state.last_seq;
   async function contents(code: string): Promise<Map<string, { value: unknown; revision: number }>> {
     const kv = await bucket(code);
     const out = new Map<string, { value: unknown; revision: number }>();
@@ -132,14 +123,16 @@ describe('seed step against a real nats-server', () => {
     return out;
   }
   async function seeded(scope: TenantScope): Promise<void> {
-    await recordStep.ensure(scope, deps);
-    await seedStep.ensure(scope, deps);
+    await withAccount(f.nats, scope);
+    await recordStep.ensure(scope, deps());
+    await seedStep.ensure(scope, deps());
   }
 
   it('an unknown seedsVersion fails with InputError before anything is created', async () => {
     const scope = testScope({ code: 'UNKNWN', seedsVersion: '0.0.7' });
-    await recordStep.ensure(scope, deps);
-    const err = await seedStep.ensure(scope, deps).catch((e: unknown) => e);
+    await withAccount(f.nats, scope);
+    await recordStep.ensure(scope, deps());
+    const err = await seedStep.ensure(scope, deps()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);
     expect(err).toMatchObject({
       reason: 'UnknownSeedsVersion',
@@ -147,11 +140,13 @@ describe('seed step against a real nats-server', () => {
     });
     expect(await bucket('UNKNWN')).toBeUndefined();
     expect((await nats.run((s) => readTenantRecord(s, 'UNKNWN')))?.record.seed).toBeUndefined();
-    expect(await seedStep.verify(scope, deps)).toMatchObject({ ready: false, reason: 'UnknownSeedsVersion' });
+    expect(await seedStep.verify(scope, deps())).toMatchObject({ ready: false, reason: 'UnknownSeedsVersion' });
   });
 
   it('needs the tenant record first', async () => {
-    const err = await seedStep.ensure(testScope({ code: 'NORECD', seedsVersion: '1.0.0' }), deps).catch((e: unknown) => e);
+    const scope = testScope({ code: 'NORECD', seedsVersion: '1.0.0' });
+    await withAccount(f.nats, scope);
+    const err = await seedStep.ensure(scope, deps()).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DependencyError);
     expect(err).toMatchObject({ reason: 'TenantRecordMissing' });
     expect(await bucket('NORECD')).toBeUndefined();
@@ -165,7 +160,7 @@ describe('seed step against a real nats-server', () => {
     expect(new Map([...stored].map(([k, v]) => [k, v.value]))).toEqual(desired);
     const record = await nats.run((s) => readTenantRecord(s, 'SEEDED'));
     expect(record?.record.seed).toMatchObject({ version: '1.0.0', digest: seedDigest(desired) });
-    expect(await seedStep.verify(scope, deps)).toEqual(READY);
+    expect(await seedStep.verify(scope, deps())).toEqual(READY);
 
     const seq = await lastSeq('SEEDED');
     await seeded(scope);
@@ -180,7 +175,7 @@ describe('seed step against a real nats-server', () => {
     const before = await contents('RESEED');
 
     const v2 = testScope({ code: 'RESEED', tier: 'Enterprise', seedsVersion: '1.1.0' });
-    expect(await seedStep.verify(v2, deps)).toMatchObject({ ready: false, reason: 'SeedPending' });
+    expect(await seedStep.verify(v2, deps())).toMatchObject({ ready: false, reason: 'SeedPending' });
     await seeded(v2);
     const after = await contents('RESEED');
 
@@ -200,7 +195,7 @@ describe('seed step against a real nats-server', () => {
     expect(after.size).toBe(next.size + 1);
     const seed = (await nats.run((s) => readTenantRecord(s, 'RESEED')))?.record.seed;
     expect(seed).toMatchObject({ version: '1.1.0', digest: seedDigest(next) });
-    expect(await seedStep.verify(v2, deps)).toEqual(READY);
+    expect(await seedStep.verify(v2, deps())).toEqual(READY);
   });
 
   it('a tier downgrade deletes the seed keys of the dropped modules', async () => {
@@ -226,48 +221,43 @@ describe('seed step against a real nats-server', () => {
     const scope = testScope({ code: 'VANISH', seedsVersion: '1.0.0' });
     await seeded(scope);
     await (await bucket('VANISH'))?.destroy();
-    expect(await seedStep.verify(scope, deps)).toMatchObject({ ready: false, reason: 'SeedBucketMissing' });
-    await seedStep.ensure(scope, deps);
-    expect(await seedStep.verify(scope, deps)).toEqual(READY);
+    expect(await seedStep.verify(scope, deps())).toMatchObject({ ready: false, reason: 'SeedBucketMissing' });
+    await seedStep.ensure(scope, deps());
+    expect(await seedStep.verify(scope, deps())).toEqual(READY);
     expect((await contents('VANISH')).size).toBe(loadSeedBundle(SEEDS, '1.0.0', scope.modules).size);
   });
 
   it('removes the bucket; remove is idempotent', async () => {
     const scope = testScope({ code: 'DELETE', seedsVersion: '1.0.0' });
     await seeded(scope);
-    expect(await seedStep.verifyRemoved(scope, deps)).toMatchObject({ ready: false, reason: 'SeedBucketPresent' });
-    await seedStep.remove(scope, deps);
-    await seedStep.remove(scope, deps);
-    expect(await seedStep.verifyRemoved(scope, deps)).toEqual(READY);
+    expect(await seedStep.verifyRemoved(scope, deps())).toMatchObject({ ready: false, reason: 'SeedBucketPresent' });
+    await seedStep.remove(scope, deps());
+    await seedStep.remove(scope, deps());
+    expect(await seedStep.verifyRemoved(scope, deps())).toEqual(READY);
   });
 });
 
-describe('streams + record + seed with credentials, outages and data loss', () => {
-  const USER = 'eva-operator';
-  const PASSWORD = 'Zz9-do-not-print-me';
+describe('streams + record + seed in operator mode, through outages and data loss', () => {
+  const f = useNatsServer();
   const steps: readonly Step<NatsStepDeps>[] = [streamsStep, recordStep, seedStep];
-  let server: TestNatsServer;
-  let nats: NatsClient;
-  let deps: NatsStepDeps;
-  beforeAll(async () => {
-    server = await startNatsServer({ user: USER, pass: PASSWORD });
-    nats = createNatsClient({ url: server.url, user: USER, password: PASSWORD }, { reconnectWaitMs: 100, requestTimeoutMs: 1_000 });
-    deps = { nats, seedsBasePath: SEEDS };
-  });
-  afterAll(async () => {
-    await nats.close();
-    await server.stop();
-  });
+  const deps = (): NatsStepDeps => f.deps(SEEDS);
+  /** Seeds of the operator's own two secrets: no error message may carry them. */
+  const secrets = (): string[] => [
+    readFileSync(f.server.auth.operatorSigningKeyFile, 'utf8').trim(),
+    /SU[A-Z2-7]{56}/.exec(readFileSync(f.server.auth.systemCredsFile, 'utf8'))?.[0] ?? 'no seed found',
+  ];
 
   async function ensureAll(scope: TenantScope): Promise<number> {
     const started = performance.now();
-    for (const step of steps) await step.ensure(scope, deps);
+    await withAccount(f.nats, scope);
+    for (const step of steps) await step.ensure(scope, deps());
     return performance.now() - started;
   }
-  const verdicts = async (scope: TenantScope): Promise<unknown[]> => Promise.all(steps.map((step) => step.verify(scope, deps)));
+  const verdicts = async (scope: TenantScope): Promise<unknown[]> => Promise.all(steps.map((step) => step.verify(scope, deps())));
 
-  it('provisions, then recovers streams, record and seed data after NATS lost its storage', async () => {
+  it('provisions, then recovers the account, streams, record and seed data after NATS lost its storage', async () => {
     const scope = testScope({ code: 'WIPEDD', tier: 'Enterprise', seedsVersion: '1.1.0' });
+    const server = f.server;
     const cold = await ensureAll(scope);
     const warm = await ensureAll(scope);
     expect(await verdicts(scope)).toEqual([READY, READY, READY]);
@@ -281,29 +271,34 @@ describe('streams + record + seed with credentials, outages and data loss', () =
     ]);
     const recovered = await ensureAll(scope);
     expect(await verdicts(scope)).toEqual([READY, READY, READY]);
-    const kv = await (await nats.session()).existingKv(dataBucket('WIPEDD'));
+    const kv = await f.nats.runInTenant(scope, (s) => s.existingKv(dataBucket('WIPEDD')));
     expect((await kv?.get('orbit-crm.accounts.tiers'))?.json()).toEqual(['bronze', 'silver', 'gold']);
-    console.info(`ensure streams+record+seed (Enterprise, ${loadSeedBundle(SEEDS, '1.1.0', MODULES).size} keys): ` +
+    console.info(`ensure account+streams+record+seed (Enterprise, ${loadSeedBundle(SEEDS, '1.1.0', MODULES).size} keys): ` +
       `cold ${cold.toFixed(0)} ms, repeat ${warm.toFixed(0)} ms, after wipe ${recovered.toFixed(0)} ms`);
   });
 
-  it('NATS down: every step fails with DependencyError NatsUnavailable, without credentials', async () => {
+  it('NATS down: every step fails with DependencyError NatsUnavailable, naming no secret', async () => {
     const scope = testScope({ code: 'OUTAGE', seedsVersion: '1.0.0' });
+    const server = f.server;
     await ensureAll(scope);
     await server.halt();
     try {
       for (const step of steps) {
         const started = performance.now();
-        const err = await step.ensure(scope, deps).catch((e: unknown) => e);
+        const err = await step.ensure(scope, deps()).catch((e: unknown) => e);
         expect(err).toBeInstanceOf(DependencyError);
         expect(err).toMatchObject({ reason: 'NatsUnavailable', message: expect.stringMatching(/^cannot reach NATS at nats:\/\/127\.0\.0\.1:\d+: /) as string });
-        expect(JSON.stringify({ message: (err as Error).message, err })).not.toContain(PASSWORD);
+        for (const secret of secrets()) expect(JSON.stringify({ message: (err as Error).message, err })).not.toContain(secret);
         expect(performance.now() - started).toBeLessThan(3_000);
       }
-      // A fresh client (an operator that starts during the outage) fails fast the same way.
-      const fresh = createNatsClient({ url: server.url, user: USER, password: PASSWORD });
-      const err = await streamsStep.verify(scope, { nats: fresh, seedsBasePath: SEEDS }).catch((e: unknown) => e);
-      expect(err).toMatchObject({ reason: 'NatsUnavailable', message: `cannot reach NATS at ${server.url}: CONNECTION_REFUSED` });
+      // A fresh operator that starts during the outage fails fast the same way.
+      const fresh = testAccounts(server, f.nats.keys);
+      try {
+        const err = await streamsStep.verify(scope, { nats: fresh, seedsBasePath: SEEDS }).catch((e: unknown) => e);
+        expect(err).toMatchObject({ reason: 'NatsUnavailable', message: `cannot reach NATS at ${server.url}: CONNECTION_REFUSED` });
+      } finally {
+        await fresh.close();
+      }
     } finally {
       await server.restart();
     }

@@ -9,30 +9,25 @@
  * desired one (any module). Listing the bucket instead would also delete what modules wrote there
  * themselves, which is tenant data; a seed-owned key the module also writes is the accepted overlap.
  */
+import { Reason } from '../api/reasons.ts';
+import { ACCOUNT_BY_TIER } from '../api/tiers.ts';
 import type { Kube } from '../adapters/kube.ts';
 import { seededByInitContainers } from './seed-init-containers.ts';
 import { createHash } from 'node:crypto';
+import { canonicalJson } from '../canonical-json.ts';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV } from 'nats';
-import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
+import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
+import type { NatsStepDeps } from './nats-accounts.ts';
+import { dataBucket } from './names.ts';
+import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './ownership.ts';
 import { MODULES, type ModuleName } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
-import { DependencyError, InputError } from './errors.ts';
-import {
-  bundledSeedsVersions,
-  codeInUse,
-  desiredSeedsVersion,
-  ownerMetadata,
-  ownerOf,
-  readTenantRecord,
-  type StoredRecord,
-  tenantUid,
-  writeTenantRecord,
-} from './record.ts';
+import { DependencyError, InputError } from '../errors.ts';
+import { bundledSeedsVersions, desiredSeedsVersion, readTenantRecord, type StoredRecord, writeTenantRecord } from './record.ts';
 import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
 
-export const dataBucket = (code: string): string => `eva-${code}-data`;
 
 /** KV key -> value (any JSON). */
 export type SeedEntries = ReadonlyMap<string, unknown>;
@@ -43,18 +38,6 @@ export interface SeedDiff {
 }
 
 // ---- pure helpers ---------------------------------------------------------------------------------
-
-/** JSON with object keys sorted at every level: equal values always give equal text. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(sortKeys(value));
-}
-
-function sortKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortKeys);
-  if (value === null || typeof value !== 'object') return value;
-  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return Object.fromEntries(entries.map(([k, v]) => [k, sortKeys(v)]));
-}
 
 /** sha256 (hex) of the canonical JSON of the entries as a key-sorted [{key, value}] list. */
 export function seedDigest(entries: SeedEntries): string {
@@ -105,16 +88,16 @@ function versionDir(seedsBasePath: string, version: string): string | undefined 
   }
 }
 
-export function unknownVersion(seedsBasePath: string, version: string): InputError {
+function unknownVersion(seedsBasePath: string, version: string): InputError {
   const available = bundledSeedsVersions(seedsBasePath).reverse().join(', ') || 'none';
   return new InputError(
-    'UnknownSeedsVersion',
+    Reason.UnknownSeedsVersion,
     `seedsVersion "${version}" is not bundled with this operator; available: ${available}`,
   );
 }
 
 function invalid(file: string, problem: string): InputError {
-  return new InputError('SeedsBundleInvalid', `bundled seed file ${file} ${problem}; choose another seedsVersion`);
+  return new InputError(Reason.SeedsBundleInvalid, `bundled seed file ${file} ${problem}; choose another seedsVersion`);
 }
 
 function readModuleFile(dir: string, module: ModuleName): [string, unknown][] {
@@ -188,17 +171,26 @@ async function applyDiff(kv: KV, diff: SeedDiff): Promise<void> {
   await Promise.all(diff.deletes.map((key) => kv.delete(key)));
 }
 
+const bucketBytes = (scope: TenantScope): number => ACCOUNT_BY_TIER[scope.tenant.spec.tier].dataBucketBytes;
+
+/** The tenant's bucket, created at its tier's size, or resized when the tier changed. */
 async function openDataBucket(scope: TenantScope, session: NatsSession): Promise<KV> {
-  const kv = await session.kv(dataBucket(scope.code), { history: 1, metadata: ownerMetadata(scope) });
-  const owner = ownerOf((await kv.status()).metadata);
-  if (owner !== undefined && owner !== tenantUid(scope)) throw codeInUse(scope, `bucket ${dataBucket(scope.code)}`, owner);
+  const bucket = dataBucket(scope.code);
+  const kv = await session.kv(bucket, { history: 1, metadata: ownerMetadata(scope), max_bytes: bucketBytes(scope) });
+  const { config } = (await kv.status()).streamInfo;
+  const owner = ownerOf(config.metadata);
+  if (owner !== undefined && owner !== tenantUid(scope)) throw codeInUse(scope, `bucket ${bucket}`, owner);
+  if (config.max_bytes !== bucketBytes(scope)) {
+    await session.jsm.streams.update(config.name, { ...config, max_bytes: bucketBytes(scope) });
+    scope.log.info({ step: 'seed', bucket, maxBytes: bucketBytes(scope) }, 'seed bucket resized for the tier');
+  }
   return kv;
 }
 
 async function tenantRecordOf(scope: TenantScope, session: NatsSession): Promise<StoredRecord> {
   const stored = await readTenantRecord(session, scope.code);
   if (!stored) {
-    throw new DependencyError('TenantRecordMissing', `no tenant record for ${scope.code} yet (the record step comes first)`);
+    throw new DependencyError(Reason.TenantRecordMissing, `no tenant record for ${scope.code} yet (the record step comes first)`);
   }
   if (stored.record.uid !== tenantUid(scope)) throw codeInUse(scope, 'its tenant record', stored.record.uid);
   return stored;
@@ -229,30 +221,33 @@ function desiredSeed(scope: TenantScope, seedsBasePath: string): Desired {
   return { version, defaulted, entries, digest: seedDigest(entries) };
 }
 
-async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const desired = desiredSeed(scope, deps.seedsBasePath);
   // Said by ensure only: verify runs on every drift check and would repeat it all day.
   if (desired.defaulted) {
     const notice = 'spec.seedsVersion not set; using the newest bundled seeds version';
     scope.log.info({ step: 'seed', seedsVersion: desired.version }, notice);
   }
-  await deps.nats.run(async (session) => {
-    const stored = await tenantRecordOf(scope, session);
-    const previous = stored.record.seed?.version;
-    const versions = [previous, desired.version].filter((v) => v !== undefined);
-    const owned = ownedKeys(deps.seedsBasePath, versions, scope.log);
+  // The record lives in the operator's registry account, the data in the tenant's own account.
+  const stored = await deps.nats.runInRegistry((session) => tenantRecordOf(scope, session));
+  const previous = stored.record.seed?.version;
+  const versions = [previous, desired.version].filter((v) => v !== undefined);
+  const owned = ownedKeys(deps.seedsBasePath, versions, scope.log);
+  const diff = await deps.nats.runInTenant(scope, async (session) => {
     const kv = await openDataBucket(scope, session);
     const current = await readValues(kv, new Set([...desired.entries.keys(), ...owned]));
-    const diff = diffSeed(desired.entries, current, owned);
-    await applyDiff(kv, diff);
-    const recorded = await recordApplied(session, stored, desired.version, desired.digest);
-    if (diff.puts.length + diff.deletes.length > 0 || recorded) {
-      scope.log.info(
-        { step: 'seed', seedsVersion: desired.version, previous, puts: diff.puts.length, deletes: diff.deletes.length },
-        'seed data applied',
-      );
-    }
+    const changes = diffSeed(desired.entries, current, owned);
+    await applyDiff(kv, changes);
+    return changes;
   });
+  const recorded = await deps.nats.runInRegistry((session) => recordApplied(session, stored, desired.version, desired.digest));
+  if (diff.puts.length + diff.deletes.length > 0 || recorded) {
+    scope.log.info(
+      { step: 'seed', seedsVersion: desired.version, previous, puts: diff.puts.length, deletes: diff.deletes.length },
+      'seed data applied',
+    );
+  }
+  return READY;
 }
 
 async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdict> {
@@ -263,24 +258,27 @@ async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdi
     if (err instanceof InputError) return notReady(err.reason, err.message);
     throw err;
   }
-  return deps.nats.run(async (session) => {
-    const stored = await readTenantRecord(session, scope.code);
-    const seed = stored?.record.seed;
-    if (seed?.version !== desired.version || seed.digest !== desired.digest) {
-      // Either the operator applied the seeds, or every module's seed init container did.
-      if (deps.kube && (await seededByInitContainers(deps.kube, scope.namespace, scope.modules, desired.version))) return READY;
-      const applied = seed?.version ?? 'none';
-      return notReady('SeedPending', `seeds version ${desired.version} is not applied yet (applied: ${applied})`);
-    }
-    const kv = await session.existingKv(dataBucket(scope.code));
-    if (!kv) return notReady('SeedBucketMissing', `bucket ${dataBucket(scope.code)} does not exist`);
+  const stored = await deps.nats.runInRegistry((session) => readTenantRecord(session, scope.code));
+  const seed = stored?.record.seed;
+  if (seed?.version !== desired.version || seed.digest !== desired.digest) {
+    // Either the operator applied the seeds, or every module's seed init container did.
+    if (deps.kube && (await seededByInitContainers(deps.kube, scope.namespace, scope.modules, desired.version))) return READY;
+    const applied = seed?.version ?? 'none';
+    return notReady(Reason.SeedPending, `seeds version ${desired.version} is not applied yet (applied: ${applied})`);
+  }
+  const bucket = dataBucket(scope.code);
+  return deps.nats.runInTenant(scope, async (session) => {
+    const kv = await session.existingKv(bucket);
+    if (!kv) return notReady(Reason.SeedBucketMissing, `bucket ${bucket} does not exist`);
+    const size = (await kv.status()).streamInfo.config.max_bytes;
+    if (size !== bucketBytes(scope)) return notReady(Reason.SeedBucketDrifted, `bucket ${bucket} holds up to ${size} bytes, the ${scope.tenant.spec.tier} tier ${bucketBytes(scope)}`);
     return READY;
   });
 }
 
 async function removeSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
   const uid = tenantUid(scope);
-  await deps.nats.run(async (session) => {
+  await deps.nats.runInTenantIfAny(scope, async (session) => {
     const kv = await session.existingKv(dataBucket(scope.code));
     if (!kv) return;
     const owner = ownerOf((await kv.status()).metadata);
@@ -295,14 +293,15 @@ async function removeSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void>
 
 async function verifySeedRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const uid = tenantUid(scope);
-  return deps.nats.run(async (session) => {
+  const verdict = await deps.nats.runInTenantIfAny(scope, async (session) => {
     const kv = await session.existingKv(dataBucket(scope.code));
     const owner = kv ? ownerOf((await kv.status()).metadata) : undefined;
     if (kv && (owner === undefined || owner === uid)) {
-      return notReady('SeedBucketPresent', `bucket ${dataBucket(scope.code)} still exists`);
+      return notReady(Reason.SeedBucketPresent, `bucket ${dataBucket(scope.code)} still exists`);
     }
     return READY;
   });
+  return verdict ?? READY;
 }
 
 /** The seed step also reads pods (init containers) when it has the Kubernetes adapter. */

@@ -1,22 +1,34 @@
 /**
  * The contract every provisioning step implements: one side effect, four idempotent operations.
- * `ensure` makes the world right (safe to repeat after a crash at any line); `verify` only reads and
- * says whether it is right (the drift check calls it, so it must not write or start helm);
+ * `ensure` makes the world right (safe to repeat after a crash at any line) and says so when it knows;
+ * `verify` only reads and says whether it is right (the drift check calls it, so it must not write or start helm);
  * `remove` undoes `ensure` (and tolerates `ensure` never having run); `verifyRemoved` only reads.
  */
 import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { ModuleName } from '../api/modules.ts';
+import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 
-export const STEP_NAMES = ['namespace', 'quotas', 'streams', 'alerts', 'record', 'seed', 'modules', 'ingress'] as const;
+export const STEP_NAMES = ['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
-export type Verdict = { ready: true } | { ready: false; reason: string; message: string };
+export type Verdict = { ready: true } | { ready: false; reason: Reason; message: string };
 
 export const READY: Verdict = { ready: true };
-export const notReady = (reason: string, message: string): Verdict => ({ ready: false, reason, message });
+export const notReady = (reason: Reason, message: string): Verdict => ({ ready: false, reason, message });
+
+/** What running one step (ensure, then verify) came to. */
+export type StepOutcome = { kind: 'done' } | { kind: 'pending'; reason: Reason; message: string };
+
+/**
+ * What the read-only drift check saw. `drifted`: something is wrong that ensure can repair;
+ * `unavailable`: the check itself could not run (e.g. NATS down), so the tenant is Degraded.
+ */
+export type DriftReport =
+  | { inSync: true }
+  | { inSync: false; step: StepName; reason: Reason; message: string; unavailable: boolean };
 
 /** Everything a step may know about the tenant it works on. */
 export interface TenantScope {
@@ -52,7 +64,11 @@ export interface Step<Deps> {
   readonly name: StepName;
   /** Set when verify waits on objects someone else makes ready (Deployments, an ingress address). */
   readonly wakeOn?: WakeOn;
-  ensure(scope: TenantScope, deps: Deps): Promise<void>;
+  /**
+   * Returns the verdict when its own writes and reads already prove it (READY, usually), saving verify's
+   * reads; undefined when what it waits on is someone else's to make ready (verify then judges).
+   */
+  ensure(scope: TenantScope, deps: Deps): Promise<Verdict | undefined>;
   verify(scope: TenantScope, deps: Deps): Promise<Verdict>;
   remove(scope: TenantScope, deps: Deps): Promise<void>;
   verifyRemoved(scope: TenantScope, deps: Deps): Promise<Verdict>;

@@ -4,12 +4,14 @@
  * by the tier table. Streams carry their owner's uid in metadata, so a second EvaTenant claiming the
  * same capsule code can neither resize nor delete the first tenant's streams.
  */
+import { Reason } from '../api/reasons.ts';
 import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from 'nats';
-import { JS_ERR, jsErrCode, type NatsSession, type NatsStepDeps } from '../adapters/nats.ts';
+import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
+import type { NatsStepDeps } from './nats-accounts.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
-import { DependencyError, InputError } from './errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import { commandsStream, eventsStream } from './names.ts';
-import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './record.ts';
+import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './ownership.ts';
 import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
 
 export const STREAM_KINDS = ['events', 'commands'] as const;
@@ -17,7 +19,7 @@ export type StreamKind = (typeof STREAM_KINDS)[number];
 
 export const streamName = (code: string, kind: StreamKind): string =>
   kind === 'events' ? eventsStream(code) : commandsStream(code);
-export const streamSubject = (code: string, kind: StreamKind): string => `capsule.${code}.${kind}.>`;
+const streamSubject = (code: string, kind: StreamKind): string => `capsule.${code}.${kind}.>`;
 
 /** The part of a stream's configuration this step owns; everything else is left as the server has it. */
 export type OwnedStreamConfig = Pick<
@@ -93,13 +95,13 @@ async function info(session: NatsSession, name: string): Promise<StreamInfo | un
 /** Creates the stream, or brings an existing one to the desired configuration. */
 async function ensureStream(scope: TenantScope, session: NatsSession, kind: StreamKind): Promise<void> {
   const desired = desiredStreamConfig(scope, kind);
-  const actual = await addOrInfo(session, desired);
-  // add() also succeeds for an identical existing stream, so the owner is checked either way.
+  // Looked up first: an add of an existing stream still asks for its reservation, which a full account refuses.
+  const actual = (await info(session, desired.name)) ?? (await add(session, desired));
   await reconcile(scope, session, actual.config, desired);
 }
 
-/** The stream as created now, or as it already exists (add answers 10058 when its config differs). */
-async function addOrInfo(session: NatsSession, desired: OwnedStreamConfig): Promise<StreamInfo> {
+/** The stream as created now, or as a concurrent writer created it (add answers 10058 when its config differs). */
+async function add(session: NatsSession, desired: OwnedStreamConfig): Promise<StreamInfo> {
   try {
     return await session.jsm.streams.add(desired);
   } catch (err) {
@@ -126,7 +128,7 @@ async function reconcile(
   const frozen = drift.filter((field) => IMMUTABLE.has(field));
   if (frozen.length > 0) {
     throw new InputError(
-      'StreamConflict',
+      Reason.StreamConflict,
       `stream ${desired.name} exists with a different ${frozen.join(', ')}, which cannot be changed in place`,
     );
   }
@@ -141,35 +143,36 @@ async function reconcile(
 
 function overlap(desired: OwnedStreamConfig, err: unknown): InputError {
   return new InputError(
-    'StreamSubjectsOverlap',
+    Reason.StreamSubjectsOverlap,
     `another stream already captures ${desired.subjects.join(', ')}, so ${desired.name} cannot be created`,
     { cause: err },
   );
 }
 
-/** JetStream reserves max_bytes up front: a full server refuses new or grown streams. */
+/** JetStream reserves max_bytes up front: a full account (or server) refuses new or grown streams. */
 function noStorage(desired: OwnedStreamConfig, err: unknown): DependencyError {
   return new DependencyError(
-    'NatsStorageExhausted',
-    `NATS cannot reserve ${desired.max_bytes} bytes for stream ${desired.name}: its JetStream storage is fully reserved`,
+    Reason.NatsStorageExhausted,
+    `NATS cannot reserve ${desired.max_bytes} bytes for stream ${desired.name}: the tenant account's JetStream storage is fully reserved`,
     { cause: err },
   );
 }
 
-async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
-  await deps.nats.run(async (session) => {
+async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+  await deps.nats.runInTenant(scope, async (session) => {
     for (const kind of STREAM_KINDS) await ensureStream(scope, session, kind);
   });
+  return READY;
 }
 
 async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  return deps.nats.run(async (session) => {
+  return deps.nats.runInTenant(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const desired = desiredStreamConfig(scope, kind);
       const actual = await info(session, desired.name);
-      if (!actual) return notReady('StreamMissing', `stream ${desired.name} does not exist`);
+      if (!actual) return notReady(Reason.StreamMissing, `stream ${desired.name} does not exist`);
       const drift = streamDrift(actual.config, desired);
-      if (drift.length > 0) return notReady('StreamDrifted', `stream ${desired.name} differs in ${drift.join(', ')}`);
+      if (drift.length > 0) return notReady(Reason.StreamDrifted, `stream ${desired.name} differs in ${drift.join(', ')}`);
     }
     return READY;
   });
@@ -177,7 +180,7 @@ async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Ve
 
 async function removeStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
   const uid = tenantUid(scope);
-  await deps.nats.run(async (session) => {
+  await deps.nats.runInTenantIfAny(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const name = streamName(scope.code, kind);
       const actual = await info(session, name);
@@ -198,16 +201,17 @@ async function deleteIfPresent(session: NatsSession, name: string): Promise<void
 
 async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   const uid = tenantUid(scope);
-  return deps.nats.run(async (session) => {
+  const verdict = await deps.nats.runInTenantIfAny(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const actual = await info(session, streamName(scope.code, kind));
       const owner = ownerOf(actual?.config.metadata);
       if (actual && (owner === undefined || owner === uid)) {
-        return notReady('StreamPresent', `stream ${actual.config.name} still exists`);
+        return notReady(Reason.StreamPresent, `stream ${actual.config.name} still exists`);
       }
     }
     return READY;
   });
+  return verdict ?? READY;
 }
 
 export const streamsStep: Step<NatsStepDeps> = {

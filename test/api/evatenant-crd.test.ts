@@ -2,16 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../support/tools.ts';
-import { kubectl, kubectlOk } from '../support/kubectl.ts';
+import { kubectl, kubectlOk, tenantManifest } from '../support/kubectl.ts';
 
 const samples = readdirSync(join(repoRoot, 'samples')).filter((f) => f.endsWith('.yaml'));
 
-function tenantYaml(name: string, spec: Record<string, unknown>): string {
-  return JSON.stringify({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name }, spec });
-}
-
 function applyTenant(name: string, spec: Record<string, unknown>): { status: number; stderr: string } {
-  return kubectl(['apply', '-f', '-'], tenantYaml(name, spec));
+  return kubectl(['apply', '-f', '-'], tenantManifest(name, spec));
 }
 
 describe('EvaTenant CRD on the API server', () => {

@@ -171,6 +171,7 @@ export async function operatorCatalogue(): Promise<Catalogue> {
   metrics.setTenantsByPhase({ Active: 1 });
   metrics.setWorkqueueDepth(0);
   metrics.setTenantsPinnedToAbsentVersion(0);
+  metrics.setTenantsInAbsentShard(0);
   metrics.setQueueDepth('ABCDEF', 'events', 0);
   return catalogueFromExposition(await metrics.metricsText());
 }

@@ -116,7 +116,7 @@ describe('module chart layout', () => {
       ingress: { path: `/${module}` },
       podAnnotations: {},
       credentials: {},
-      nats: { url: '', user: '', password: '' },
+      nats: { secretName: 'eva-nats', credentialsRevision: '' },
     });
     expect(Object.keys(values['config'] ?? {}).length).toBeGreaterThan(0);
   });
@@ -344,9 +344,9 @@ describe('values contract', () => {
 describe('secret values', () => {
   const secrets = {
     credentials: { 'db-password': 'pw-Zq81-very-secret', 'api.token': 'tok-4471-also-secret' },
-    nats: { url: 'nats://nats.eva-system:4222', user: 'ABCDEF-orbit-crm', password: 'nats-pw-90210-secret' },
+    nats: { secretName: 'eva-nats', credentialsRevision: '5f1c0e9a2b7d4e11' },
   };
-  const secretStrings = [...Object.values(secrets.credentials), ...Object.values(secrets.nats)];
+  const secretStrings = Object.values(secrets.credentials);
 
   it.each(MODULES)('%s: secrets go into the Secret and reach containers only via secretKeyRef', async (module) => {
     const rendered = await render(module, tenantValues('Platform', secrets));
@@ -356,9 +356,6 @@ describe('secret values', () => {
     expect(decoded).toEqual({
       'db-password': secrets.credentials['db-password'],
       'api.token': secrets.credentials['api.token'],
-      'nats-url': secrets.nats.url,
-      'nats-user': secrets.nats.user,
-      'nats-password': secrets.nats.password,
     });
 
     const configText = JSON.stringify(rendered.configMap);
@@ -379,28 +376,33 @@ describe('secret values', () => {
           .map((e) => [e.name, [e.valueFrom?.secretKeyRef?.name, e.valueFrom?.secretKeyRef?.key]]),
       );
       expect(refs).toEqual({
-        NATS_URL: [secretName, 'nats-url'],
-        NATS_USER: [secretName, 'nats-user'],
-        NATS_PASSWORD: [secretName, 'nats-password'],
+        NATS_URL: ['eva-nats', 'url'],
         EVA_CREDENTIAL_DB_PASSWORD: [secretName, 'db-password'],
         EVA_CREDENTIAL_API_TOKEN: [secretName, 'api.token'],
       });
     }
   });
 
-  it('with no secret values the Secret still holds the (empty) NATS keys', async () => {
-    const rendered = await render('orbit-itsm', tenantValues());
-    expect(rendered.secret.data).toEqual({ 'nats-url': '', 'nats-user': '', 'nats-password': '' });
+  it.each(MODULES)('%s: every container reads the tenant\'s NATS credentials from Secret eva-nats, mounted read-only (the module contract)', async (module) => {
+    const rendered = await render(module, tenantValues('Platform', secrets));
+    const volumes = rendered.deployment.spec?.template.spec?.volumes ?? [];
+    expect(volumes.find((v) => v.name === 'nats')?.secret).toEqual({ secretName: 'eva-nats', defaultMode: 0o440 });
+    for (const container of containersOf(rendered)) {
+      expect(container.volumeMounts).toContainEqual({ name: 'nats', mountPath: '/var/run/secrets/eva/nats', readOnly: true });
+      const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+      expect(env).toMatchObject({ NATS_CREDS_FILE: '/var/run/secrets/eva/nats/nats.creds', NATS_INBOX_PREFIX: '_INBOX_ABCDEF' });
+      expect(Object.keys(env)).not.toContain('NATS_PASSWORD');
+    }
   });
 
-  it('changing credentials or nats changes checksum/values; other values do not', async () => {
+  it('changing credentials or the NATS credentials revision changes checksum/values; other values do not', async () => {
     const checksum = async (extra: Record<string, unknown>): Promise<string> =>
       podAnnotation(await render('orbit-crm', tenantValues('Customer', extra)), 'checksum/values');
     const base = await checksum(secrets);
     expect(await checksum(secrets)).toBe(base);
     expect(await checksum({ ...secrets, replicaCount: 2 })).toBe(base);
     expect(await checksum({ ...secrets, credentials: { ...secrets.credentials, 'db-password': 'rotated' } })).not.toBe(base);
-    expect(await checksum({ ...secrets, nats: { ...secrets.nats, password: 'rotated' } })).not.toBe(base);
+    expect(await checksum({ ...secrets, nats: { ...secrets.nats, credentialsRevision: 'a-rotation' } })).not.toBe(base);
     expect(await checksum({})).not.toBe(base);
   });
 
@@ -412,7 +414,7 @@ describe('secret values', () => {
     expect(await checksum({ config: { rateLimitPerMinute: 1 } })).not.toBe(base);
   });
 
-  it.each(['nats-url', 'bad key', ''])('credential name %j is rejected', async (name) => {
+  it.each(['bad key', ''])('credential name %j is rejected', async (name) => {
     const result = await template('orbit-crm', tenantValues('Starter', { credentials: { [name]: 'x' } }));
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/credentials key/);

@@ -6,6 +6,7 @@
  * a tenant holding exactly the chart's RBAC (the real operator process, authenticated as the chart's
  * ServiceAccount, runs helm as it too).
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,8 @@ import { repoRoot, tool } from '../support/tools.ts';
 import { type EnvVar, helm, type HelmResult, type KubeObject, parseManifest } from './render.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../../e2e/support/operator.ts';
 import { applyTenant, waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
-import { leaseNameForVersion } from '../../src/controller/leader-election.ts';
+import { leaseNameForVersion } from '../../src/controller/lease.ts';
+import { natsBootstrapFiles } from '../support/fixtures.ts';
 
 const chartDir = join(repoRoot, 'charts/eva-operator');
 const NAMESPACE = 'eva-system';
@@ -25,6 +27,9 @@ const RELEASE = 'eva';
 const FULLNAME = 'eva-eva-operator';
 const NATS_URL = 'nats://nats.example:4222';
 const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;
+/** The public JWTs and the operator's Secret the quick-start NATS needs, from a real bootstrap. */
+const bootstrapped = await natsBootstrapFiles();
+const QUICK_START_NATS = ['--set', 'nats.enabled=true', '-f', bootstrapped.chartValues];
 
 const chart = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as { version: string; appVersion: string };
 
@@ -33,6 +38,7 @@ const chart = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as { ver
 interface Volume {
   name: string;
   emptyDir?: { medium?: string; sizeLimit?: string };
+  secret?: { secretName: string; defaultMode?: number };
 }
 interface Container {
   name: string;
@@ -100,6 +106,8 @@ interface Kinds {
   Role: RbacRole;
   Service: ServiceObject;
   ServiceMonitor: ServiceMonitor;
+  ConfigMap: KubeObject & { data: Record<string, string> };
+  NetworkPolicy: KubeObject & { spec: { ingress: unknown[] } };
 }
 
 /** The one object of this kind (and name); what helm rendered, read through the structural types above. */
@@ -181,7 +189,7 @@ describe('chart files', () => {
 
 describe('helm lint --strict', () => {
   it.each([
-    ['nats.enabled=true', ['--set', 'nats.enabled=true']],
+    ['nats.enabled=true', QUICK_START_NATS],
     ['nats.url', ['--set', `nats.url=${NATS_URL}`]],
     ['serviceMonitor and every optional setting', ['--set', `nats.url=${NATS_URL}`, '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'ingressClass=eva-lb', '--set', 'airGapRegistry=registry.internal:5000']],
   ])('lints cleanly with %s', async (_name, args) => {
@@ -201,7 +209,7 @@ describe('helm template: defaults', () => {
   });
 
   it('nats.url and nats.enabled together fail', async () => {
-    const result = await template(['--set', `nats.url=${NATS_URL}`, '--set', 'nats.enabled=true']);
+    const result = await template(['--set', `nats.url=${NATS_URL}`, ...QUICK_START_NATS]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('choose one');
   });
@@ -316,8 +324,13 @@ describe('helm template: values', () => {
     '--set', 'concurrency=16',
     '--set', 'driftIntervalSeconds=60',
     '--set', 'maxWave=1',
+    '--set', 'shard=eu-1',
+    '--set', 'kubeApi.qps=20',
+    '--set', 'kubeApi.burst=40',
     '--set', 'logLevel=debug',
     '--set', 'nats.auth.existingSecret=nats-credentials',
+    '--set', 'nats.moduleUrl=nats://nats.eva-system.svc:4222',
+    '--set', 'networkPolicy.ingressNamespaces=team=ingress',
     '--set', 'imagePullSecrets[0].name=ghcr-pull',
   ];
 
@@ -333,31 +346,46 @@ describe('helm template: values', () => {
       RECONCILE_CONCURRENCY: '16',
       DRIFT_INTERVAL_SECONDS: '60',
       MAX_WAVE: '1',
+      SHARD: 'eu-1',
+      KUBE_API_QPS: '20',
+      KUBE_API_BURST: '40',
       LOG_LEVEL: 'debug',
       METRICS_BIND_ADDRESS: '0.0.0.0',
+      MODULE_NATS_URL: 'nats://nats.eva-system.svc:4222',
+      NATS_SYSTEM_CREDS_FILE: '/etc/eva-operator/nats/system.creds',
+      NATS_OPERATOR_SIGNING_KEY_FILE: '/etc/eva-operator/nats/operator-signing-key.nk',
+      NETWORK_POLICY: 'true',
+      NETWORK_POLICY_INGRESS_NAMESPACES: 'team=ingress',
+      NETWORK_POLICY_NATS_NAMESPACES: `kubernetes.io/metadata.name=${NAMESPACE}`,
+      NETWORK_POLICY_NATS_PODS: 'app.kubernetes.io/component=nats',
     });
-    const env = envOf(container);
-    for (const [name, key] of [['NATS_USER', 'user'], ['NATS_PASSWORD', 'password'], ['NATS_TOKEN', 'token']] as const) {
-      expect(env.get(name)?.valueFrom?.secretKeyRef, name).toEqual({ name: 'nats-credentials', key, optional: true });
-    }
+    // The NATS keys arrive as files of a mounted Secret, readable by the operator only; never as env.
+    const pod = deploymentOf(objects).spec.template.spec;
+    expect(pod.volumes?.find((v) => v.name === 'nats-auth')?.secret).toEqual({ secretName: 'nats-credentials', defaultMode: 0o400 });
+    expect(container.volumeMounts).toContainEqual({ name: 'nats-auth', mountPath: '/etc/eva-operator/nats', readOnly: true });
+    expect([...envOf(container).values()].filter((e) => e.valueFrom?.secretKeyRef)).toEqual([]);
     expect(deploymentOf(objects).spec.template.spec.imagePullSecrets).toEqual([{ name: 'ghcr-pull' }]);
   });
 
   it('sets every variable src/config.ts reads, except the paths the image sets and the tmpfs override', async () => {
     const config = readFileSync(join(repoRoot, 'src/config.ts'), 'utf8');
-    const read = new Set([...config.matchAll(/env\.(?:string|optional|required|integer|boolean)\('([A-Z_]+)'/g)].map((m) => m[1]));
+    const read = new Set([...config.matchAll(/env\.(?:string|optional|required|integer|boolean|labels|file)\('([A-Z_]+)'/g)].map((m) => m[1]));
     const fromImage = ['CHART_BASE_PATH', 'SEEDS_BASE_PATH', 'IMAGES_FILE', 'HELM_BINARY'];
     expect(read.size).toBeGreaterThan(15);
     const set = new Set(envOf(operatorContainer(await render(settings))).keys());
     const missing = [...read].filter((name) => name !== undefined && !set.has(name) && !fromImage.includes(name));
-    expect(missing).toEqual(['HELM_SECRETS_ALLOW_NON_TMPFS']);
+    // NETWORK_POLICY_NATS_CIDR replaces the NATS selectors when networkPolicy.natsCidr is set (next test).
+    expect(missing.sort()).toEqual(['HELM_SECRETS_ALLOW_NON_TMPFS', 'NETWORK_POLICY_NATS_CIDR']);
+    const withCidr = envOf(operatorContainer(await render([...settings, '--set', 'networkPolicy.natsCidr=10.0.0.0/8'])));
+    expect(withCidr.get('NETWORK_POLICY_NATS_CIDR')?.value).toBe('10.0.0.0/8');
+    expect(withCidr.has('NETWORK_POLICY_NATS_PODS')).toBe(false);
     const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
     for (const name of fromImage) expect(dockerfile, `Dockerfile sets ${name}`).toMatch(new RegExp(`\\b${name}=/`));
   });
 
   it('unset optional settings are not passed (the operator defaults apply)', async () => {
     const env = envOf(operatorContainer(await render()));
-    for (const name of ['INGRESS_CLASS', 'MODULE_OTEL_ENDPOINT', 'AIRGAP_REGISTRY', 'NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN']) {
+    for (const name of ['SHARD', 'INGRESS_CLASS', 'MODULE_OTEL_ENDPOINT', 'AIRGAP_REGISTRY', 'MODULE_NATS_URL', 'NETWORK_POLICY_NATS_CIDR', 'NATS_USER', 'NATS_PASSWORD', 'NATS_TOKEN']) {
       expect(env.has(name), name).toBe(false);
     }
   });
@@ -370,6 +398,7 @@ describe('helm template: values', () => {
   it.each([
     ['image.digest=latest', '/image/digest'],
     ['maxWave=4', 'maxWave'],
+    ['shard=eu/1', 'shard'],
     ['concurrency=0', 'concurrency'],
     ['driftIntervalSeconds=0', 'driftIntervalSeconds'],
     ['logLevel=verbose', 'logLevel'],
@@ -384,7 +413,38 @@ describe('helm template: values', () => {
 describe('helm template: nats.enabled', () => {
   let objects: KubeObject[];
   beforeAll(async () => {
-    objects = await render(['--set', 'nats.enabled=true']);
+    objects = await render(QUICK_START_NATS);
+  });
+
+  it('refuses to render without the bootstrap\'s public JWTs, saying how to get them', async () => {
+    const result = await template(['--set', 'nats.enabled=true']);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('run `eva-operator nats-bootstrap`');
+  });
+
+  it('runs NATS in operator mode with a config the real nats-server accepts', () => {
+    const config = only(objects, 'ConfigMap', `${FULLNAME}-nats-config`);
+    const text = config.data['nats.conf'] ?? '';
+    expect(text).toMatch(/^operator: eyJ/m);
+    expect(text).toContain('resolver { type: full, dir: "/data/resolver", allow_delete: true');
+    expect(text).not.toMatch(/S[OAU][A-Z2-7]{50,}/);
+    const dir = mkdtempSync(join(tmpdir(), 'eva-chart-nats-'));
+    try {
+      const file = join(dir, 'nats.conf');
+      writeFileSync(file, text.replaceAll('/data/', `${dir}/`));
+      const checked = spawnSync(tool('nats-server'), ['-c', file, '-t'], { encoding: 'utf8' });
+      expect(checked.stdout + checked.stderr).toContain('is valid');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the NATS monitoring port (every account\'s details) to its own namespace', () => {
+    const policy = only(objects, 'NetworkPolicy', `${FULLNAME}-nats`);
+    expect(policy.spec.ingress).toEqual([
+      { ports: [{ protocol: 'TCP', port: 4222 }] },
+      { from: [{ podSelector: {} }], ports: [{ protocol: 'TCP', port: 8222 }] },
+    ]);
   });
 
   it('runs one NATS with JetStream from the nats image and points NATS_URL at its Service', () => {
@@ -392,7 +452,7 @@ describe('helm template: nats.enabled', () => {
     expect(nats.spec.replicas).toBe(1);
     const container = nats.spec.template.spec.containers[0];
     expect(container?.image).toBe('docker.io/library/nats:2.15.2-alpine');
-    expect(container?.args).toContain('-js');
+    expect(container?.args).toContain('--config=/etc/nats/nats.conf');
     const service = only(objects, 'Service', `${FULLNAME}-nats`);
     expect(service.spec.selector).toEqual(nats.spec.selector.matchLabels);
     const client = service.spec.ports.find((p) => p.name === 'client');
@@ -463,6 +523,7 @@ describe('RBAC', () => {
         'core/resourcequotas create,delete,get,patch',
         'core/limitranges create,delete,get,patch',
         'networking.k8s.io/ingresses create,delete,get,list,patch,watch',
+        'networking.k8s.io/networkpolicies create,delete,get,patch',
         'core/secrets create,delete,get,list,patch,update',
         'core/configmaps create,delete,get,patch',
         'core/services create,delete,get,patch',
@@ -558,6 +619,8 @@ describe('on the local control plane', () => {
     // Pod Security restricted enforced: the chart's pods (operator and NATS) must be admitted under it.
     kubectlOk(['create', 'namespace', liveNamespace]);
     kubectlOk(['label', 'namespace', liveNamespace, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/enforce-version=latest']);
+    // The operator's NATS Secret, as README says to create it from the bootstrap's files.
+    kubectlOk(['create', 'secret', 'generic', 'eva-operator-nats', '-n', liveNamespace, `--from-file=${join(bootstrapped.dir, 'system.creds')}`, `--from-file=${join(bootstrapped.dir, 'operator-signing-key.nk')}`]);
   });
 
   afterAll(async () => {
@@ -567,7 +630,7 @@ describe('on the local control plane', () => {
 
   it('installs with nats.enabled=true: the operator pods and NATS run (kwok runs pods without pulling images)', async () => {
     const out = helmOk(
-      await helm(['install', liveRelease, chartDir, '--namespace', liveNamespace, '--set', 'nats.enabled=true', '--wait', '--timeout', '180s']),
+      await helm(['install', liveRelease, chartDir, '--namespace', liveNamespace, ...QUICK_START_NATS, '--wait', '--timeout', '180s']),
       'helm install',
     );
     installed = true;

@@ -160,7 +160,7 @@ describe('the dashboard JSON', () => {
 
     it('the catalogue is the operator registry: its histograms have _bucket series with le', () => {
       expect(catalogue.get('eva_time_to_active_seconds_bucket')).toMatchObject({ type: 'histogram', labels: new Set(['tier', 'le']) });
-      expect(catalogue.get('eva_reconcile_total')).toMatchObject({ type: 'counter', labels: new Set(['result']) });
+      expect(catalogue.get('eva_reconcile_total')).toMatchObject({ type: 'counter', labels: new Set(['result', 'reason']) });
       expect(catalogue.get('capsule_queue_depth')?.labels).toEqual(new Set(['capsule', 'stream']));
     });
 
@@ -184,7 +184,7 @@ describe('the dashboard JSON', () => {
       ['histogram_quantile over a counter', 'histogram_quantile(0.9, rate(eva_reconcile_total[5m]))', undefined, 'not the _bucket series of a histogram'],
       ['histogram_quantile over _count', 'histogram_quantile(0.9, sum by (tier) (rate(eva_time_to_active_seconds_count[5m])))', undefined, 'not the _bucket series of a histogram'],
       ['histogram_quantile dropping le', 'histogram_quantile(0.9, sum by (tier) (rate(eva_time_to_active_seconds_bucket[5m])))', undefined, 'must keep le'],
-      ['by a label the metric lacks (reconciles have no reason)', 'sum by (reason) (rate(eva_reconcile_total{result="error"}[5m]))', undefined, 'has no label reason'],
+      ['by a label the metric lacks (reconciles have no tier)', 'sum by (tier) (rate(eva_reconcile_total{result="error"}[5m]))', undefined, 'has no label tier'],
       ['by a label an inner aggregation dropped', 'max by (phase) (sum by (job) (eva_tenants))', undefined, 'has no label phase'],
       ['a matcher on a label the metric lacks', 'eva_tenants{tier="Starter"}', undefined, 'eva_tenants has no label tier'],
       ['on (...) a label one side lacks', 'eva_workqueue_depth / on (phase) eva_tenants', undefined, 'has no label phase'],

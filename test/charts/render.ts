@@ -53,6 +53,13 @@ export interface Container {
   securityContext?: Record<string, unknown>;
   readinessProbe?: Probe;
   livenessProbe?: Probe;
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+}
+export interface Volume {
+  name: string;
+  secret?: { secretName: string; defaultMode?: number };
+  configMap?: { name: string };
+  emptyDir?: { medium?: string; sizeLimit?: string };
 }
 export interface Deployment extends KubeObject {
   spec?: {
@@ -60,7 +67,7 @@ export interface Deployment extends KubeObject {
     selector: { matchLabels?: Record<string, string> };
     template: {
       metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
-      spec?: { securityContext?: Record<string, unknown>; initContainers?: Container[]; containers: Container[] };
+      spec?: { securityContext?: Record<string, unknown>; initContainers?: Container[]; containers: Container[]; volumes?: Volume[] };
     };
   };
 }

@@ -95,6 +95,13 @@ describe('local control plane', () => {
     expect(address('eva-plain')).toBe('');
   });
 
+  it('eva-lb is the default IngressClass: an Ingress without a class gets it, and an address', async () => {
+    kubectlOk(['create', 'ingress', 'classless', '-n', ns, '--rule=classless.example.test/=svc:80']);
+    expect(kubectlOk(['get', 'ingress', 'classless', '-n', ns, '-o', 'jsonpath={.spec.ingressClassName}'])).toBe('eva-lb');
+    const address = (): string => kubectl(['get', 'ingress', 'classless', '-n', ns, '-o', 'jsonpath={.status.loadBalancer.ingress[0].ip}']).stdout;
+    expect(await eventually(() => address() === '127.0.0.1')).toBe(true);
+  });
+
   it('works with helm and with the machine kubectl', () => {
     const helm = spawnSync(join(process.env['EVA_TOOLS_DIR'] ?? '', 'helm'), ['list', '-A'], { encoding: 'utf8' });
     expect(helm.status, helm.stderr).toBe(0);

@@ -5,7 +5,8 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { LeaderElector, leaseNameForVersion, microTimeMs } from '../../src/controller/leader-election.ts';
+import { LeaderElector } from '../../src/controller/leader-election.ts';
+import { leaseNameForVersion, microTimeMs } from '../../src/controller/lease.ts';
 import { createLogger } from '../../src/log.ts';
 import { kubectl, kubectlOk } from '../support/kubectl.ts';
 

@@ -432,9 +432,11 @@ describe('the installed CRD against crds/ (dry runs of a copy of the checkout wh
   /** A copy of what quickstart.sh reads, with crds/ and Chart.yaml changed by `change`. */
   function checkout(label: string, change: { crd?: (crd: CrdDocument) => void; appVersion?: string }): string {
     const dir = join(work, `checkout-${label}`);
-    for (const path of ['scripts/quickstart.sh', 'scripts/lib', 'charts/eva-operator', 'crds', 'images.txt']) {
+    // What quickstart.sh reads, and the operator's own command it runs for the NATS keys.
+    for (const path of ['scripts/quickstart.sh', 'scripts/lib', 'charts/eva-operator', 'crds', 'images.txt', 'src', 'package.json']) {
       cpSync(join(repoRoot, path), join(dir, path), { recursive: true });
     }
+    symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
     if (change.crd) {
       const crd = parse(readFileSync(join(dir, crdFile), 'utf8')) as CrdDocument;
       change.crd(crd);

@@ -7,8 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
 import type { Tier } from '../../src/api/constants.ts';
-import type { EvaTenant } from '../../src/api/evatenant.ts';
-import { MODULES_BY_TIER } from '../../src/api/modules.ts';
 import { STREAM_LIMITS_BY_TIER } from '../../src/api/tiers.ts';
 import { createLogger } from '../../src/log.ts';
 import {
@@ -22,6 +20,7 @@ import {
 } from '../../src/steps/alerts.ts';
 import { READY, type TenantScope } from '../../src/steps/step.ts';
 import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { testScope } from '../support/fixtures.ts';
 
 const CRD = PROMETHEUS_RULE.crd;
 /** Marks the CRD this test installs, so a later run can tell its own leftover from a real install. */
@@ -69,14 +68,7 @@ function nextCode(): string {
 }
 
 function scopeWith(code: string, tier: Tier): TenantScope {
-  const tenant: EvaTenant = {
-    apiVersion: 'eva.aidonow.com/v1alpha1',
-    kind: 'EvaTenant',
-    metadata: { name: code.toLowerCase(), uid: `uid-${code}` },
-    spec: { capsuleCode: code, tier, lifecycle: 'Active', wave: 1 },
-  };
-  const namespace = `eva-tenant-${code.toLowerCase()}`;
-  return { tenant, code, namespace, modules: MODULES_BY_TIER[tier], log, signal: new AbortController().signal };
+  return testScope({ code, tier, log });
 }
 
 async function newTenant(tier: Tier): Promise<TenantScope> {

@@ -10,19 +10,26 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Tier } from '../../src/api/constants.ts';
-import type { EvaTenant, EvaTenantSpec } from '../../src/api/evatenant.ts';
-import { MODULES_BY_TIER } from '../../src/api/modules.ts';
+import type { EvaTenantSpec } from '../../src/api/evatenant.ts';
 import { Helm, readReleases, type ReleaseRecord } from '../../src/adapters/helm.ts';
 import { ImageCatalog } from '../../src/adapters/images.ts';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
 import { TMPFS_MAGIC } from '../../src/adapters/secret-values-file.ts';
 import { createLogger } from '../../src/log.ts';
-import { DependencyError, InputError, type StepError } from '../../src/steps/errors.ts';
-import { credentialsSecretName, type ModuleStepDeps, modulesStep, VALUES_HASH_LABEL } from '../../src/steps/modules.ts';
+import { DependencyError, InputError, type StepError } from '../../src/errors.ts';
+import { formatCreds, newSeed, publicKeyOf, signUser } from '../../src/adapters/nats-jwt.ts';
+import { NATS_CREDENTIALS_SECRET } from '../../src/steps/account.ts';
+import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
+import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
 import type { TenantScope, Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
+import { testScope } from '../support/fixtures.ts';
 
-const NATS_PASSWORD = 'nats-module-password-4f7c1e';
+/** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
+const natsCreds = async (): Promise<string> => {
+  const [account, user] = [newSeed('account'), newSeed('user')];
+  return formatCreds(await signUser({ name: 'modules', account: publicKeyOf(account, 'account') }, user, account), user);
+};
 const runId = Date.now().toString(36).slice(-4);
 
 let kube: Kube;
@@ -43,7 +50,6 @@ function deps(): ModuleStepDeps {
       helmSecretsDir: secretsDir,
       allowNonTmpfsSecrets: false,
       moduleOtelEndpoint: 'http://otel-collector.eva-system:4318',
-      nats: { url: process.env['NATS_URL'] ?? 'nats://127.0.0.1:14222', user: 'eva-module', password: NATS_PASSWORD },
     },
   };
 }
@@ -91,18 +97,19 @@ async function tenantScope(tier: Tier, spec: Partial<EvaTenantSpec> = {}): Promi
     body: { metadata: { name: namespace, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'eva-test': 'modules' } } },
   });
   namespaces.push(namespace);
+  await writeNatsSecret(namespace, await natsCreds());
   return scopeWith({ code, namespace, tier, spec });
 }
 
+async function writeNatsSecret(namespace: string, creds: string): Promise<void> {
+  const seed = /SU[A-Z2-7]{56}/.exec(creds)?.[0];
+  if (seed) knownSecrets.add(seed);
+  await kube.apply({ apiVersion: 'v1', kind: 'Secret', metadata: { name: NATS_CREDENTIALS_SECRET, namespace }, stringData: { url: 'nats://nats.eva-system:4222', 'nats.creds': creds } });
+}
+
 function scopeWith(base: { code: string; namespace: string; tier: Tier; spec?: Partial<EvaTenantSpec> }): TenantScope {
-  const tenant: EvaTenant = {
-    apiVersion: 'eva.aidonow.com/v1alpha1',
-    kind: 'EvaTenant',
-    metadata: { name: base.code.toLowerCase(), uid: `uid-${base.code}` },
-    spec: { capsuleCode: base.code, tier: base.tier, lifecycle: 'Active', wave: 1, seedsVersion: '1.0.0', ...base.spec },
-  };
   const log = createLogger('debug', { write: (line: string) => logLines.push(line) }).child({ tenant: base.code });
-  return { tenant, code: base.code, namespace: base.namespace, modules: MODULES_BY_TIER[base.tier], log, signal: new AbortController().signal };
+  return { ...testScope({ code: base.code, tier: base.tier, seedsVersion: '1.0.0', spec: base.spec ?? {}, log }), namespace: base.namespace };
 }
 
 /** The same tenant with a changed spec (and the modules its tier calls for). */
@@ -156,7 +163,7 @@ async function credentialValues(scope: TenantScope): Promise<string[]> {
 }
 
 /** Every secret the step handled: none may appear in a helm argument or a log line. */
-const knownSecrets = new Set<string>([NATS_PASSWORD]);
+const knownSecrets = new Set<string>();
 async function rememberSecrets(scope: TenantScope): Promise<void> {
   for (const value of await credentialValues(scope)) knownSecrets.add(value);
 }
@@ -190,7 +197,6 @@ async function expectSecretsReachedTheChart(scope: TenantScope): Promise<void> {
     const secret = await kube.core.readNamespacedSecret({ name, namespace: scope.namespace });
     return Buffer.from(secret.data?.[key] ?? '', 'base64').toString();
   };
-  expect(await decoded('orbit-crm-credentials', 'nats-password')).toBe(NATS_PASSWORD);
   expect(await credentialValues(scope)).toHaveLength(3);
   expect(await decoded('orbit-itsm-credentials', 'db-password')).toBe(await decoded(credentialsSecretName(scope.code), 'db-password'));
 }
@@ -307,6 +313,18 @@ describe('modules step (real helm, real control plane)', () => {
     expect(await untilReady(pinned)).toEqual({ ready: true });
     const crm = await kube.apps.readNamespacedDeployment({ name: 'orbit-crm', namespace: scope.namespace });
     expect(crm.spec?.template.spec?.containers[0]?.image).toBe('ghcr.io/aidonow/orbit-crm:1.0.0');
+
+    // New NATS credentials (a rotation by step 'account'): every module is upgraded once, its pods replaced.
+    const generations = async (): Promise<(number | undefined)[]> =>
+      (await kube.apps.listNamespacedDeployment({ namespace: scope.namespace })).items.map((d) => d.metadata?.generation);
+    const before = await generations();
+    await writeNatsSecret(scope.namespace, await natsCreds());
+    expect(await step.verify(pinned, deps())).toMatchObject({ ready: false, reason: 'ReleaseOutdated' });
+    await step.ensure(pinned, deps());
+    await step.ensure(pinned, deps());
+    expect([...(await releasesOf(scope.namespace)).values()].map((r) => [r.name, r.version])).toEqual([['orbit-crm', 4], ['orbit-itsm', 3]]);
+    expect(await generations()).toEqual(before.map((g) => (g ?? 0) + 1));
+    expect(await untilReady(pinned)).toEqual({ ready: true });
 
     // A pin to a version images.txt does not have is the tenant's mistake, and names what exists.
     const unknown = respec(scope, { versions: { 'orbit-crm': '9.9.9' } });

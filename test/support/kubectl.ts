@@ -1,6 +1,7 @@
 /** kubectl as a user runs it, against the local control plane (pinned binary, same minor as the server). */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { API_VERSION, KIND } from '../../src/api/constants.ts';
 
 export interface CommandResult {
   status: number;
@@ -34,12 +35,17 @@ export function kubectlOk(args: readonly string[], input?: string): string {
   return result.stdout;
 }
 
-/** Polls until `check` returns true or the timeout passes; returns whether it became true. */
-export async function eventually(check: () => boolean, timeoutMs = 60_000, intervalMs = 250): Promise<boolean> {
+/** Polls until `check` returns (or resolves to) true or the timeout passes; returns whether it became true. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 60_000, intervalMs = 250): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (check()) return true;
+    if (await check()) return true;
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
   return check();
+}
+
+/** An EvaTenant manifest as a user writes it (no uid, no defaults), for `kubectl apply -f -`. */
+export function tenantManifest(name: string, spec: Record<string, unknown>, labels?: Record<string, string>): string {
+  return JSON.stringify({ apiVersion: API_VERSION, kind: KIND, metadata: { name, ...(labels ? { labels } : {}) }, spec });
 }

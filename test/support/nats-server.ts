@@ -1,36 +1,47 @@
 /**
- * A throwaway nats-server with JetStream for tests: the pinned binary, 127.0.0.1 on a free port,
- * storage in a temporary folder. restart() keeps the port (clients reconnect to the same URL);
- * restart({ wipe: true }) also deletes the storage, like a NATS that lost its data.
+ * A throwaway nats-server for tests, always in operator mode as everywhere else in this project: keys
+ * from `eva-operator nats-bootstrap` (the real command's code), a full account resolver, JetStream,
+ * the pinned binary on 127.0.0.1 with free ports, storage in a temporary folder. restart() keeps the
+ * ports and keys (clients reconnect to the same URL); restart({ wipe: true }) also deletes JetStream
+ * data and every pushed account, like a NATS that lost its disk.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from './ports.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_VERSION, KIND, type Tier } from '../../src/api/constants.ts';
-import { MODULES_BY_TIER } from '../../src/api/modules.ts';
-import { createLogger } from '../../src/log.ts';
-import type { TenantScope } from '../../src/steps/step.ts';
+import { bootstrap } from '../../src/nats-bootstrap.ts';
 import { tool } from './tools.ts';
 
 export interface NatsServerOptions {
-  readonly user?: string;
-  readonly pass?: string;
-  readonly token?: string;
   /** JetStream file storage limit, e.g. '100MB' (default: 75% of the free disk). */
   readonly maxFileStore?: string;
+}
+
+/** The operator's two NATS files, as the operator pod gets them from its Secret. */
+export interface NatsAuthFiles {
+  readonly dir: string;
+  readonly systemCredsFile: string;
+  readonly operatorSigningKeyFile: string;
 }
 
 export interface TestNatsServer {
   readonly url: string;
   readonly port: number;
+  /** The HTTP monitoring endpoint (/jsz, /connz, /accountz). */
+  readonly monitorUrl: string;
+  readonly auth: NatsAuthFiles;
   /** Stops the server and deletes its storage (end of test). */
   stop(): Promise<void>;
   /** Stops the server but keeps its storage, for restart() to bring it back: NATS is down meanwhile. */
   halt(): Promise<void>;
-  /** (Re)starts on the same port; `wipe` deletes the storage first. */
+  /** (Re)starts on the same port; `wipe` deletes JetStream data and pushed accounts first. */
   restart(options?: { wipe?: boolean }): Promise<void>;
+}
+
+/** The operator's settings for this server: what an operator process started against it needs. */
+export function operatorNatsEnv(server: TestNatsServer): Record<'NATS_URL' | 'NATS_SYSTEM_CREDS_FILE' | 'NATS_OPERATOR_SIGNING_KEY_FILE', string> {
+  return { NATS_URL: server.url, NATS_SYSTEM_CREDS_FILE: server.auth.systemCredsFile, NATS_OPERATOR_SIGNING_KEY_FILE: server.auth.operatorSigningKeyFile };
 }
 
 const READY_TIMEOUT_MS = 15_000;
@@ -41,14 +52,6 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-
-function authArgs(auth: NatsServerOptions): string[] {
-  return [
-    ...(auth.user !== undefined ? ['--user', auth.user] : []),
-    ...(auth.pass !== undefined ? ['--pass', auth.pass] : []),
-    ...(auth.token !== undefined ? ['--auth', auth.token] : []),
-  ];
-}
 
 /** Starts the binary and resolves once it logs that it accepts clients (JetStream is up by then). */
 function launch(args: string[]): Promise<ChildProcess> {
@@ -88,24 +91,32 @@ function terminate(child: ChildProcess | undefined): Promise<void> {
   });
 }
 
-/** The storage limit has no command-line flag: it goes into a config file next to the store. */
-function limitArgs(root: string, options: NatsServerOptions): string[] {
-  if (options.maxFileStore === undefined) return [];
-  const file = join(root, 'limits.conf');
-  writeFileSync(file, `jetstream { max_file_store: ${options.maxFileStore} }\n`);
-  return ['-c', file];
+/** The server's configuration: operator mode with a full resolver that accepts pushes and deletions. */
+function serverConfig(root: string, port: number, monitorPort: number, options: NatsServerOptions): string {
+  return [
+    `listen: 127.0.0.1:${port}`,
+    `http: 127.0.0.1:${monitorPort}`,
+    `include ./auth/nats-auth.conf`,
+    `resolver { type: full, dir: "${join(root, 'resolver')}", allow_delete: true, interval: "2m" }`,
+    `jetstream { store_dir: "${join(root, 'jetstream')}"${options.maxFileStore !== undefined ? `, max_file_store: ${options.maxFileStore}` : ''} }`,
+    '',
+  ].join('\n');
 }
 
 export async function startNatsServer(options: NatsServerOptions = {}): Promise<TestNatsServer> {
-  const port = await freePort();
+  const [port, monitorPort] = [await freePort(), await freePort()];
   const root = mkdtempSync(join(tmpdir(), 'eva-nats-'));
-  const store = (): string => join(root, 'jetstream');
-  const listen = ['-a', '127.0.0.1', '-p', String(port)];
-  const args = [...limitArgs(root, options), ...listen, '-js', '-sd', store(), ...authArgs(options)];
+  const authDir = join(root, 'auth');
+  await bootstrap({ out: authDir, namespace: 'default', secretName: 'eva-operator-nats', operatorName: 'eva-test', force: false });
+  const config = join(root, 'nats.conf');
+  writeFileSync(config, serverConfig(root, port, monitorPort, options));
+  const args = ['-c', config];
   let child: ChildProcess | undefined = await launch(args);
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    monitorUrl: `http://127.0.0.1:${monitorPort}`,
+    auth: { dir: authDir, systemCredsFile: join(authDir, 'system.creds'), operatorSigningKeyFile: join(authDir, 'operator-signing-key.nk') },
     async stop() {
       await terminate(child);
       child = undefined;
@@ -115,41 +126,12 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
       await terminate(child);
       child = undefined;
     },
-    async restart(options = {}) {
+    async restart(restartOptions = {}) {
       await terminate(child);
-      if (options.wipe === true) rmSync(store(), { recursive: true, force: true });
+      if (restartOptions.wipe === true) {
+        for (const dir of ['jetstream', 'resolver']) rmSync(join(root, dir), { recursive: true, force: true });
+      }
       child = await launch(args);
     },
-  };
-}
-
-/** A TenantScope for NATS step tests: modules follow the tier, logs go to `lines` when given. */
-export function testScope(options: {
-  code: string;
-  tier?: Tier;
-  uid?: string;
-  seedsVersion?: string;
-  lines?: string[];
-}): TenantScope {
-  const tier = options.tier ?? 'Starter';
-  const sink = { write: (line: string): void => void options.lines?.push(line) };
-  return {
-    tenant: {
-      apiVersion: API_VERSION,
-      kind: KIND,
-      metadata: { name: options.code.toLowerCase(), uid: options.uid ?? `uid-${options.code}` },
-      spec: {
-        capsuleCode: options.code,
-        tier,
-        lifecycle: 'Active',
-        wave: 1,
-        ...(options.seedsVersion !== undefined ? { seedsVersion: options.seedsVersion } : {}),
-      },
-    },
-    code: options.code,
-    namespace: `eva-tenant-${options.code.toLowerCase()}`,
-    modules: MODULES_BY_TIER[tier],
-    log: createLogger('debug', sink),
-    signal: new AbortController().signal,
   };
 }

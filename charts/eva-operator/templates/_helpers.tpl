@@ -135,3 +135,25 @@ fsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* NETWORK_POLICY_* from networkPolicy.*; NATS is the quick-start server's pods unless told otherwise. */}}
+{{- define "eva-operator.networkPolicyEnv" -}}
+{{- $np := .Values.networkPolicy -}}
+- name: NETWORK_POLICY
+  value: {{ $np.enabled | toString | quote }}
+- name: NETWORK_POLICY_INGRESS_NAMESPACES
+  value: {{ $np.ingressNamespaces | quote }}
+- name: NETWORK_POLICY_DNS_NAMESPACES
+  value: {{ $np.dnsNamespaces | quote }}
+- name: NETWORK_POLICY_DNS_PODS
+  value: {{ $np.dnsPods | quote }}
+{{- if $np.natsCidr }}
+- name: NETWORK_POLICY_NATS_CIDR
+  value: {{ $np.natsCidr | quote }}
+{{- else }}
+- name: NETWORK_POLICY_NATS_NAMESPACES
+  value: {{ $np.natsNamespaces | default (printf "kubernetes.io/metadata.name=%s" .Release.Namespace) | quote }}
+- name: NETWORK_POLICY_NATS_PODS
+  value: {{ $np.natsPods | default "app.kubernetes.io/component=nats" | quote }}
+{{- end }}
+{{- end -}}

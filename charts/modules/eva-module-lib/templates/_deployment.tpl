@@ -55,6 +55,9 @@ spec:
               readOnly: true
             - name: tmp
               mountPath: /tmp
+            - name: nats
+              mountPath: {{ include "eva-module-lib.natsMountPath" . }}
+              readOnly: true
       {{- end }}
       containers:
         - name: {{ $module }}
@@ -90,6 +93,9 @@ spec:
               readOnly: true
             - name: tmp
               mountPath: /tmp
+            - name: nats
+              mountPath: {{ include "eva-module-lib.natsMountPath" . }}
+              readOnly: true
       volumes:
         - name: config
           configMap:
@@ -97,4 +103,9 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+        - name: nats
+          secret:
+            secretName: {{ include "eva-module-lib.natsSecretName" . }}
+            # 0440: readable by the pod's group (fsGroup 65532), written in decimal so no YAML reader mistakes it
+            defaultMode: 288
 {{- end -}}

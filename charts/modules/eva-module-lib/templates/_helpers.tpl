@@ -86,7 +86,16 @@ eva.aidonow.com/module: {{ include "eva-module-lib.module" . }}
 {{- printf "EVA_CREDENTIAL_%s" (regexReplaceAll "[^A-Za-z0-9]" . "_" | upper) -}}
 {{- end -}}
 
-{{/* Hash of the secret values, so changed credentials roll the Deployment. */}}
+{{/* The tenant's NATS connection: Secret eva-nats (keys url and nats.creds), written by the operator. */}}
+{{- define "eva-module-lib.natsSecretName" -}}
+{{- (.Values.nats | default dict).secretName | default "eva-nats" -}}
+{{- end -}}
+
+{{- define "eva-module-lib.natsMountPath" -}}
+/var/run/secrets/eva/nats
+{{- end -}}
+
+{{/* Hash of the secret values and the NATS credentials revision, so changed credentials roll the Deployment. */}}
 {{- define "eva-module-lib.valuesChecksum" -}}
 {{- dict "credentials" (.Values.credentials | default dict) "nats" (.Values.nats | default dict) | toJson | sha256sum -}}
 {{- end -}}
@@ -122,18 +131,12 @@ eva.aidonow.com/module: {{ include "eva-module-lib.module" . }}
 - name: NATS_URL
   valueFrom:
     secretKeyRef:
-      name: {{ $secret }}
-      key: nats-url
-- name: NATS_USER
-  valueFrom:
-    secretKeyRef:
-      name: {{ $secret }}
-      key: nats-user
-- name: NATS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ $secret }}
-      key: nats-password
+      name: {{ include "eva-module-lib.natsSecretName" . }}
+      key: url
+- name: NATS_CREDS_FILE
+  value: {{ printf "%s/nats.creds" (include "eva-module-lib.natsMountPath" .) | quote }}
+- name: NATS_INBOX_PREFIX
+  value: {{ printf "_INBOX_%s" $code | quote }}
 {{- range $name := keys (.Values.credentials | default dict) | sortAlpha }}
 - name: {{ include "eva-module-lib.credentialEnvName" $name }}
   valueFrom:

@@ -1,18 +1,13 @@
 {{/*
-The module's Secret <release>-credentials: every entry of .Values.credentials plus the NATS
-connection (nats-url, nats-user, nats-password). The operator passes these values only through a
-tmpfs values file. Usage: {{ include "eva-module-lib.secret" . }}
+The module's Secret <release>-credentials: every entry of .Values.credentials. The operator passes
+these values only through a tmpfs values file. (The NATS connection is not here: it is the tenant's
+Secret eva-nats, mounted.) Usage: {{ include "eva-module-lib.secret" . }}
 */}}
 {{- define "eva-module-lib.secret" -}}
 {{- $credentials := .Values.credentials | default dict -}}
-{{- $nats := .Values.nats | default dict -}}
-{{- $reserved := list "nats-url" "nats-user" "nats-password" -}}
 {{- range $name := keys $credentials -}}
 {{- if not (regexMatch "^[-._a-zA-Z0-9]{1,253}$" $name) -}}
 {{- fail (printf "credentials key %q is not a valid Secret key (letters, digits, '-', '_', '.')" $name) -}}
-{{- end -}}
-{{- if has $name $reserved -}}
-{{- fail (printf "credentials key %q is reserved for the NATS connection; set nats.* instead" $name) -}}
 {{- end -}}
 {{- end -}}
 apiVersion: v1
@@ -23,9 +18,6 @@ metadata:
     {{- include "eva-module-lib.labels" . | nindent 4 }}
 type: Opaque
 data:
-  nats-url: {{ $nats.url | default "" | toString | b64enc | quote }}
-  nats-user: {{ $nats.user | default "" | toString | b64enc | quote }}
-  nats-password: {{ $nats.password | default "" | toString | b64enc | quote }}
   {{- range $name := keys $credentials | sortAlpha }}
   {{ $name | quote }}: {{ get $credentials $name | toString | b64enc | quote }}
   {{- end }}

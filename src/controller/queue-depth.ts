@@ -3,11 +3,12 @@
  * Read-only and best effort: the drift check calls it for each Active tenant, and a metrics refresh
  * must never make that check fail, so every NATS failure becomes `false` instead of an error.
  */
-import type { NatsClient, NatsSession } from '../adapters/nats.ts';
+import type { NatsSession } from '../adapters/nats.ts';
+import type { NatsAccounts } from '../steps/nats-accounts.ts';
 import { JS_ERR, jsErrCode } from '../adapters/nats.ts';
 import type { OperatorMetrics } from '../metrics/metrics.ts';
-import type { TenantScope } from './step.ts';
-import { STREAM_KINDS, streamName } from './streams.ts';
+import type { TenantScope } from '../steps/step.ts';
+import { STREAM_KINDS, streamName } from '../steps/streams.ts';
 
 export type QueueDepthSink = Pick<OperatorMetrics, 'setQueueDepth' | 'forgetQueueDepth'>;
 
@@ -26,9 +27,9 @@ async function messages(session: NatsSession, name: string): Promise<number | un
  * stale depth could keep an alert firing); when NATS cannot be asked, the last values stay, since
  * nothing newer is known.
  */
-export async function refreshQueueDepth(scope: TenantScope, nats: NatsClient, metrics: QueueDepthSink): Promise<boolean> {
+export async function refreshQueueDepth(scope: TenantScope, nats: NatsAccounts, metrics: QueueDepthSink): Promise<boolean> {
   try {
-    return await nats.run(async (session) => {
+    return await nats.runInTenant(scope, async (session) => {
       let complete = true;
       for (const kind of STREAM_KINDS) {
         const name = streamName(scope.code, kind);

@@ -1,0 +1,131 @@
+/**
+ * Every reason the operator puts on a condition or a Warning event, in one catalogue (as Flux keeps
+ * its reasons in api/v2/condition_types.go). Steps, the decommission saga and the status writer use
+ * these names; `StepError.reason` is typed by them, so a reason cannot be invented at a call site.
+ * Values are CamelCase, as Kubernetes condition reasons must be.
+ */
+export const Reason = {
+  // -- condition bookkeeping (saga/conditions.ts) -----------------------------------------------
+  Progressing: 'Progressing',
+  Pending: 'Pending',
+  Interrupted: 'Interrupted',
+  NamespaceActive: 'NamespaceActive',
+  TenantRecordStored: 'TenantRecordStored',
+  SeedApplied: 'SeedApplied',
+  ReleasesDeployed: 'ReleasesDeployed',
+  IngressAdmitted: 'IngressAdmitted',
+  Provisioned: 'Provisioned',
+
+  // -- catch-alls for errors that carry no reason ---------------------------------------------------
+  StepFailed: 'StepFailed',
+  CheckFailed: 'CheckFailed',
+  RemoveFailed: 'RemoveFailed',
+  /** A reconcile failed outside any step (e.g. the API server refused a status write). */
+  ReconcileFailed: 'ReconcileFailed',
+  ShuttingDown: 'ShuttingDown',
+
+  // -- no running operator serves the tenant (Warning events of controller/version-presence.ts) ------
+  OperatorVersionAbsent: 'OperatorVersionAbsent',
+  OperatorShardAbsent: 'OperatorShardAbsent',
+
+  // -- the tenant itself ----------------------------------------------------------------------------
+  TenantUidMissing: 'TenantUidMissing',
+  CapsuleCodeInUse: 'CapsuleCodeInUse',
+
+  // -- namespace, quotas, network policy --------------------------------------------------------------
+  NamespaceMissing: 'NamespaceMissing',
+  NamespaceNotOwned: 'NamespaceNotOwned',
+  NamespaceTerminating: 'NamespaceTerminating',
+  NamespaceLabelsDrifted: 'NamespaceLabelsDrifted',
+  QuotaMissing: 'QuotaMissing',
+  QuotaDrifted: 'QuotaDrifted',
+  QuotaNotExpected: 'QuotaNotExpected',
+  QuotaPresent: 'QuotaPresent',
+  QuotaExceeded: 'QuotaExceeded',
+  LimitRangeDrifted: 'LimitRangeDrifted',
+  LimitRangePresent: 'LimitRangePresent',
+  NetworkPolicyMissing: 'NetworkPolicyMissing',
+  NetworkPolicyDrifted: 'NetworkPolicyDrifted',
+  NetworkPolicyPresent: 'NetworkPolicyPresent',
+
+  // -- NATS: connection, the tenant's account and its credentials --------------------------------------
+  NatsUnavailable: 'NatsUnavailable',
+  NatsAuthFailed: 'NatsAuthFailed',
+  NatsStorageExhausted: 'NatsStorageExhausted',
+  JetStreamUnavailable: 'JetStreamUnavailable',
+  AccountKeysCorrupt: 'AccountKeysCorrupt',
+  AccountMissing: 'AccountMissing',
+  AccountDrifted: 'AccountDrifted',
+  AccountRejected: 'AccountRejected',
+  AccountPresent: 'AccountPresent',
+  AccountKeysPresent: 'AccountKeysPresent',
+  JetStreamUsageExceedsTier: 'JetStreamUsageExceedsTier',
+  NatsCredentialsMissing: 'NatsCredentialsMissing',
+  NatsCredentialsDrifted: 'NatsCredentialsDrifted',
+  NatsCredentialsPresent: 'NatsCredentialsPresent',
+  NatsCredentialsRotating: 'NatsCredentialsRotating',
+  NatsCredentialsStillAccepted: 'NatsCredentialsStillAccepted',
+
+  // -- streams ------------------------------------------------------------------------------------------
+  StreamMissing: 'StreamMissing',
+  StreamDrifted: 'StreamDrifted',
+  StreamConflict: 'StreamConflict',
+  StreamSubjectsOverlap: 'StreamSubjectsOverlap',
+  StreamPresent: 'StreamPresent',
+
+  // -- alert rules ----------------------------------------------------------------------------------------
+  AlertRulesMissing: 'AlertRulesMissing',
+  AlertRulesDrifted: 'AlertRulesDrifted',
+  AlertRulesDuplicated: 'AlertRulesDuplicated',
+  AlertRulesPresent: 'AlertRulesPresent',
+
+  // -- tenant record ----------------------------------------------------------------------------------
+  TenantRecordMissing: 'TenantRecordMissing',
+  TenantRecordDrifted: 'TenantRecordDrifted',
+  TenantRecordCorrupt: 'TenantRecordCorrupt',
+  TenantRecordConflict: 'TenantRecordConflict',
+  TenantRecordPresent: 'TenantRecordPresent',
+
+  // -- seed data --------------------------------------------------------------------------------------
+  SeedsNotBundled: 'SeedsNotBundled',
+  UnknownSeedsVersion: 'UnknownSeedsVersion',
+  SeedsBundleInvalid: 'SeedsBundleInvalid',
+  SeedPending: 'SeedPending',
+  SeedBucketMissing: 'SeedBucketMissing',
+  SeedBucketDrifted: 'SeedBucketDrifted',
+  SeedBucketPresent: 'SeedBucketPresent',
+
+  // -- module releases ----------------------------------------------------------------------------------
+  ChartMissing: 'ChartMissing',
+  ChartRenderFailed: 'ChartRenderFailed',
+  InvalidHelmValues: 'InvalidHelmValues',
+  UnknownModuleVersion: 'UnknownModuleVersion',
+  ModuleImageMissing: 'ModuleImageMissing',
+  ModuleDeployFailed: 'ModuleDeployFailed',
+  HelmFailed: 'HelmFailed',
+  HelmTimeout: 'HelmTimeout',
+  KubernetesUnreachable: 'KubernetesUnreachable',
+  ReleasePending: 'ReleasePending',
+  ReleaseMissing: 'ReleaseMissing',
+  ReleaseNotDeployed: 'ReleaseNotDeployed',
+  ReleaseOutdated: 'ReleaseOutdated',
+  UndesiredRelease: 'UndesiredRelease',
+  ReleasesRemain: 'ReleasesRemain',
+  ModuleResourcesRemain: 'ModuleResourcesRemain',
+  CredentialsMissing: 'CredentialsMissing',
+  CredentialsRemain: 'CredentialsRemain',
+  DeploymentMissing: 'DeploymentMissing',
+  DeploymentProgressing: 'DeploymentProgressing',
+  DeploymentUnavailable: 'DeploymentUnavailable',
+  DeploymentStalled: 'DeploymentStalled',
+  ReplicaFailure: 'ReplicaFailure',
+  ImagePullFailed: 'ImagePullFailed',
+
+  // -- ingress ----------------------------------------------------------------------------------------
+  IngressMissing: 'IngressMissing',
+  IngressDrifted: 'IngressDrifted',
+  WaitingForAddress: 'WaitingForAddress',
+  IngressPresent: 'IngressPresent',
+} as const;
+
+export type Reason = (typeof Reason)[keyof typeof Reason];

@@ -1,0 +1,163 @@
+/**
+ * The reconciler and its status writer against an in-memory TenantStore (with the API server's
+ * resourceVersion rules) and steps that succeed, wait or fail on cue; a failing store shows what a
+ * refused write does. The same reconciler against the real API server runs in e2e/.
+ */
+import { ApiException } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { FINALIZER, OWNER_ANNOTATION } from '../api/constants.ts';
+import { Reason } from '../api/reasons.ts';
+import { InputError } from '../errors.ts';
+import { createLogger } from '../log.ts';
+import { STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
+import { testTenant } from '../../test/support/fixtures.ts';
+import { FailingTenantStore, MemoryTenantStore } from '../../test/support/tenant-store.ts';
+import { USER_ERROR_RECHECK_MS } from './actions.ts';
+import { TenantReconciler } from './reconciler.ts';
+import type { TenantSteps } from './tenant-steps.ts';
+import type { TenantStore } from './tenant-store.ts';
+
+const VERSION = '1.0.0';
+const signal = new AbortController().signal;
+
+interface FakeSteps extends TenantSteps {
+  readonly ran: StepName[];
+  decommissioned: number;
+}
+
+/** Steps that are done at once, unless `outcome` says otherwise for a step. */
+function fakeSteps(outcome: (step: StepName) => StepOutcome | Error = () => ({ kind: 'done' }), decommissionComplete = true): FakeSteps {
+  const steps: FakeSteps = {
+    ran: [],
+    decommissioned: 0,
+    runStep: (step) => {
+      steps.ran.push(step);
+      const result = outcome(step);
+      return result instanceof Error ? Promise.reject(result) : Promise.resolve(result);
+    },
+    checkDrift: () => Promise.resolve({ inSync: true }),
+    decommission: () => {
+      steps.decommissioned += 1;
+      return Promise.resolve({ states: { namespace: decommissionComplete ? 'Removed' : 'NamespaceTerminating: still there' }, complete: decommissionComplete });
+    },
+    afterActive: () => Promise.resolve(),
+    isWatched: () => false,
+  };
+  return steps;
+}
+
+function reconciler(tenants: TenantStore, steps: TenantSteps): TenantReconciler {
+  return new TenantReconciler({
+    tenants,
+    steps,
+    config: { operatorVersion: VERSION, maxWave: 3, driftIntervalSeconds: 300 },
+    log: createLogger('silent'),
+    metrics: { observeTimeToActive: () => undefined, forgetTenant: () => undefined },
+  });
+}
+
+const conditionOf = (store: MemoryTenantStore, name: string, type: string) => store.peek(name)?.status?.conditions?.find((c) => c.type === type);
+
+describe('TenantReconciler', () => {
+  it('a new tenant: finalizer and owner first (one write, before any step), then one status write per condition, then Active', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'NEWONE' }));
+    const steps = fakeSteps();
+    const action = await reconciler(store, steps).reconcile('newone', signal);
+    expect(steps.ran).toEqual([...STEP_NAMES]);
+    expect(store.writes[0]).toBe('patchMetadata');
+    expect(store.writes.filter((w) => w.startsWith('writeStatus'))).toHaveLength(7); // requested, 5 conditions, active
+    const tenant = store.peek('newone');
+    expect(tenant?.metadata.finalizers).toEqual([FINALIZER]);
+    expect(tenant?.metadata.annotations?.[OWNER_ANNOTATION]).toBe(VERSION);
+    expect(tenant?.status?.phase).toBe('Active');
+    expect(store.events.map((e) => e.reason)).toEqual([
+      'ProvisioningStarted', 'NamespaceCreated', 'SeedLoaded', 'ModuleDeployStarted', 'ModuleDeployComplete', 'IngressProvisioned', 'ProvisioningComplete',
+    ]);
+    expect(action.kind).toBe('requeue');
+  });
+
+  it('a status write refused (409) stops the saga before the next condition starts; the retry resumes and converges', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'FLAKYS' }));
+    // Writes: requested, NamespaceReady (namespace, quotas, network), Provisioned (refused: account must not run).
+    const failing = new FailingTenantStore(store).failOn('writeStatus', 3);
+    const first = fakeSteps();
+    await expect(reconciler(failing, first).reconcile('flakys', signal)).rejects.toBeInstanceOf(ApiException);
+    expect(first.ran).toEqual(['namespace', 'quotas', 'network']);
+    // The saga rested "interrupted before account", and the next write recorded that.
+    expect(store.peek('flakys')?.status?.phase).toBe('Provisioning');
+    expect(conditionOf(store, 'flakys', 'Provisioned')).toMatchObject({ status: 'Unknown', reason: 'Interrupted' });
+    const retry = fakeSteps();
+    await reconciler(store, retry).reconcile('flakys', signal);
+    expect(retry.ran).toEqual(STEP_NAMES.slice(STEP_NAMES.indexOf('account')));
+    expect(store.peek('flakys')?.status?.phase).toBe('Active');
+  });
+
+  it('a refused metadata write (a concurrent writer) starts no step', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'RACERS' }));
+    const steps = fakeSteps();
+    await expect(reconciler(new FailingTenantStore(store).failOn('patchMetadata', 1), steps).reconcile('racers', signal)).rejects.toBeInstanceOf(ApiException);
+    expect(steps.ran).toEqual([]);
+    expect(store.writes).toEqual([]);
+  });
+
+  it('a step that needs the user: Failed, its condition False with the reason, re-checked slowly, other steps not run', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'BADSEE' }));
+    const steps = fakeSteps((step) => (step === 'seed' ? new InputError(Reason.UnknownSeedsVersion, 'no 9.9.9') : { kind: 'done' }));
+    const action = await reconciler(store, steps).reconcile('badsee', signal);
+    expect(steps.ran.at(-1)).toBe('seed');
+    expect(store.peek('badsee')?.status?.phase).toBe('Failed');
+    expect(conditionOf(store, 'badsee', 'SeedLoaded')).toMatchObject({ status: 'False', reason: 'UnknownSeedsVersion', message: 'seed: no 9.9.9' });
+    expect(store.events.filter((e) => e.type === 'Warning').map((e) => e.reason)).toEqual(['UnknownSeedsVersion']);
+    expect(action).toEqual({ kind: 'requeue', failed: Reason.UnknownSeedsVersion, afterMs: USER_ERROR_RECHECK_MS });
+  });
+
+  it('a failed event write is no failure: the tenant still becomes Active', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'EVENTS' }));
+    const failing = new FailingTenantStore(store).failOn('recordEvent', 1, new Error('events are down')).failOn('recordEvent', 2, new Error('still down'));
+    await reconciler(failing, fakeSteps()).reconcile('events', signal);
+    expect(store.peek('events')?.status?.phase).toBe('Active');
+    expect(store.events.map((e) => e.reason)).not.toContain('ProvisioningStarted');
+  });
+
+  it('an unchanged Active tenant: the drift check writes nothing', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'STEADY' }));
+    await reconciler(store, fakeSteps()).reconcile('steady', signal);
+    const writes = store.writes.length;
+    const steps = fakeSteps();
+    await reconciler(store, steps).reconcile('steady', signal);
+    expect(steps.ran).toEqual([]);
+    expect(store.writes).toHaveLength(writes);
+  });
+
+  it('leaves a tenant owned by another version alone, and hands one pinned elsewhere over (owner removed, finalizer kept)', async () => {
+    const store = new MemoryTenantStore();
+    store.put({ ...testTenant({ code: 'OTHERS', annotations: { [OWNER_ANNOTATION]: '2.0.0' } }) });
+    const steps = fakeSteps();
+    expect(await reconciler(store, steps).reconcile('others', signal)).toEqual({ kind: 'done' });
+    expect(store.writes).toEqual([]);
+    const mine = testTenant({ code: 'PINNED', annotations: { [OWNER_ANNOTATION]: VERSION } });
+    store.put({ ...mine, metadata: { ...mine.metadata, finalizers: [FINALIZER] }, spec: { ...mine.spec, operatorVersion: '2.0.0' } });
+    expect(await reconciler(store, steps).reconcile('pinned', signal)).toEqual({ kind: 'done' });
+    expect(store.peek('pinned')?.metadata.annotations?.[OWNER_ANNOTATION]).toBeUndefined();
+    expect(store.peek('pinned')?.metadata.finalizers).toEqual([FINALIZER]);
+    expect(steps.ran).toEqual([]);
+  });
+
+  it('deleted: the finalizer stays while decommissioning is incomplete and comes off (test + remove) once it is complete', async () => {
+    const store = new MemoryTenantStore();
+    const base = testTenant({ code: 'GOINGS', annotations: { [OWNER_ANNOTATION]: VERSION } });
+    store.put({ ...base, metadata: { ...base.metadata, finalizers: ['other.example/keep', FINALIZER], deletionTimestamp: new Date().toISOString() } });
+    expect(await reconciler(store, fakeSteps(undefined, false)).reconcile('goings', signal)).toEqual({ kind: 'backoff' });
+    expect(store.peek('goings')?.status?.phase).toBe('Decommissioning');
+    expect(store.peek('goings')?.metadata.finalizers).toEqual(['other.example/keep', FINALIZER]);
+    await reconciler(store, fakeSteps()).reconcile('goings', signal);
+    expect(store.peek('goings')?.metadata.finalizers).toEqual(['other.example/keep']);
+    expect(store.events.map((e) => e.reason)).toEqual(['DeprovisionStarted', 'DeprovisionComplete']);
+  });
+});

@@ -1,0 +1,102 @@
+/**
+ * Serialises the status writes and events of one reconcile, always on the latest resourceVersion. An
+ * unchanged status is not written; events are an audit trail, so a failed event write is logged only.
+ */
+import type { EvaTenant } from '../api/evatenant.ts';
+import type { Logger } from '../log.ts';
+import type { SagaView } from '../saga/conditions.ts';
+import type { SagaEmitted } from '../saga/machine.ts';
+import type { StepName } from '../steps/step.ts';
+import { buildStatus, sameStatus } from './tenant-status.ts';
+import type { TenantStore } from './tenant-store.ts';
+
+const EVENT_OF_STEP: Partial<Record<StepName, string>> = {
+  namespace: 'NamespaceCreated',
+  seed: 'SeedLoaded',
+  modules: 'ModuleDeployComplete',
+  ingress: 'IngressProvisioned',
+};
+
+export class StatusWriter {
+  current: EvaTenant;
+  becameActiveAfterSeconds: number | undefined;
+  private readonly store: TenantStore;
+  private readonly log: Logger;
+  private pendingEvents: Promise<void> = Promise.resolve();
+  private lastProblem: string | undefined;
+
+  constructor(store: TenantStore, tenant: EvaTenant, log: Logger) {
+    this.store = store;
+    this.current = tenant;
+    this.log = log;
+    const problem = tenant.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'False');
+    this.lastProblem = problem?.reason;
+  }
+
+  async progress(view: SagaView, persisted: unknown): Promise<void> {
+    // The drift check is transient: persisting it would turn every idle check into a write.
+    if (view.stage === 'checking') return;
+    this.warnOnNewProblem(view);
+    const status = buildStatus(this.current, view, persisted, new Date());
+    if (sameStatus(this.current.status, status)) return;
+    await this.write(status);
+  }
+
+  async write(status: EvaTenant['status']): Promise<void> {
+    this.current = await this.store.writeStatus(this.current, status ?? {});
+  }
+
+  announce(emitted: SagaEmitted): void {
+    if (emitted.type === 'StepCompleted') {
+      const reason = EVENT_OF_STEP[emitted.step];
+      if (reason) this.queueEvent('Normal', reason, `step ${emitted.step} complete`);
+      return;
+    }
+    if (emitted.type === 'ProvisioningComplete') {
+      const started = this.current.status?.provisioningStartedAt;
+      if (started) this.becameActiveAfterSeconds = (Date.now() - Date.parse(started)) / 1000;
+    }
+    this.queueEvent('Normal', emitted.type, messageOf(emitted.type));
+  }
+
+  async event(type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    this.queueEvent(type, reason, message);
+    await this.flushEvents();
+  }
+
+  async flushEvents(): Promise<void> {
+    await this.pendingEvents;
+  }
+
+  private warnOnNewProblem(view: SagaView): void {
+    const reason = view.problem?.reason;
+    if (reason && reason !== this.lastProblem && view.stage !== 'provisioning') {
+      const { step = '', message = '', needsUser = false } = view.problem ?? {};
+      this.log.warn({ step, reason, needsUser, problem: message }, 'tenant step not done');
+      this.queueEvent('Warning', reason, `${step}: ${message}`);
+    }
+    this.lastProblem = reason;
+  }
+
+  private queueEvent(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    // Events are an audit trail, not state: a failed event write is logged, never fatal.
+    this.pendingEvents = this.pendingEvents.then(() =>
+      this.store.recordEvent(this.current, type, reason, message).catch((err: unknown) => {
+        this.log.warn({ err, reason }, 'could not record event');
+      }),
+    );
+  }
+}
+
+function messageOf(type: SagaEmitted['type']): string {
+  switch (type) {
+    case 'ProvisioningStarted':
+      return 'provisioning started';
+    case 'ModuleDeployStarted':
+      return 'installing module releases';
+    case 'ProvisioningComplete':
+      return 'all five conditions are True; the tenant is Active';
+    default:
+      return type;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * What the reconciler has the steps do for a tenant: run one, check all for drift, decommission, and
+ * refresh what only the steps' world can tell once a tenant is Active (its queue depth). An interface,
+ * so the reconciler is tested with steps that succeed, wait or fail on cue.
+ */
+import type { OperatorMetricsSink } from './metrics-sink.ts';
+import { type DecommissionResult, decommission } from './decommission.ts';
+import { refreshQueueDepth } from './queue-depth.ts';
+import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
+import type { DriftReport, StepName, StepOutcome, TenantScope } from '../steps/step.ts';
+
+export interface TenantSteps {
+  runStep(step: StepName, scope: TenantScope): Promise<StepOutcome>;
+  checkDrift(scope: TenantScope): Promise<DriftReport>;
+  decommission(scope: TenantScope, skip: ReadonlySet<StepName>): Promise<DecommissionResult>;
+  afterActive(scope: TenantScope): Promise<void>;
+  /** Whether a step waiting on the world is woken by a watch (and can be polled slowly). */
+  isWatched(step: StepName): boolean;
+}
+
+export function operatorSteps(deps: OperatorDeps, metrics: OperatorMetricsSink): TenantSteps {
+  return {
+    runStep: (step, scope) =>
+      runStep(step, scope, deps, {
+        observe: (s, seconds) => {
+          metrics.observeStep(s, scope.tenant.spec.tier, seconds);
+        },
+      }),
+    checkDrift: (scope) => checkDrift(scope, deps),
+    decommission: (scope, skip) => decommission(scope, deps, skip),
+    afterActive: async (scope) => {
+      await refreshQueueDepth(scope, deps.nats, metrics);
+    },
+    isWatched: isWatchedStep,
+  };
+}

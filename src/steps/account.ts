@@ -1,0 +1,260 @@
+/**
+ * Step 'account': the tenant's own NATS account and its modules' credentials.
+ *
+ * ensure: the account's keys exist (Secret eva-nats-account-<code> in the operator's namespace); a
+ * rotation the tenant's annotation asks for is started (a new modules user; the old one is retired
+ * by step 'revoke' once every module runs the new one); a tier change that would leave the account's
+ * JetStream data above its new limits is refused before anything changes; the account JWT the server
+ * holds carries the tier's limits and every revocation; the Secret `eva-nats` in the tenant namespace
+ * holds `url` and `nats.creds` for the current user.
+ *
+ * remove deletes what is left in the account (its JetStream data first: a deleted account's data stays
+ * on disk), deletes the account on the server, checks that the modules' credentials are refused, and
+ * only then forgets the keys, so a crash at any point is retried without orphaning an account.
+ */
+import type { V1Secret } from '@kubernetes/client-node';
+import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
+import { Reason } from '../api/reasons.ts';
+import { ACCOUNT_BY_TIER, STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
+import { canonicalJson } from '../canonical-json.ts';
+import type { AccountClaims } from '../adapters/nats-jwt.ts';
+import { DependencyError, InputError } from '../errors.ts';
+import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../adapters/nats-jwt.ts';
+import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from './account-keys.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
+import { type HeldClaims, modulePermissions, type NatsStepDeps, tenantClaims } from './nats-accounts.ts';
+import { codeInUse, tenantUid } from './ownership.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export type AccountStepDeps = NatsStepDeps & { readonly kube: Kube };
+
+/** The modules' NATS connection, in every tenant namespace (the module contract). */
+export const NATS_CREDENTIALS_SECRET = 'eva-nats';
+const NATS_URL_KEY = 'url';
+export const NATS_CREDS_KEY = 'nats.creds';
+
+const MIB = 1024 * 1024;
+const mib = (bytes: number): string => `${(bytes / MIB).toFixed(1)} MiB`;
+
+/** The rotation the tenant asks for (the annotation's value), if any. */
+const rotationAsked = (scope: TenantScope): string | undefined =>
+  scope.tenant.metadata.annotations?.[ROTATE_NATS_CREDENTIALS_ANNOTATION] || undefined;
+
+// ---- keys -------------------------------------------------------------------------------------------
+
+async function ensureKeys(scope: TenantScope, deps: AccountStepDeps): Promise<StoredAccountKeys> {
+  const existing = await deps.nats.tenantKeys(scope);
+  if (existing !== undefined) return existing;
+  const created = await deps.nats.keys.create(accountKeysName(scope.code), tenantUid(scope), newAccountKeys(true, rotationAsked(scope)));
+  // A lost race for the code: the winner's keys came back.
+  if (created.owner !== tenantUid(scope)) throw codeInUse(scope, `NATS account ${created.keys.account}`, created.owner);
+  scope.log.info({ step: 'account', account: created.keys.account }, 'NATS account keys created');
+  return created;
+}
+
+/** A new modules user; the previous one is retired (revoked by step 'revoke' once the modules rolled). */
+function rotatedKeys(keys: AccountKeys, rotation: string, now: number): AccountKeys {
+  if (keys.userSeed === undefined) throw new Error('an account without a modules user cannot rotate');
+  // A rotation asked again before the last one finished: the user that one retired goes at once.
+  const revocations = keys.retiringUser === undefined ? keys.revocations : { ...keys.revocations, [keys.retiringUser]: now };
+  return { ...keys, userSeed: newSeed('user'), retiringUser: publicKeyOf(keys.userSeed, 'user'), revocations, rotation };
+}
+
+async function rotateIfAsked(scope: TenantScope, deps: AccountStepDeps, stored: StoredAccountKeys): Promise<AccountKeys> {
+  const asked = rotationAsked(scope);
+  if (asked === undefined || asked === stored.keys.rotation) return stored.keys;
+  const rotated = rotatedKeys(stored.keys, asked, Math.floor(Date.now() / 1000));
+  await deps.nats.keys.update(accountKeysName(scope.code), stored, rotated);
+  scope.log.info({ step: 'account', retiring: rotated.retiringUser, rotation: asked }, 'NATS credentials rotation started');
+  return rotated;
+}
+
+// ---- a smaller tier: the data must fit, and the limits shrink after the streams ----------------------
+
+interface StreamUse {
+  readonly name: string;
+  readonly bytes: number;
+  readonly reserved: number;
+}
+
+/** What the account's streams hold and reserve (JetStream reserves each stream's max_bytes). */
+async function streamUse(scope: TenantScope, deps: AccountStepDeps): Promise<{ streams: StreamUse[]; stored: number }> {
+  return deps.nats.runInTenant(scope, async (session) => {
+    const streams: StreamUse[] = [];
+    for await (const info of session.jsm.streams.list()) streams.push({ name: info.config.name, bytes: info.state.bytes, reserved: Math.max(0, info.config.max_bytes) });
+    return { streams, stored: (await session.jsm.getAccountInfo()).storage };
+  });
+}
+
+/**
+ * Refuses a tier whose limits are below what the account already stores: the server would keep the
+ * data but refuse new writes, and shrinking a stream below its content discards messages. Nothing is
+ * deleted here.
+ */
+function assertDataFits(scope: TenantScope, use: { streams: StreamUse[]; stored: number }): void {
+  const tier = scope.tenant.spec.tier;
+  const limits = { stream: STREAM_LIMITS_BY_TIER[tier].maxBytes, bucket: ACCOUNT_BY_TIER[tier].dataBucketBytes, account: ACCOUNT_BY_TIER[tier].diskStorage };
+  const over = use.streams.flatMap(({ name, bytes }) => {
+    const limit = name.startsWith('KV_') ? limits.bucket : limits.stream;
+    return bytes > limit ? [`${name} holds ${mib(bytes)} (the ${tier} tier allows ${mib(limit)})`] : [];
+  });
+  if (use.stored > limits.account) over.push(`the account stores ${mib(use.stored)} (the ${tier} tier allows ${mib(limits.account)})`);
+  if (over.length > 0) {
+    throw new InputError(
+      Reason.JetStreamUsageExceedsTier,
+      `the tenant's NATS data does not fit the ${tier} tier: ${over.join('; ')}. Nothing was changed or deleted; delete data or keep the larger tier`,
+    );
+  }
+}
+
+/**
+ * The claims to hold now. Moving to a smaller tier, the account keeps storage for what its streams
+ * still reserve: with the tier's limit at once, JetStream refuses to shrink any stream (the others'
+ * old reservations alone exceed it). The streams and seed steps shrink them next; step revoke, after
+ * them, pushes the tier's own limits.
+ */
+async function claimsNow(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys, held: HeldClaims | undefined, checkData: boolean): Promise<AccountClaims> {
+  const desired = tenantClaims(scope, keys);
+  if (held === undefined || held.limits.diskStorage <= desired.limits.diskStorage) return desired;
+  const use = await streamUse(scope, deps);
+  if (checkData) assertDataFits(scope, use);
+  const reserved = use.streams.reduce((sum, s) => sum + s.reserved, 0);
+  const diskStorage = Math.min(held.limits.diskStorage, Math.max(desired.limits.diskStorage, reserved));
+  return { ...desired, limits: { ...desired.limits, diskStorage } };
+}
+
+// ---- the modules' credentials Secret ----------------------------------------------------------------
+
+const readCredentialsSecret = (kube: Kube, scope: TenantScope): Promise<V1Secret | undefined> =>
+  readOptional(() => kube.core.readNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
+
+const decoded = (secret: V1Secret, key: string): string | undefined => {
+  const value = secret.data?.[key];
+  return value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8');
+};
+
+/** What is wrong with the Secret's credentials for the current user, or undefined when they are right. */
+function credentialsProblem(secret: V1Secret | undefined, scope: TenantScope, keys: AccountKeys, url: string): string | undefined {
+  if (secret === undefined) return `Secret ${NATS_CREDENTIALS_SECRET} does not exist`;
+  if (decoded(secret, NATS_URL_KEY) !== url) return `Secret ${NATS_CREDENTIALS_SECRET} names another NATS URL`;
+  let creds: ReturnType<typeof parseCreds>;
+  try {
+    creds = parseCreds(decoded(secret, NATS_CREDS_KEY) ?? '');
+  } catch (err) {
+    return `Secret ${NATS_CREDENTIALS_SECRET}: ${err instanceof NatsKeyError ? err.message : 'unreadable credentials'}`;
+  }
+  const { user } = creds;
+  const current = keys.userSeed === undefined ? undefined : publicKeyOf(keys.userSeed, 'user');
+  if (user.user !== current || creds.seed !== keys.userSeed) return `Secret ${NATS_CREDENTIALS_SECRET} holds another user than the current one`;
+  if (user.account !== keys.account || user.issuer !== publicKeyOf(keys.signingSeed, 'account')) {
+    return `Secret ${NATS_CREDENTIALS_SECRET} holds a user of another account or signer`;
+  }
+  if (canonicalJson(user.permissions) !== canonicalJson(modulePermissions(scope.code))) return `Secret ${NATS_CREDENTIALS_SECRET} holds other permissions`;
+  return undefined;
+}
+
+async function ensureCredentialsSecret(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys): Promise<void> {
+  const existing = await readCredentialsSecret(deps.kube, scope);
+  if (credentialsProblem(existing, scope, keys, deps.nats.moduleUrl) === undefined) return;
+  const creds = await deps.nats.moduleCredentials(scope, keys);
+  await deps.kube.apply({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    type: 'Opaque',
+    metadata: {
+      name: NATS_CREDENTIALS_SECRET,
+      namespace: scope.namespace,
+      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.capsuleCode]: scope.code, [LABELS.tenantUid]: tenantUid(scope) },
+    },
+    data: { [NATS_URL_KEY]: Buffer.from(deps.nats.moduleUrl).toString('base64'), [NATS_CREDS_KEY]: Buffer.from(creds).toString('base64') },
+  });
+  scope.log.info({ step: 'account', user: readUser(parseCreds(creds).jwt).user }, `Secret ${NATS_CREDENTIALS_SECRET} written`);
+}
+
+const isOurs = (secret: V1Secret | undefined, scope: TenantScope): secret is V1Secret =>
+  secret?.metadata?.labels?.[LABELS.tenantUid] === tenantUid(scope);
+
+// ---- the step -------------------------------------------------------------------------------------
+
+async function ensure(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
+  const stored = await ensureKeys(scope, deps);
+  const keys = await rotateIfAsked(scope, deps, stored);
+  const held = await deps.nats.serverClaims(keys.account);
+  const claims = await claimsNow(scope, deps, keys, held, true);
+  if (await deps.nats.ensureAccount(claims, held)) {
+    scope.log.info({ step: 'account', account: keys.account, tier: scope.tenant.spec.tier }, 'NATS account JWT pushed');
+  }
+  await ensureCredentialsSecret(scope, deps, keys);
+  return READY;
+}
+
+async function verify(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
+  const stored = await deps.nats.tenantKeys(scope);
+  if (stored === undefined) return notReady(Reason.AccountMissing, `tenant ${scope.code} has no NATS account keys`);
+  const { keys } = stored;
+  const asked = rotationAsked(scope);
+  if (asked !== undefined && asked !== keys.rotation) return notReady(Reason.NatsCredentialsRotating, `a rotation of the NATS credentials (${asked}) is requested`);
+  const held = await deps.nats.serverClaims(keys.account);
+  if (held === undefined) return notReady(Reason.AccountMissing, `NATS does not know account ${keys.account}`);
+  if (!deps.nats.matches(held, await claimsNow(scope, deps, keys, held, false))) return notReady(Reason.AccountDrifted, `the JWT of account ${keys.account} on NATS differs from the ${scope.tenant.spec.tier} tier`);
+  const secret = await readCredentialsSecret(deps.kube, scope);
+  const problem = credentialsProblem(secret, scope, keys, deps.nats.moduleUrl);
+  if (problem !== undefined) return notReady(secret === undefined ? Reason.NatsCredentialsMissing : Reason.NatsCredentialsDrifted, problem);
+  return READY;
+}
+
+async function removeCredentialsSecret(scope: TenantScope, kube: Kube): Promise<void> {
+  if (!isOurs(await readCredentialsSecret(kube, scope), scope)) return;
+  await deleteIgnoringNotFound(() => kube.core.deleteNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
+}
+
+async function remove(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
+  let stored: StoredAccountKeys | undefined;
+  try {
+    stored = await deps.nats.tenantKeys(scope);
+  } catch (err) {
+    if (err instanceof InputError) return; // the code's account is another tenant's
+    throw err;
+  }
+  await removeCredentialsSecret(scope, deps.kube);
+  if (stored === undefined) return;
+  const { keys } = stored;
+  // Data first: deleting the account JWT would leave its streams on the server's disk. An account the
+  // server no longer holds was deleted by an earlier attempt, after its data.
+  const deleted = await deps.nats.runInTenantIfAny(scope, async (session) => {
+    for await (const name of session.jsm.streams.names()) await session.jsm.streams.delete(name);
+    return true;
+  });
+  if (deleted === true) await deps.nats.deleteAccount(keys.account);
+  await assertGone(scope, deps, keys);
+  await deps.nats.keys.remove(accountKeysName(scope.code), tenantUid(scope));
+  scope.log.info({ step: 'account', account: keys.account }, 'NATS account deleted');
+}
+
+/** The keys are forgotten only once the server has no account and refuses the modules' credentials. */
+async function assertGone(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys): Promise<void> {
+  if ((await deps.nats.serverClaims(keys.account)) !== undefined) {
+    throw new DependencyError(Reason.AccountPresent, `NATS still holds account ${keys.account} after its deletion`);
+  }
+  const { jwt, seed } = parseCreds(await deps.nats.moduleCredentials(scope, keys));
+  if (await deps.nats.accepts({ jwt, seed })) {
+    throw new DependencyError(Reason.NatsCredentialsStillAccepted, `NATS still accepts the modules' credentials of account ${keys.account}`);
+  }
+}
+
+async function verifyRemoved(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
+  const secret = await readCredentialsSecret(deps.kube, scope);
+  if (isOurs(secret, scope)) return notReady(Reason.NatsCredentialsPresent, `Secret ${NATS_CREDENTIALS_SECRET} still exists`);
+  let stored: StoredAccountKeys | undefined;
+  try {
+    stored = await deps.nats.tenantKeys(scope);
+  } catch (err) {
+    if (err instanceof InputError) return READY;
+    throw err;
+  }
+  if (stored !== undefined) return notReady(Reason.AccountKeysPresent, `account ${stored.keys.account} is not deleted yet (its keys remain)`);
+  return READY;
+}
+
+export const accountStep: Step<AccountStepDeps> = { name: 'account', ensure, verify, remove, verifyRemoved };

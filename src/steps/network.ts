@@ -1,0 +1,97 @@
+/**
+ * NamespaceReady, part 3: the tenant namespace's NetworkPolicy. Pods take traffic only from their own
+ * namespace and from the ingress controller's; they reach only their own namespace, cluster DNS and
+ * NATS's client port (so not NATS's monitoring port, which shows every account). Enforcement needs a
+ * CNI plugin that enforces NetworkPolicy; without one the object is inert.
+ */
+import type { V1NetworkPolicy, V1NetworkPolicyPeer } from '@kubernetes/client-node';
+import { Reason } from '../api/reasons.ts';
+import { canonicalJson } from '../canonical-json.ts';
+import type { NetworkPolicySettings } from '../config.ts';
+import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { LABELS, MANAGED_BY } from './names.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+
+export const NETWORK_POLICY_NAME = 'eva-tenant-isolation';
+
+export interface NetworkStepDeps {
+  kube: Kube;
+  config: { networkPolicy: NetworkPolicySettings };
+}
+
+function natsPeer(settings: NetworkPolicySettings): V1NetworkPolicyPeer {
+  const peer = settings.nats;
+  if ('cidr' in peer) return { ipBlock: { cidr: peer.cidr } };
+  return { namespaceSelector: { matchLabels: { ...peer.namespaces } }, podSelector: { matchLabels: { ...peer.pods } } };
+}
+
+export function desiredNetworkPolicy(scope: TenantScope, settings: NetworkPolicySettings): V1NetworkPolicy {
+  const sameNamespace: V1NetworkPolicyPeer = { podSelector: {} };
+  const dns: V1NetworkPolicyPeer = {
+    namespaceSelector: { matchLabels: { ...settings.dns.namespaces } },
+    podSelector: { matchLabels: { ...settings.dns.pods } },
+  };
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: {
+      name: NETWORK_POLICY_NAME,
+      namespace: scope.namespace,
+      labels: { [LABELS.capsuleCode]: scope.code, [LABELS.managedBy]: MANAGED_BY },
+    },
+    spec: {
+      podSelector: {},
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [{ _from: [sameNamespace, { namespaceSelector: { matchLabels: { ...settings.ingressNamespaces } } }] }],
+      egress: [
+        { to: [sameNamespace] },
+        { to: [dns], ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] },
+        { to: [natsPeer(settings)], ports: [{ protocol: 'TCP', port: settings.nats.port }] },
+      ],
+    },
+  };
+}
+
+const readPolicy = (kube: Kube, namespace: string): Promise<V1NetworkPolicy | undefined> =>
+  readOptional(() => kube.networking.readNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace }));
+
+/** The API server answers `from` where the client model says `_from`: compare as JSON on the wire. */
+const specOf = (policy: V1NetworkPolicy | undefined): string =>
+  canonicalJson(JSON.parse(JSON.stringify(policy?.spec ?? {}).replaceAll('"_from":', '"from":')));
+
+const matches = (actual: V1NetworkPolicy | undefined, desired: V1NetworkPolicy): boolean => actual !== undefined && specOf(actual) === specOf(desired);
+
+async function ensure(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<Verdict> {
+  const current = await readPolicy(kube, scope.namespace);
+  if (!config.networkPolicy.enabled) {
+    if (current?.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY) await remove(scope, { kube, config });
+    return READY;
+  }
+  const desired = desiredNetworkPolicy(scope, config.networkPolicy);
+  if (!matches(current, desired)) await kube.apply(desired);
+  return READY;
+}
+
+async function verify(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<Verdict> {
+  const current = await readPolicy(kube, scope.namespace);
+  if (!config.networkPolicy.enabled) {
+    return current?.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY
+      ? notReady(Reason.NetworkPolicyDrifted, `NetworkPolicy ${NETWORK_POLICY_NAME} exists although NETWORK_POLICY is off`)
+      : READY;
+  }
+  if (current === undefined) return notReady(Reason.NetworkPolicyMissing, `NetworkPolicy ${NETWORK_POLICY_NAME} does not exist`);
+  if (!matches(current, desiredNetworkPolicy(scope, config.networkPolicy))) {
+    return notReady(Reason.NetworkPolicyDrifted, `NetworkPolicy ${NETWORK_POLICY_NAME} differs from the tenant isolation policy`);
+  }
+  return READY;
+}
+
+async function remove(scope: TenantScope, { kube }: Pick<NetworkStepDeps, 'kube'> & Partial<NetworkStepDeps>): Promise<void> {
+  await deleteIgnoringNotFound(() => kube.networking.deleteNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace: scope.namespace }));
+}
+
+async function verifyRemoved(scope: TenantScope, { kube }: NetworkStepDeps): Promise<Verdict> {
+  return (await readPolicy(kube, scope.namespace)) ? notReady(Reason.NetworkPolicyPresent, `NetworkPolicy ${NETWORK_POLICY_NAME} still exists`) : READY;
+}
+
+export const networkStep: Step<NetworkStepDeps> = { name: 'network', ensure, verify, remove, verifyRemoved };

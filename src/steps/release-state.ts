@@ -1,0 +1,104 @@
+/**
+ * Observe, then decide (Flux helm-controller's state.go and atomic_release.go): what a module's release
+ * looks like against what the tenant wants is one closed state, from which both the action ensure takes
+ * and the problem verify reports follow. Pure, so the decision table is tested as a table.
+ *
+ * Also the policy for releases a dead helm left locked ("another operation is in progress"): helm.ts
+ * only runs helm; when to uninstall or roll back is decided here.
+ */
+import { GROUP } from '../api/constants.ts';
+import { Reason } from '../api/reasons.ts';
+import type { Helm, HistoryEntry, ReleaseRecord } from '../adapters/helm.ts';
+
+/** The release label that says "this release has exactly these values on exactly this chart". */
+export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;
+
+const PENDING_STATUSES: ReadonlySet<string> = new Set(['pending-install', 'pending-upgrade', 'pending-rollback']);
+const isPending = (status: string): boolean => PENDING_STATUSES.has(status);
+
+export type ReleaseState =
+  /** No release: install it. */
+  | { readonly kind: 'Absent' }
+  /** A helm process died mid-operation and left it pending: unlock, then upgrade --install. */
+  | { readonly kind: 'Locked'; readonly revision: number; readonly status: string }
+  /** The last operation failed (or it was uninstalled): upgrade. */
+  | { readonly kind: 'Failed'; readonly revision: number; readonly status: string }
+  /** Deployed, with other values or another chart than wanted: upgrade. */
+  | { readonly kind: 'OutOfSync'; readonly revision: number }
+  /** Deployed as wanted, but its Deployment was deleted: only helm puts it back (upgrade). */
+  | { readonly kind: 'Drifted'; readonly revision: number }
+  /** Deployed as wanted: nothing to do (its pods' readiness is verify's to judge). */
+  | { readonly kind: 'InSync'; readonly revision: number };
+
+export function releaseState(desiredHash: string, current: ReleaseRecord | undefined, deploymentPresent: boolean): ReleaseState {
+  if (current === undefined) return { kind: 'Absent' };
+  const revision = current.version;
+  if (isPending(current.status)) return { kind: 'Locked', revision, status: current.status };
+  if (current.status !== 'deployed') return { kind: 'Failed', revision, status: current.status };
+  if (current.labels[VALUES_HASH_LABEL] !== desiredHash) return { kind: 'OutOfSync', revision };
+  if (!deploymentPresent) return { kind: 'Drifted', revision };
+  return { kind: 'InSync', revision };
+}
+
+export type ReleaseAction = 'none' | 'upgrade' | 'unlock-then-upgrade';
+
+/** What ensure does about a state (`helm upgrade --install` both installs and upgrades). */
+export function actionFor(state: ReleaseState): ReleaseAction {
+  switch (state.kind) {
+    case 'InSync':
+      return 'none';
+    case 'Locked':
+      return 'unlock-then-upgrade';
+    default:
+      return 'upgrade';
+  }
+}
+
+/** What verify reports about a state, or undefined when the release is as wanted. */
+export function problemFor(module: string, state: ReleaseState): { reason: Reason; message: string } | undefined {
+  switch (state.kind) {
+    case 'InSync':
+      return undefined;
+    case 'Absent':
+      return { reason: Reason.ReleaseMissing, message: `${module} is not installed` };
+    case 'Locked':
+    case 'Failed':
+      return { reason: Reason.ReleaseNotDeployed, message: `${module} revision ${String(state.revision)} is ${state.status}` };
+    case 'OutOfSync':
+      return { reason: Reason.ReleaseOutdated, message: `${module} revision ${String(state.revision)} has other values or chart than desired` };
+    case 'Drifted':
+      return { reason: Reason.DeploymentMissing, message: `${module} has no Deployment` };
+  }
+}
+
+// ---- unlocking a release a dead helm left pending -------------------------------------------------------
+
+export type Recovery = 'none' | 'uninstalled' | 'rolled-back';
+
+/** The revision to return to: the deployed one, else the newest superseded, older than `before`. */
+export function lastGoodRevision(history: readonly HistoryEntry[], before: number): number | undefined {
+  const older = history.filter((entry) => entry.revision < before);
+  const pick = (status: string): number | undefined =>
+    older.filter((entry) => entry.status === status).reduce<number | undefined>((max, e) => Math.max(max ?? 0, e.revision), undefined);
+  return pick('deployed') ?? pick('superseded');
+}
+
+/**
+ * Unsticks a release left pending by a helm process that died (killed, OOM, node lost): helm refuses
+ * every later operation with "another operation (install/upgrade/rollback) is in progress". Only the
+ * operator runs helm for its tenants and a restarted operator has no helm child left, so a pending
+ * state seen at the start of a step is stale. pending-install: uninstall (the caller installs again);
+ * pending-upgrade/rollback: roll back to the last good revision, or uninstall when there is none.
+ */
+export async function recoverPendingRelease(helm: Helm, namespace: string, release: ReleaseRecord): Promise<Recovery> {
+  if (!isPending(release.status)) return 'none';
+  if (release.status !== 'pending-install') {
+    const target = lastGoodRevision(await helm.history(release.name, namespace), release.version);
+    if (target !== undefined) {
+      await helm.rollback(release.name, namespace, target);
+      return 'rolled-back';
+    }
+  }
+  await helm.uninstall(release.name, namespace);
+  return 'uninstalled';
+}

@@ -1,0 +1,68 @@
+/**
+ * A stand-in helm binary for unit tests: a shell script that appends "<args>\t<env>" to a log and
+ * answers per subcommand. Its files live in one temporary folder, removed when the test process exits.
+ */
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface FakeResult {
+  stdout?: string;
+  stderr?: string;
+  exit?: number;
+  sleepSeconds?: number;
+}
+
+export interface FakeHelm {
+  readonly binary: string;
+  /** Every call so far: its arguments and its environment (as `env` printed it). */
+  calls(): { args: string[]; env: string }[];
+}
+
+let dir: string | undefined;
+let counter = 0;
+
+function folder(): string {
+  if (dir === undefined) {
+    const created = mkdtempSync(join(tmpdir(), 'eva-fake-helm-'));
+    process.once('exit', () => {
+      rmSync(created, { recursive: true, force: true });
+    });
+    dir = created;
+  }
+  return dir;
+}
+
+export function fakeHelm(answers: Record<string, FakeResult> = {}): FakeHelm {
+  const base = folder();
+  counter += 1;
+  const binary = join(base, `helm-${String(counter)}`);
+  const log = join(base, `log-${String(counter)}`);
+  const cases = Object.entries(answers)
+    .map(([sub, r]) => {
+      // Answers go through files: no quoting of helm's text in the script.
+      const out = join(base, `${String(counter)}-${sub}.out`);
+      const err = join(base, `${String(counter)}-${sub}.err`);
+      writeFileSync(out, r.stdout ?? '');
+      writeFileSync(err, r.stderr ?? '');
+      const sleep = r.sleepSeconds === undefined ? '' : `sleep ${String(r.sleepSeconds)};`;
+      return `  ${sub}) ${sleep} cat ${out}; cat ${err} >&2; exit ${String(r.exit ?? 0)} ;;`;
+    })
+    .join('\n');
+  writeFileSync(
+    binary,
+    `#!/usr/bin/env bash\n{ printf '%s\\x1f' "$@"; printf '\\t'; env | tr '\\n' ' '; printf '\\n'; } >> ${log}\ncase "$1" in\n${cases}\n  *) exit 0 ;;\nesac\n`,
+  );
+  chmodSync(binary, 0o755);
+  return {
+    binary,
+    calls: () =>
+      readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => {
+          const [args = '', env = ''] = line.split('\t');
+          return { args: args.split('\x1f').filter((a) => a !== ''), env };
+        }),
+  };
+}
