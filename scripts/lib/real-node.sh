@@ -56,6 +56,9 @@ PAUSE_REPO="$REGISTRY/eva/pause"
 # The kernel settings the kubelet sets at start (its setupKernelTunables) and their values.
 KUBELET_SYSCTLS=(vm.overcommit_memory=1 kernel.panic=10 kernel.panic_on_oops=1)
 
+# shellcheck source=scripts/lib/nats-operator-mode.sh
+source "$root/scripts/lib/nats-operator-mode.sh"
+
 log() { printf '[real-node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
@@ -89,6 +92,8 @@ in_node() {
   [[ -n ${cp_bin:-} ]] || bins
   nsenter --target "$pid" --net --mount --pid --wd="$PWD" -- env \
     KUBECONFIG="$state/kubeconfig" NATS_URL="nats://$NODE_IP:$NATS_PORT" EVA_REGISTRY="$REGISTRY" \
+    NATS_SYSTEM_CREDS_FILE="$state/nats-auth/system.creds" NATS_OPERATOR_SIGNING_KEY_FILE="$state/nats-auth/operator-signing-key.nk" \
+    EVA_NATS_MONITOR_URL="http://$NODE_IP:$NATS_MONITOR_PORT" \
     EVA_TOOLS_DIR="$cp_bin" EVA_NODE_TOOLS_DIR="$node_bin" PATH="$cp_bin:$node_bin:$PATH" "$@"
 }
 kube() { in_node "$cp_bin/kubectl" "$@"; }
@@ -228,23 +233,11 @@ storage:
 http: {addr: "$REGISTRY"}
 EOF
 
-  # NATS: JetStream on the node address. The auth part is a hook: the file named by
-  # EVA_REAL_NODE_NATS_INCLUDE (what `eva-operator nats-bootstrap` writes: operator, system account,
-  # resolver) is copied to nats/auth.conf and included; without it the server has no auth at all.
-  cat >"$state/nats/nats.conf" <<EOF
-server_name: $NODE_NAME
-listen: "0.0.0.0:$NATS_PORT"
-http: "0.0.0.0:$NATS_MONITOR_PORT"
-jetstream {
-  store_dir: "$state/nats/jetstream"
-}
-include "auth.conf"
-EOF
-  if [[ -n ${EVA_REAL_NODE_NATS_INCLUDE:-} ]]; then
-    cp "$EVA_REAL_NODE_NATS_INCLUDE" "$state/nats/auth.conf"
-  else
-    printf '# No auth (EVA_REAL_NODE_NATS_INCLUDE was not set when the node came up).\n' >"$state/nats/auth.conf"
-  fi
+  # NATS: JetStream on the node address, in operator mode like the kwok dev cluster (the same keys
+  # command and configuration: scripts/lib/nats-operator-mode.sh); the keys stay in nats-auth/ (0700).
+  nats_ensure_auth "$root" "$state/nats-auth" eva-system
+  nats_write_config "$state/nats/nats.conf" "$NODE_NAME" "0.0.0.0:$NATS_PORT" "0.0.0.0:$NATS_MONITOR_PORT" \
+    "$state/nats-auth" "$state/nats/jetstream"
 
   cat >"$e/cni/net.d/10-eva-real-node.conflist" <<EOF
 {
@@ -594,6 +587,9 @@ cmd_env() {
   printf 'export KUBECONFIG=%q\n' "$state/kubeconfig"
   printf 'export NATS_URL=%q\n' "nats://$NODE_IP:$NATS_PORT"
   printf 'export EVA_REGISTRY=%q\n' "$REGISTRY"
+  printf 'export NATS_SYSTEM_CREDS_FILE=%q\n' "$state/nats-auth/system.creds"
+  printf 'export NATS_OPERATOR_SIGNING_KEY_FILE=%q\n' "$state/nats-auth/operator-signing-key.nk"
+  printf 'export EVA_NATS_MONITOR_URL=%q\n' "http://$NODE_IP:$NATS_MONITOR_PORT"
   printf 'export EVA_TOOLS_DIR=%q\n' "$cp_bin"
   printf 'export PATH=%q:"$PATH"\n' "$cp_bin"
 }
