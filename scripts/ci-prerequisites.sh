@@ -5,7 +5,7 @@ set -euo pipefail
 # mirrors hand-built OCI images between local registries with scripts/mirror-images.sh.
 # iptables and iproute2: e2e/air-gap.test.ts seals a network namespace (scripts/lib/air-gap-netns.sh).
 # A real node and daemonless images (scripts/dev-cluster.sh up --real-node, scripts/build-image.sh,
-# e2e/real-node/): runc and the CNI plugins for containerd; gcc and libc6-dev for the static pause
+# e2e/real-node.test.ts): runc and the CNI plugins for containerd; gcc and libc6-dev for the static pause
 # binary; openssl for the node's PKI; buildah (images from a Dockerfile), podman (running an image
 # by hand), mmdebstrap (Debian base images where public bases cannot be pulled), umoci; conntrack
 # for kube-proxy. Note: Debian's podman package installs /etc/cni/net.d/87-podman-bridge.conflist;
