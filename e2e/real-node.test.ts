@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
-import { type HeartbeatReport } from './support/real-node-probe.ts';
+import type { HeartbeatReport } from './support/real-node-probe.ts';
 import { inNodeOk, kube, kubeJson, kubeOk, NATS_URL, type PodView, podReady, pods, REGISTRY, realNodeState, runScript, until } from './support/real-node.ts';
 
 const OPERATOR_NS = 'eva-system';
@@ -24,7 +24,8 @@ const cacheRoot = process.env.EVA_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?
 const imagesDir = join(cacheRoot, 'images');
 const times: Record<string, number> = {};
 /** In the operator's images.txt, never in the registry. */
-const MISSING_VERSION = '9.9.9-missing';
+// Below 1.0.0, so that unpinned tenants keep 1.0.0 (an unpinned tenant gets the highest version listed).
+const MISSING_VERSION = '0.0.1-missing';
 const MISSING_IMAGE = `ghcr.io/aidonow/orbit-crm:${MISSING_VERSION}@sha256:${'0'.repeat(64)}`;
 
 interface TenantView {

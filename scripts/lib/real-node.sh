@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real node (needs root): etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd
 # (runc, CNI bridge networking), kubelet, kube-proxy (iptables mode, for the `kubernetes` Service that
-# in-cluster clients use), nats-server with JetStream and a local OCI registry (Debian's
+# in-cluster clients use), nats-server with JetStream in operator mode (keys in nats-auth/, 0700) and a local OCI registry (Debian's
 # docker-registry), all inside ONE network namespace this script creates, with no route out: its
 # links are lo, a veth pair whose both ends stay inside (the node address), and the pods' bridge.
 # Binaries: scripts/lib/build-components.sh (control-plane and node sets, versions.env); runc, the
