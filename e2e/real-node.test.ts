@@ -116,7 +116,7 @@ describe('real node: the operator image and chart, real module pods', () => {
     }
     const holder = await until('a lease holder', leaseHolder, 60_000);
     expect(running.map((p) => p.metadata.name)).toContain(holder);
-  });
+  }, 600_000);
 
   it('keeps the secrets dir a tmpfs and the root filesystem read-only in the operator pod', () => {
     const pod = operatorPods()[0]?.metadata.name ?? '';
@@ -146,7 +146,7 @@ describe('real node: the operator image and chart, real module pods', () => {
     for (const module of modules) expect(report[module]).toMatchObject({ module, tenant: CUSTOMER_CODE });
     const t = tenant(CUSTOMER);
     expect(t?.status?.conditions?.find((c) => c.type === 'IngressReady')?.status).toBe('True');
-  });
+  }, 600_000);
 
   it('leaves no values file in the operator pods after installs', () => {
     for (const p of operatorPods()) {
@@ -172,7 +172,7 @@ describe('real node: the operator image and chart, real module pods', () => {
     expect(next).not.toBe(leader);
     applyTenant('rnodeb', 'RNODEB');
     await until('rnodeb Active', active('rnodeb'), 300_000);
-  });
+  }, 600_000);
 
   it('reports a module image that cannot be pulled, leaves other tenants alone, and recovers when the pin is fixed', async () => {
     applyTenant('rnodeb', 'RNODEB', { versions: { 'orbit-crm': MISSING_VERSION } });
@@ -184,7 +184,7 @@ describe('real node: the operator image and chart, real module pods', () => {
     expect(active(CUSTOMER)()).toBeDefined();
     applyTenant('rnodeb', 'RNODEB', { versions: {} });
     await until('rnodeb Active again', active('rnodeb'), 300_000);
-  });
+  }, 600_000);
 
   it('deletes a tenant with zero residue, its pods included', async () => {
     for (const name of ['rnodeb', CUSTOMER]) kubeOk(['delete', 'evatenant', name, '--wait=false']);
@@ -200,5 +200,5 @@ describe('real node: the operator image and chart, real module pods', () => {
       }, 120_000);
       expect(left).toBe('');
     }
-  });
+  }, 600_000);
 });

@@ -167,6 +167,7 @@ describe('deployment readiness', () => {
   it.each([
     ['an unobserved spec', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }, 2), 'DeploymentProgressing'],
     ['a rollout under way', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }, 1, 2), 'DeploymentProgressing'],
+    ['old pods still serving a stuck rollout', deployment({ observedGeneration: 1, replicas: 2, updatedReplicas: 1, conditions: [available] }), 'DeploymentProgressing'],
     ['no availability', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [{ type: 'Available', status: 'False' }] }), 'DeploymentUnavailable'],
     ['a stalled rollout', deployment({ observedGeneration: 1, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] }), 'DeploymentStalled'],
     ['another pod failure', deployment({ observedGeneration: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'violates PodSecurity' }] }), 'ReplicaFailure'],

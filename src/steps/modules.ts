@@ -156,7 +156,17 @@ function rolloutProblem(name: string, deployment: V1Deployment): Problem | undef
   const wanted = spec?.replicas ?? 1;
   const updated = status?.updatedReplicas ?? 0;
   if (updated < wanted) return { reason: Reason.DeploymentProgressing, message: `${name}: ${updated}/${wanted} replicas updated` };
-  return undefined;
+  return oldReplicasProblem(name, status, updated);
+}
+
+/**
+ * Old pods still serving while the new ones do not start (e.g. their image cannot be pulled): the
+ * Deployment stays Available, yet the rollout has not finished.
+ */
+function oldReplicasProblem(name: string, status: V1Deployment['status'], updated: number): Problem | undefined {
+  const total = status?.replicas ?? 0;
+  if (total <= updated) return undefined;
+  return { reason: Reason.DeploymentProgressing, message: `${name}: ${total - updated} old replica(s) still running, ${updated} updated` };
 }
 
 /** Why a release's Deployment is not serving yet, or undefined when it is. */
