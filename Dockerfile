@@ -4,6 +4,7 @@
 # bundled module charts, seed data and images.txt.
 #
 #   docker build -t ghcr.io/aidonow/eva-operator:0.1.0 .
+#   scripts/build-image.sh        (no daemon: buildah; local bases where the public ones cannot be pulled)
 #
 # Versions come from versions.env (the build args below default to it; scripts/check-images.sh fails
 # when they disagree). Every base image is pinned by digest and listed in images.txt.
@@ -13,8 +14,14 @@
 #   docker run --read-only --tmpfs /tmp --tmpfs /run/helm-secrets -e OPERATOR_VERSION=0.1.0 \
 #     -e NATS_URL=nats://nats:4222 -v ~/.kube/config:/kubeconfig:ro -e KUBECONFIG=/kubeconfig <image>
 
+# The base images. A release builds with these defaults; where they cannot be pulled (an air-gapped
+# machine), scripts/build-image.sh builds equivalent local bases (Debian from mmdebstrap, Node.js from
+# the npm `node` package, Go from the module proxy) and passes them as these build arguments.
+ARG GOLANG_IMAGE=docker.io/library/golang:1.26.8-alpine@sha256:ce864e7223ac17b1775e6fd0b4c0db580c2eb50e7953a427916379e4b92a1628
+ARG NODE_IMAGE=docker.io/library/node:24.21.0-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6
+
 # ---- helm, built from source at HELM_VERSION with the Go toolchain of versions.env (GO_TOOLCHAIN) ----
-FROM docker.io/library/golang:1.26.8-alpine@sha256:ce864e7223ac17b1775e6fd0b4c0db580c2eb50e7953a427916379e4b92a1628 AS helm
+FROM ${GOLANG_IMAGE} AS helm
 ARG HELM_VERSION=4.3.1
 ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 # The same recipe as scripts/lib/build-components.sh, so the image's helm is the one the tests run.
@@ -23,8 +30,11 @@ RUN go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.ver
  && test "$(/go/bin/helm version --template '{{.Version}}')" = "v${HELM_VERSION}"
 
 # ---- the operator, compiled from TypeScript; dev dependencies pruned ----
-FROM docker.io/library/node:24.21.0-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6 AS build
+FROM ${NODE_IMAGE} AS build
 ARG NODE_VERSION=24.21.0
+# Unset in a release. A build host whose traffic passes a TLS-inspecting proxy mounts its CA bundle
+# for the build and names it here, for npm (scripts/build-image.sh does, from SSL_CERT_FILE).
+ARG NODE_EXTRA_CA_CERTS
 RUN test "$(node --version)" = "v${NODE_VERSION}"
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -36,7 +46,7 @@ RUN npm run build \
  && node dist/cli.js crd >/dev/null
 
 # ---- runtime ----
-FROM docker.io/library/node:24.21.0-slim@sha256:0e0ff40c39bc087845bfb27465a0df4ea419520094bc35842ff83dd8cbe6f9b6
+FROM ${NODE_IMAGE}
 ARG OPERATOR_VERSION=0.1.0
 LABEL org.opencontainers.image.title="eva-operator" \
       org.opencontainers.image.description="Turns one EvaTenant per customer into a provisioned, isolated tenant." \

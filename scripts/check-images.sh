@@ -5,7 +5,8 @@
 #     a line without a digest or malformed fails, naming its line number;
 #   * every image the charts render is listed: charts/eva-operator (nats.enabled=true) and every
 #     module chart under charts/modules for every tier, with `helm template`;
-#   * every Dockerfile FROM is pinned by digest, and listed with that digest;
+#   * every Dockerfile FROM is pinned by digest, and listed with that digest (a FROM ${ARG} is checked
+#     through the ARG's default, declared before the first FROM);
 #   * versions agree with versions.env: the Dockerfile's HELM_VERSION/NODE_VERSION build args, and
 #     the tags of the node, golang and nats images;
 #   * PLACEHOLDER digests: allowed for our own images (ghcr.io/aidonow/, filled by the release step);
@@ -196,23 +197,37 @@ for chart in "$root"/charts/modules/*/; do
 done
 
 # ---- the Dockerfile --------------------------------------------------------------------------------
+# A FROM may name its image through a global build argument (ARG NAME=<image> before the first FROM,
+# so that scripts/build-image.sh can pass local bases): the argument's default is what is checked.
 declare -A stages=()
+declare -A global_args=()
 froms=0
 number=0
+seen_from=false
+arg_re='^[Aa][Rr][Gg][[:space:]]+([A-Za-z_][A-Za-z0-9_]*)=["'"'"']?([^"'"'"'[:space:]]*)["'"'"']?[[:space:]]*$'
 while IFS= read -r raw || [[ -n $raw ]]; do
   number=$((number + 1))
-  read -r -a words <<<"${raw%$'\r'}"
+  line=${raw%$'\r'}
+  if ! $seen_from && [[ $line =~ $arg_re ]]; then global_args[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; fi
+  read -r -a words <<<"$line"
   [[ ${#words[@]} -gt 0 && ${words[0],,} == from ]] || continue
+  seen_from=true
   i=1
   while [[ ${words[$i]:-} == --* ]]; do i=$((i + 1)); done
   image=${words[$i]:-}
   [[ ${words[$((i + 1))]:-} =~ ^[Aa][Ss]$ ]] && stages[${words[$((i + 2))],,}]=1
   [[ -z $image || ${image,,} == scratch || -n ${stages[${image,,}]:-} ]] && continue
+  where="Dockerfile line $number: FROM"
   if [[ $image == *'$'* ]]; then
-    problem "Dockerfile line $number: FROM $image uses a build argument; write the image literally so it can be checked"
-    continue
+    if [[ $image =~ ^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$ && -n ${global_args[${BASH_REMATCH[1]}]:-} ]]; then
+      where="Dockerfile line $number (FROM $image, the default of ARG ${BASH_REMATCH[1]}): FROM"
+      image=${global_args[${BASH_REMATCH[1]}]}
+    else
+      problem "Dockerfile line $number: FROM $image uses a build argument without a default: declare ARG NAME=<image pinned by digest> before the first FROM, so it can be checked"
+      continue
+    fi
   fi
-  check_listed "$image" "Dockerfile line $number: FROM" pinned
+  check_listed "$image" "$where" pinned
   froms=$((froms + 1))
 done <"$dockerfile"
 

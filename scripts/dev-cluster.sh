@@ -14,6 +14,7 @@
 #   scripts/dev-cluster.sh restart <component>   stop and start one process with the same arguments, as a
 #                                   kubelet restarts a static pod (etcd, kube-apiserver, kube-controller-manager,
 #                                   kube-scheduler, kwok-controller, nats-server); the fault test uses it
+#   scripts/dev-cluster.sh up|down|env|status --real-node   a real node instead (scripts/lib/real-node.sh)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +32,8 @@ else
 fi
 kubeconfig="$state/kubeconfig"
 service_range=10.96.0.0/16
+# A real node (containerd, kubelet, ...) is scripts/lib/real-node.sh's: `--real-node`, or its state folder.
+if [[ " $* " == *" --real-node "* || -f "$state/.real-node" ]]; then exec "$root/scripts/lib/real-node.sh" "$@"; fi
 export KWOK_WORKDIR="$state/kwok"
 
 log() { printf '[dev-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -148,27 +151,19 @@ ensure_cluster_objects() {
 nats_pid() { [[ -f "$state/nats.pid" ]] && cat "$state/nats.pid"; }
 nats_auth="$state/nats-auth"
 
-# The operator identity, system account and the operator's two files, made once per dev cluster by the
-# operator's own command (no nsc). The seeds stay in this 0700 folder; `down` removes it.
+# shellcheck source=scripts/lib/nats-operator-mode.sh
+source "$root/scripts/lib/nats-operator-mode.sh"
+
+# The operator's NATS keys, made once per dev cluster; the seeds stay in this 0700 folder; `down`
+# removes it.
 ensure_nats_auth() {
   [[ -f "$nats_auth/operator.jwt" ]] && return
-  [[ -x "$root/node_modules/.bin/node" ]] || "$root/scripts/bootstrap.sh"
-  "$root/node_modules/.bin/node" "$root/src/cli.ts" nats-bootstrap --out "$nats_auth" --namespace default >/dev/null
+  nats_ensure_auth "$root" "$nats_auth" default
   log "NATS operator keys generated in $nats_auth"
 }
 
-# Operator mode with a full resolver that takes account JWTs pushed at run time (and their deletion).
-# max_file_store is what accounts may reserve, not disk in use: every tenant account reserves its
-# tier's JetStream storage, and the dev cluster is meant to hold thousands of tenants.
 write_nats_config() {
-  cat >"$state/nats.conf" <<EOF
-server_name: eva-dev
-listen: 127.0.0.1:$nats_port
-http: 127.0.0.1:$nats_monitor_port
-include ./nats-auth/nats-auth.conf
-resolver { type: full, dir: "$state/nats/resolver", allow_delete: true, interval: "2m" }
-jetstream { store_dir: "$state/nats", max_file_store: 1T }
-EOF
+  nats_write_config "$state/nats.conf" eva-dev "127.0.0.1:$nats_port" "127.0.0.1:$nats_monitor_port" "$nats_auth" "$state/nats"
 }
 
 ensure_nats() {

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Builds the local control plane's binaries from the Go module proxy, pinned by versions.env.
-# Output: a cache folder OUTSIDE the checkout, keyed by the content of versions.env and the recipe,
-# so fresh clones (CI) reuse it and a version change rebuilds. A half-finished build never looks
-# finished: everything is built into a temporary folder that is renamed at the end.
+# Builds pinned binaries from the Go module proxy (versions in versions.env), in two sets:
 #
-# Usage: build-components.sh            -> prints the bin folder (builds it first if needed)
+#   control-plane (the default): etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+#                  kubectl, kwok, kwokctl, helm, nats-server      -> <cache>/bin-<key>/
+#   node:          a real node (scripts/lib/real-node.sh): kubelet, kube-proxy, containerd,
+#                  containerd-shim-runc-v2, ctr, and a static pause binary -> <cache>/node-<key>/
+#
+# Output: a cache folder OUTSIDE the checkout, so fresh clones (CI) reuse it. Its key hashes only the
+# versions.env variables that set uses (name=value lines, in a fixed order) and the set's recipe
+# number, never the file itself: adding a version for one set, or editing a comment, does not
+# rebuild the other. A half-finished build never looks finished: everything is built into a
+# temporary folder that is renamed at the end.
+#
+# Usage: build-components.sh [control-plane|node]   -> prints the set's folder (builds it first if needed)
+#        build-components.sh --key [control-plane|node]   -> prints the folder without building
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -13,20 +22,42 @@ source "$root/versions.env"
 
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 cache_root="${EVA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eva-operator}"
-# Bump when the way binaries are built changes (flags, extra files), so caches are rebuilt.
-build_recipe=1
-key=$( { cat "$root/versions.env"; echo "recipe=$build_recipe"; } | sha256sum | cut -c1-16)
-bin="$cache_root/bin-$key"
+
+key_only=false
+if [[ ${1:-} == --key ]]; then key_only=true; shift; fi
+set_name=${1:-control-plane}
+# Per set: the versions.env variables it uses, its recipe (bump when the way binaries are built
+# changes: flags, extra files, so caches are rebuilt), its folder prefix and its lock.
+case "$set_name" in
+  control-plane)
+    key_vars=(GO_TOOLCHAIN KUBERNETES_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION NATS_SERVER_VERSION)
+    build_recipe=1 prefix=bin lock=build.lock ;;
+  node)
+    key_vars=(GO_TOOLCHAIN KUBERNETES_VERSION CONTAINERD_VERSION)
+    build_recipe=1 prefix=node lock=node-build.lock ;;
+  *) echo "usage: $0 [--key] [control-plane|node]" >&2; exit 2 ;;
+esac
+key_input() {
+  local v
+  for v in "${key_vars[@]}"; do
+    [[ -n ${!v:-} ]] || { echo "build-components: $v missing from $root/versions.env" >&2; exit 2; }
+    echo "$v=${!v}"
+  done
+  echo "recipe=$build_recipe"
+}
+key_text=$(key_input)
+key=$(sha256sum <<<"$key_text" | cut -c1-16)
+bin="$cache_root/$prefix-$key"
 
 log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
-if [[ -x "$bin/.complete" || -f "$bin/.complete" ]]; then
+if $key_only || [[ -f "$bin/.complete" ]]; then
   echo "$bin"
   exit 0
 fi
 
 mkdir -p "$cache_root"
-exec 9>"$cache_root/build.lock"
+exec 9>"$cache_root/$lock"
 flock 9
 # Another process may have finished the build while we waited for the lock.
 if [[ -f "$bin/.complete" ]]; then echo "$bin"; exit 0; fi
@@ -45,8 +76,8 @@ staging_modules=(
   mount-utils pod-security-admission sample-apiserver sample-cli-plugin sample-controller streaming
 )
 
-build_kubernetes() {
-  local k="$KUBERNETES_VERSION" staging="0.${KUBERNETES_VERSION#1.}"
+build_kubernetes() { # <cmd...>: k8s.io/kubernetes/cmd/<cmd> for each
+  local k="$KUBERNETES_VERSION" staging="0.${KUBERNETES_VERSION#1.}" cmd
   local minor; minor=$(cut -d. -f2 <<<"$k")
   local dir="$work/kubernetes"
   mkdir -p "$dir"
@@ -58,22 +89,15 @@ build_kubernetes() {
     for m in "${staging_modules[@]}"; do echo "  k8s.io/$m => k8s.io/$m v$staging"; done
     echo ")"
   } >"$dir/go.mod"
-  cat >"$dir/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-GO
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for cmd in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$cmd"; done
+    printf ')\n'
+  } >"$dir/tools.go"
   log "kubernetes v$k: resolving modules"
   (cd "$dir" && go mod tidy)
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$k -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$k -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-  for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  for cmd in "$@"; do
     log "kubernetes v$k: building $cmd"
     (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$out/$cmd" "k8s.io/kubernetes/cmd/$cmd")
   done
@@ -105,16 +129,44 @@ copy_kwok_default_stages() {
     "$src"/pod/fast/pod-{ready,complete,delete}.yaml "$out/kwok-stages/"
 }
 
-build_kubernetes
-build_etcd
-go_install "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION"
-go_install "sigs.k8s.io/kwok/cmd/kwokctl@v$KWOK_VERSION" kwokctl "-X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION"
-go_install "helm.sh/helm/v4/cmd/helm@v$HELM_VERSION" helm "-X helm.sh/helm/v4/internal/version.version=v$HELM_VERSION"
-go_install "github.com/nats-io/nats-server/v2@v$NATS_SERVER_VERSION" nats-server
-copy_kwok_default_stages
+build_containerd() {
+  # No cgo (no btrfs snapshotter, which needs it), no replace directives: `go install` works.
+  local c="$CONTAINERD_VERSION" cmd
+  for cmd in containerd containerd-shim-runc-v2 ctr; do
+    log "installing containerd v$c: $cmd"
+    GOBIN="$out" go install -trimpath -tags "urfave_cli_no_docs no_btrfs" \
+      -ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=v$c -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2" \
+      "github.com/containerd/containerd/v2/cmd/$cmd@v$c"
+  done
+}
+
+build_pause() {
+  # The pod sandbox's pause process: Kubernetes' own pause.c (from the module just downloaded), static,
+  # as its build/pause/Makefile builds it.
+  local src; src="$(go env GOMODCACHE)/k8s.io/kubernetes@v$KUBERNETES_VERSION/build/pause/linux/pause.c"
+  log "pause: gcc -static $src"
+  gcc -Os -Wall -Werror -static -DVERSION="v$KUBERNETES_VERSION-eva" -o "$out/pause" "$src"
+  strip "$out/pause"
+}
+
+case "$set_name" in
+  control-plane)
+    build_kubernetes kube-apiserver kube-controller-manager kube-scheduler kubectl
+    build_etcd
+    go_install "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION"
+    go_install "sigs.k8s.io/kwok/cmd/kwokctl@v$KWOK_VERSION" kwokctl "-X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION"
+    go_install "helm.sh/helm/v4/cmd/helm@v$HELM_VERSION" helm "-X helm.sh/helm/v4/internal/version.version=v$HELM_VERSION"
+    go_install "github.com/nats-io/nats-server/v2@v$NATS_SERVER_VERSION" nats-server
+    copy_kwok_default_stages ;;
+  node)
+    build_kubernetes kubelet kube-proxy
+    build_containerd
+    build_pause ;;
+esac
 
 elapsed=$(( $(date +%s) - started ))
 echo "$elapsed" >"$out/.build-seconds"
+echo "$key_text" >"$out/.versions"
 touch "$out/.complete"
 rm -rf "$bin"
 mv "$out" "$bin"

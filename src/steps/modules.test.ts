@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { V1Deployment } from '@kubernetes/client-node';
+import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { ImageCatalog } from '../adapters/images.ts';
@@ -16,6 +16,7 @@ import {
   credentialsSecretName,
   deepMerge,
   deploymentProblem,
+  imagePullProblem,
   type ModuleStepDeps,
   moduleValues,
   releaseProblems,
@@ -166,11 +167,34 @@ describe('deployment readiness', () => {
   it.each([
     ['an unobserved spec', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }, 2), 'DeploymentProgressing'],
     ['a rollout under way', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }, 1, 2), 'DeploymentProgressing'],
+    ['old pods still serving a stuck rollout', deployment({ observedGeneration: 1, replicas: 2, updatedReplicas: 1, conditions: [available] }), 'DeploymentProgressing'],
     ['no availability', deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [{ type: 'Available', status: 'False' }] }), 'DeploymentUnavailable'],
     ['a stalled rollout', deployment({ observedGeneration: 1, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] }), 'DeploymentStalled'],
     ['another pod failure', deployment({ observedGeneration: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'violates PodSecurity' }] }), 'ReplicaFailure'],
   ])('is not ready with %s', (_what, d, reason) => {
     expect(deploymentProblem(d)?.reason).toBe(reason);
+  });
+});
+
+describe('image pull failures', () => {
+  const pod = (waiting: { reason: string; message?: string } | undefined, init = false): V1Pod => {
+    const statuses = [{ name: 'c', image: 'r:5000/aidonow/eva-forge:9.9.9', imageID: '', ready: false, restartCount: 0, ...(waiting ? { state: { waiting } } : {}) }];
+    return { status: init ? { initContainerStatuses: statuses } : { containerStatuses: statuses } };
+  };
+
+  it.each([
+    ['ErrImagePull', false],
+    ['ImagePullBackOff', true],
+    ['InvalidImageName', false],
+  ])('names the image a pod cannot pull (%s, init container: %s)', (reason, init) => {
+    expect(imagePullProblem('eva-forge', [pod(undefined), pod({ reason, message: 'not found' }, init)])).toEqual({
+      reason: 'ImagePullFailed',
+      message: `eva-forge: image r:5000/aidonow/eva-forge:9.9.9 cannot be pulled (${reason}: not found)`,
+    });
+  });
+
+  it('says nothing of a pod still pulling or starting', () => {
+    expect(imagePullProblem('eva-forge', [pod({ reason: 'ContainerCreating' }), pod(undefined)])).toBeUndefined();
   });
 });
 

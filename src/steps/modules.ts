@@ -14,7 +14,7 @@ import { Reason } from '../api/reasons.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Deployment, V1Secret } from '@kubernetes/client-node';
+import type { V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { GROUP } from '../api/constants.ts';
 import { isModuleName, type ModuleName } from '../api/modules.ts';
@@ -156,7 +156,17 @@ function rolloutProblem(name: string, deployment: V1Deployment): Problem | undef
   const wanted = spec?.replicas ?? 1;
   const updated = status?.updatedReplicas ?? 0;
   if (updated < wanted) return { reason: Reason.DeploymentProgressing, message: `${name}: ${updated}/${wanted} replicas updated` };
-  return undefined;
+  return oldReplicasProblem(name, status, updated);
+}
+
+/**
+ * Old pods still serving while the new ones do not start (e.g. their image cannot be pulled): the
+ * Deployment stays Available, yet the rollout has not finished.
+ */
+function oldReplicasProblem(name: string, status: V1Deployment['status'], updated: number): Problem | undefined {
+  const total = status?.replicas ?? 0;
+  if (total <= updated) return undefined;
+  return { reason: Reason.DeploymentProgressing, message: `${name}: ${total - updated} old replica(s) still running, ${updated} updated` };
 }
 
 /** Why a release's Deployment is not serving yet, or undefined when it is. */
@@ -420,13 +430,33 @@ function instanceOf(deployment: V1Deployment): string | undefined {
   return deployment.metadata?.labels?.['app.kubernetes.io/instance'];
 }
 
+/** The kubelet's waiting reasons that mean "this image cannot be had" (not "still pulling"). */
+const IMAGE_PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
+
+/**
+ * A pod of the module whose container (init containers included) waits on an image it cannot pull:
+ * the Deployment only says "unavailable"; this says why, naming the image.
+ */
+export function imagePullProblem(name: string, pods: readonly V1Pod[]): Problem | undefined {
+  for (const pod of pods) {
+    const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
+    const stuck = statuses.find((c) => IMAGE_PULL_FAILURES.has(c.state?.waiting?.reason ?? ''));
+    if (stuck === undefined) continue;
+    const waiting = stuck.state?.waiting;
+    return { reason: Reason.ImagePullFailed, message: `${name}: image ${stuck.image} cannot be pulled (${waiting?.reason ?? ''}${waiting?.message ? `: ${waiting.message}` : ''})` };
+  }
+  return undefined;
+}
+
 /** Why the modules' Deployments are not serving yet (a missing one is the release's state: Drifted). */
-function deploymentProblems(deployments: readonly V1Deployment[], modules: readonly ModuleName[]): Problem[] {
+function deploymentProblems(deployments: readonly V1Deployment[], modules: readonly ModuleName[], pods: readonly V1Pod[]): Problem[] {
   const problems: Problem[] = [];
   for (const module of modules) {
     for (const deployment of deployments.filter((d) => instanceOf(d) === module)) {
       const problem = deploymentProblem(deployment);
-      if (problem !== undefined) problems.push(problem);
+      if (problem === undefined) continue;
+      const ownPods = pods.filter((p) => p.metadata?.labels?.['app.kubernetes.io/instance'] === module);
+      problems.push(problem.reason === Reason.QuotaExceeded ? problem : (imagePullProblem(problem.message.split(':')[0] ?? module, ownPods) ?? problem));
     }
   }
   // Quota first: it will not fix itself, and it is the message the tenant's owner needs.
@@ -453,7 +483,10 @@ async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   const withDeployment = new Set(deployments.map(instanceOf).filter((name) => name !== undefined));
   const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace), withDeployment);
   if (problems.length > 0) return verdictOf(problems);
-  return verdictOf(deploymentProblems(deployments, scope.modules));
+  const pods = deployments.some((d) => deploymentProblem(d) !== undefined)
+    ? (await deps.kube.core.listNamespacedPod({ namespace: scope.namespace, labelSelector: MODULE_LABEL })).items
+    : [];
+  return verdictOf(deploymentProblems(deployments, scope.modules, pods));
 }
 
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {

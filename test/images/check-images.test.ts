@@ -181,14 +181,20 @@ describe('scripts/check-images.sh on broken copies', () => {
     failsWith(`Dockerfile line ${String(dockerfile.split('\n').length)}: FROM docker.io/library/alpine:3.24.1@sha256:${'ab'.repeat(32)} is not listed in images.txt`);
   });
 
-  it('a Dockerfile FROM without a digest fails', () => {
-    edit('Dockerfile', /(FROM docker\.io\/library\/golang:[^@\s]+)@sha256:[0-9a-f]{64}/, '$1');
-    failsWith('FROM docker.io/library/golang:1.26.8-alpine is not pinned by digest');
+  it('a Dockerfile FROM without a digest fails (the FROM names it through ARG GOLANG_IMAGE)', () => {
+    edit('Dockerfile', /(ARG GOLANG_IMAGE=docker\.io\/library\/golang:[^@\s]+)@sha256:[0-9a-f]{64}/, '$1');
+    failsWith('the default of ARG GOLANG_IMAGE): FROM docker.io/library/golang:1.26.8-alpine is not pinned by digest');
   });
 
   it('a Dockerfile FROM whose digest differs from images.txt fails', () => {
-    edit('Dockerfile', /(FROM docker\.io\/library\/golang:[^@\s]+)@sha256:[0-9a-f]{64}/, `$1@sha256:${'cd'.repeat(32)}`);
+    edit('Dockerfile', /(ARG GOLANG_IMAGE=docker\.io\/library\/golang:[^@\s]+)@sha256:[0-9a-f]{64}/, `$1@sha256:${'cd'.repeat(32)}`);
     failsWith(`has digest sha256:${'cd'.repeat(32)} but images.txt line`);
+  });
+
+  it('a Dockerfile FROM through a build argument without a default fails', () => {
+    const dockerfile = readFileSync(join(root, 'Dockerfile'), 'utf8');
+    write('Dockerfile', `${dockerfile}FROM \${OTHER_IMAGE} AS other\n`);
+    failsWith(`Dockerfile line ${String(dockerfile.split('\n').length)}: FROM \${OTHER_IMAGE} uses a build argument without a default`);
   });
 
   it('helm and NATS versions must agree with versions.env', () => {

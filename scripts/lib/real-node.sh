@@ -1,0 +1,633 @@
+#!/usr/bin/env bash
+# A real node (needs root): etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd
+# (runc, CNI bridge networking), kubelet, kube-proxy (iptables mode, for the `kubernetes` Service that
+# in-cluster clients use), nats-server with JetStream in operator mode (keys in nats-auth/, 0700) and a local OCI registry (Debian's
+# docker-registry), all inside ONE network namespace this script creates, with no route out: its
+# links are lo, a veth pair whose both ends stay inside (the node address), and the pods' bridge.
+# Binaries: scripts/lib/build-components.sh (control-plane and node sets, versions.env); runc, the
+# CNI plugins, skopeo and docker-registry from Debian (scripts/ci-prerequisites.sh).
+#
+#   scripts/dev-cluster.sh up --real-node     (or scripts/lib/real-node.sh up)   start, wait until ready
+#   scripts/dev-cluster.sh down --real-node   stop everything, leave nothing on the host
+#   scripts/lib/real-node.sh exec -- CMD...   run CMD inside the node's namespaces, with KUBECONFIG,
+#                                             NATS_URL, EVA_REGISTRY and the pinned tools on PATH
+#   scripts/lib/real-node.sh load-images ARCHIVE   push a scripts/build-image.sh archive (or any
+#                                             scripts/mirror-images.sh --archive) into the registry
+#   scripts/lib/real-node.sh env|status
+# State: $EVA_DEV_CLUSTER_DIR, default ${XDG_STATE_HOME:-~/.local/state}/eva-operator/real-node.
+#
+# Inside the namespace (fixed addresses; every node has its own namespace, so they never clash):
+#   node address 10.254.0.1 (veth eva-node0): API server :6443, registry :5000, NATS :4222 (monitor
+#   :8222), kubelet :10250; etcd on 127.0.0.1:2379; pods 10.244.0.0/24 on bridge cni0; Services
+#   10.96.0.0/16 (`kubernetes` = 10.96.0.1). No cluster DNS: nothing here needs names (the operator's
+#   in-cluster client uses KUBERNETES_SERVICE_HOST, modules get NATS by address); pods whose
+#   dnsPolicy is ClusterFirst fall back to the node's resolv.conf, which names only 127.0.0.1.
+#   NetworkPolicies are stored but NOT enforced (the bridge plugin has no policy engine).
+#
+# What keeps the host clean: the namespace's first process is `unshare --net --mount --pid`, so
+#   * every process of the node is in one PID namespace: `down` ends its PID 1 and the kernel kills
+#     the rest (containers included);
+#   * every mount (overlay snapshots, pod volumes, the kubelet's shared root-dir, network namespaces
+#     of pods) is in one private mount namespace that goes with its last process; /run is a private
+#     tmpfs there (containerd's sockets, shims, fifos, NRI) and /var/lib an overlay whose writes go
+#     to the state folder (the kubelet's device-plugins folder and the CNI cache are fixed paths);
+#     /etc/resolv.conf names 127.0.0.1 only, so no process tries the host's DNS server;
+#   * what is global stays to be undone by `down`: the pods' cgroups (all under one cgroup root,
+#     /eva-rn-<id>, in every hierarchy) and the kernel settings the kubelet changes at start
+#     (vm.overcommit_memory, kernel.panic, kernel.panic_on_oops), restored when the last real node on
+#     the machine goes.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+self="$root/scripts/lib/real-node.sh"
+state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/real-node}"
+cache_root="${EVA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eva-operator}"
+
+NODE_IP=10.254.0.1
+NODE_NAME=eva-real-node
+POD_CIDR=10.244.0.0/24
+SERVICE_CIDR=10.96.0.0/16
+SERVICE_IP=10.96.0.1
+REGISTRY="$NODE_IP:5000"
+NATS_PORT=4222
+NATS_MONITOR_PORT=8222
+API_PORT=6443
+PAUSE_REPO="$REGISTRY/eva/pause"
+# The kernel settings the kubelet sets at start (its setupKernelTunables) and their values.
+KUBELET_SYSCTLS=(vm.overcommit_memory=1 kernel.panic=10 kernel.panic_on_oops=1)
+
+# shellcheck source=scripts/lib/nats-operator-mode.sh
+source "$root/scripts/lib/nats-operator-mode.sh"
+
+log() { printf '[real-node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# The cgroup root of this node's pods: one per state folder.
+node_id() { echo "eva-rn-$(printf '%s' "$state" | sha256sum | cut -c1-10)"; }
+
+# ---- the namespaces ------------------------------------------------------------------------------
+# holder.pid: the `unshare` process (outside the PID namespace); init.pid: PID 1 inside it, as the
+# host sees it. A pid is trusted only while its command line still names this state folder.
+ours() { # <pid>
+  [[ -n ${1:-} && -r /proc/$1/cmdline ]] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "$state"
+}
+init_pid() {
+  local p
+  p=$(cat "$state/run/init.pid" 2>/dev/null) || return 1
+  [[ -n $p && -e /proc/$p ]] || return 1
+  # PID 1 ends as `pause` (exec'd by the init script): check its parent, the holder, instead.
+  ours "$(cat "$state/run/holder.pid" 2>/dev/null)" || return 1
+  echo "$p"
+}
+running() { init_pid >/dev/null 2>&1; }
+
+bins() {
+  cp_bin=$("$root/scripts/lib/build-components.sh" control-plane)
+  node_bin=$("$root/scripts/lib/build-components.sh" node)
+}
+
+# Runs a command inside the node's network, mount and PID namespaces.
+in_node() {
+  local pid; pid=$(init_pid) || die "the real node in $state is not running"
+  [[ -n ${cp_bin:-} ]] || bins
+  nsenter --target "$pid" --net --mount --pid --wd="$PWD" -- env \
+    KUBECONFIG="$state/kubeconfig" NATS_URL="nats://$NODE_IP:$NATS_PORT" EVA_REGISTRY="$REGISTRY" \
+    NATS_SYSTEM_CREDS_FILE="$state/nats-auth/system.creds" NATS_OPERATOR_SIGNING_KEY_FILE="$state/nats-auth/operator-signing-key.nk" \
+    EVA_NATS_MONITOR_URL="http://$NODE_IP:$NATS_MONITOR_PORT" \
+    EVA_TOOLS_DIR="$cp_bin" EVA_NODE_TOOLS_DIR="$node_bin" PATH="$cp_bin:$node_bin:$PATH" "$@"
+}
+kube() { in_node "$cp_bin/kubectl" "$@"; }
+
+wait_for() { # <seconds> <description> <command...>
+  local deadline=$((SECONDS + $1)) what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "timed out after waiting for $what (logs: $state/logs/)"
+    running || die "the node's namespace ended while waiting for $what (logs: $state/logs/)"
+    sleep 0.5
+  done
+}
+
+# ---- preparation, outside the namespace ----------------------------------------------------------
+check_prerequisites() {
+  [[ $(id -u) -eq 0 ]] || die "needs root (namespaces, cgroups, mounts)"
+  local tool
+  for tool in unshare nsenter ip iptables runc skopeo docker-registry openssl gzip tar; do
+    command -v "$tool" >/dev/null || die "$tool is missing (scripts/ci-prerequisites.sh installs it)"
+  done
+  for tool in bridge host-local loopback; do
+    [[ -x /usr/lib/cni/$tool ]] || die "/usr/lib/cni/$tool is missing (package containernetworking-plugins)"
+  done
+  [[ -d /sys/fs/cgroup/memory && -d /sys/fs/cgroup/cpu ]] ||
+    die "this script knows cgroup v1 (hybrid) only: /sys/fs/cgroup/memory is missing"
+}
+
+pki() { # the cluster's keys and certificates (ECDSA P-256), fresh for every node
+  local d="$state/pki"
+  mkdir -p "$d"
+  openssl ecparam -genkey -name prime256v1 -noout -out "$d/ca.key" 2>/dev/null
+  openssl req -x509 -new -key "$d/ca.key" -subj "/CN=eva-real-node-ca" -days 3650 -out "$d/ca.crt" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl ecparam -genkey -name prime256v1 -noout -out "$d/sa.key" 2>/dev/null
+  openssl ec -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
+  cert apiserver "kube-apiserver" "" serverAuth \
+    "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:$NODE_IP,IP:$SERVICE_IP,IP:127.0.0.1"
+  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters clientAuth
+  cert admin eva-admin system:masters clientAuth
+  cert controller-manager system:kube-controller-manager "" clientAuth
+  cert scheduler system:kube-scheduler "" clientAuth
+  cert kubelet "system:node:$NODE_NAME" system:nodes clientAuth
+  cert kube-proxy system:kube-proxy "" clientAuth
+  kubeconfig kubeconfig admin
+  kubeconfig controller-manager.kubeconfig controller-manager
+  kubeconfig scheduler.kubeconfig scheduler
+  kubeconfig kubelet.kubeconfig kubelet
+  kubeconfig kube-proxy.kubeconfig kube-proxy
+}
+
+cert() { # <name> <CN> <O or ""> <serverAuth|clientAuth> [subjectAltName]
+  local d="$state/pki" subj="/CN=$2"
+  [[ -n $3 ]] && subj="/O=$3$subj"
+  openssl ecparam -genkey -name prime256v1 -noout -out "$d/$1.key" 2>/dev/null
+  openssl req -new -key "$d/$1.key" -subj "$subj" -out "$d/$1.csr" 2>/dev/null
+  {
+    echo "basicConstraints=critical,CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=$4"
+    [[ -n ${5:-} ]] && echo "subjectAltName=$5"
+  } >"$d/$1.ext"
+  openssl x509 -req -in "$d/$1.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 3650 \
+    -extfile "$d/$1.ext" -out "$d/$1.crt" 2>/dev/null
+  rm -f "$d/$1.csr" "$d/$1.ext"
+}
+
+kubeconfig() { # <file> <cert name>
+  local d="$state/pki"
+  cat >"$state/$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: eva-real-node
+  cluster:
+    server: https://$NODE_IP:$API_PORT
+    certificate-authority-data: $(base64 -w0 <"$d/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 <"$d/$2.crt")
+    client-key-data: $(base64 -w0 <"$d/$2.key")
+contexts:
+- name: eva-real-node
+  context: {cluster: eva-real-node, user: $2}
+current-context: eva-real-node
+EOF
+  chmod 600 "$state/$1"
+}
+
+# The pod sandbox image: the static pause binary in a one-layer OCI image, built byte for byte the
+# same every time (fixed mtime, owner and order, gzip -n), so its digest only changes with the binary.
+pause_image() {
+  local d="$state/images/pause" w="$state/images/pause.work"
+  rm -rf "$d" "$w"
+  mkdir -p "$d/blobs/sha256" "$w/rootfs"
+  cp "$node_bin/pause" "$w/rootfs/pause"
+  chmod 0755 "$w/rootfs/pause"
+  tar --format=gnu --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$w/rootfs" -cf "$w/layer.tar" pause
+  local diff_id; diff_id=$(sha256sum <"$w/layer.tar" | cut -d' ' -f1)
+  gzip -n -9 <"$w/layer.tar" >"$w/layer.tar.gz"
+  blob() { # <file> -> prints "<hex> <size>", stores the blob
+    local hex size
+    hex=$(sha256sum <"$1" | cut -d' ' -f1)
+    size=$(stat -c %s "$1")
+    cp "$1" "$d/blobs/sha256/$hex"
+    echo "$hex $size"
+  }
+  local layer config manifest
+  read -r -a layer <<<"$(blob "$w/layer.tar.gz")"
+  printf '{"architecture":"amd64","os":"linux","config":{"User":"65535:65535","Entrypoint":["/pause"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$diff_id" >"$w/config.json"
+  read -r -a config <<<"$(blob "$w/config.json")"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
+    "${config[0]}" "${config[1]}" "${layer[0]}" "${layer[1]}" >"$w/manifest.json"
+  read -r -a manifest <<<"$(blob "$w/manifest.json")"
+  printf '{"imageLayoutVersion":"1.0.0"}' >"$d/oci-layout"
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
+    "${manifest[0]}" "${manifest[1]}" "$("$node_bin/pause" -v | awk '{print $2}')" >"$d/index.json"
+  rm -rf "$w"
+  echo "sha256:${manifest[0]}" >"$state/images/pause.digest"
+}
+
+configs() {
+  local e="$state/etc" pause_ref id
+  pause_ref="$PAUSE_REPO@$(cat "$state/images/pause.digest")"
+  id=$(node_id)
+  mkdir -p "$e/cni/net.d" "$e/containerd/certs.d" "$state/cni/ipam" "$state/logs" "$state/run" \
+    "$state/nats/jetstream" "$state/registry" "$state/kubelet" "$state/containerd"
+  printf 'nameserver 127.0.0.1\n' >"$e/resolv.conf"
+
+  cat >"$e/registry.yml" <<EOF
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage:
+  filesystem: {rootdirectory: $state/registry}
+  delete: {enabled: true}
+http: {addr: "$REGISTRY"}
+EOF
+
+  # NATS: JetStream on the node address, in operator mode like the kwok dev cluster (the same keys
+  # command and configuration: scripts/lib/nats-operator-mode.sh); the keys stay in nats-auth/ (0700).
+  nats_ensure_auth "$root" "$state/nats-auth" eva-system
+  nats_write_config "$state/nats/nats.conf" "$NODE_NAME" "0.0.0.0:$NATS_PORT" "0.0.0.0:$NATS_MONITOR_PORT" \
+    "$state/nats-auth" "$state/nats/jetstream"
+
+  cat >"$e/cni/net.d/10-eva-real-node.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "eva-real-node",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {
+        "type": "host-local", "dataDir": "$state/cni/ipam",
+        "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+EOF
+
+  # Every registry, whatever its name (ghcr.io, docker.io, the node's own), is served by the local one:
+  # a pull never goes anywhere else. Paths are mirror-images.sh's: <registry>/<repository without host>.
+  local host
+  for host in _default "$REGISTRY"; do
+    mkdir -p "$e/containerd/certs.d/$host"
+    cat >"$e/containerd/certs.d/$host/hosts.toml" <<EOF
+server = "http://$REGISTRY"
+
+[host."http://$REGISTRY"]
+  capabilities = ["pull", "resolve"]
+EOF
+  done
+
+  # containerd 2.3: config version 4; sockets under the grpc/ttrpc server plugins (a top-level
+  # [grpc] address is ignored); no host config imported; restrict_oom_score_adj because this machine
+  # has no CAP_SYS_RESOURCE (runc fails every sandbox's oom_score_adj -998 otherwise); the opt plugin
+  # (it creates /opt/containerd), NRI and CDI off; the sandbox image is the pause image, by digest,
+  # from the local registry.
+  cat >"$e/containerd/config.toml" <<EOF
+version = 4
+root = '$state/containerd/root'
+state = '/run/containerd'
+imports = []
+disabled_plugins = ['io.containerd.internal.v1.opt', 'io.containerd.nri.v1.nri', 'io.containerd.snapshotter.v1.devmapper', 'io.containerd.snapshotter.v1.zfs', 'io.containerd.snapshotter.v1.blockfile', 'io.containerd.snapshotter.v1.erofs', 'io.containerd.differ.v1.erofs', 'io.containerd.mount-handler.v1.erofs', 'io.containerd.image-verifier.v1.bindir', 'io.containerd.tracing.processor.v1.otlp']
+
+[plugins]
+  [plugins.'io.containerd.server.v1.grpc']
+    address = '/run/containerd/containerd.sock'
+  [plugins.'io.containerd.server.v1.ttrpc']
+    address = '/run/containerd/containerd.sock.ttrpc'
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+    [plugins.'io.containerd.cri.v1.images'.pinned_images]
+      sandbox = '$pause_ref'
+    [plugins.'io.containerd.cri.v1.images'.registry]
+      config_path = '$e/containerd/certs.d'
+  [plugins.'io.containerd.cri.v1.runtime']
+    restrict_oom_score_adj = true
+    enable_cdi = false
+    enable_criu = false
+    netns_mounts_under_state_dir = true
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+      BinaryName = '$(command -v runc)'
+      SystemdCgroup = false
+    [plugins.'io.containerd.cri.v1.runtime'.cni]
+      bin_dirs = ['/usr/lib/cni']
+      conf_dir = '$e/cni/net.d'
+  [plugins.'io.containerd.grpc.v1.cri']
+    stream_server_address = '127.0.0.1'
+EOF
+
+  # kubelet 1.36 on cgroup v1: failCgroupV1 false (it refuses v1 otherwise), cgroupfs driver, its
+  # pods under this node's own cgroup root; no swap check; oomScoreAdj 0 (-999 needs CAP_SYS_RESOURCE).
+  cat >"$e/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: /$id
+failSwapOn: false
+oomScoreAdj: 0
+address: $NODE_IP
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+resolvConf: $e/resolv.conf
+clusterDomain: cluster.local
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $state/pki/ca.crt}
+authorization: {mode: Webhook}
+rotateCertificates: false
+serializeImagePulls: false
+maxPods: 60
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%}
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 98
+EOF
+
+  cat >"$e/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+clientConnection: {kubeconfig: $state/kube-proxy.kubeconfig}
+hostnameOverride: $NODE_NAME
+clusterCIDR: $POD_CIDR
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+oomScoreAdj: 0
+nodePortAddresses: [primary]
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+EOF
+}
+
+# ---- kernel settings and cgroups: global, so recorded and undone -----------------------------------
+other_kubelets() { # kubelets on this machine other than this node's
+  local p
+  for p in $(pgrep -x kubelet || true); do ours "$p" || echo "$p"; done
+}
+
+save_sysctls() {
+  mkdir -p "$cache_root"
+  exec 7>"$cache_root/real-node.lock"
+  flock 7
+  # The first real node on the machine records the values; later ones find the kubelet's already.
+  if [[ ! -f "$cache_root/real-node-sysctl.orig" && -z "$(other_kubelets)" ]]; then
+    local kv
+    for kv in "${KUBELET_SYSCTLS[@]}"; do echo "${kv%%=*}=$(sysctl -n "${kv%%=*}")"; done >"$cache_root/real-node-sysctl.orig"
+  fi
+  exec 7>&-
+}
+
+restore_sysctls() {
+  [[ -d "$cache_root" ]] || return 0
+  exec 7>"$cache_root/real-node.lock"
+  flock 7
+  if [[ -f "$cache_root/real-node-sysctl.orig" ]]; then
+    if [[ -n "$(other_kubelets)" ]]; then
+      log "another real node's kubelet still runs: the kernel settings stay as the kubelet set them"
+    else
+      local kv
+      while IFS= read -r kv; do sysctl -qw "$kv"; done <"$cache_root/real-node-sysctl.orig"
+      log "kernel settings restored: $(paste -sd' ' "$cache_root/real-node-sysctl.orig")"
+      rm -f "$cache_root/real-node-sysctl.orig"
+    fi
+  fi
+  exec 7>&-
+}
+
+cgroup_dirs() { # this node's cgroup root in every hierarchy that has it
+  local h
+  for h in /sys/fs/cgroup/*/; do [[ -d "$h$(node_id)" ]] && echo "$h$(node_id)"; done
+  return 0
+}
+
+make_cgroup_root() {
+  local h id; id=$(node_id)
+  for h in /sys/fs/cgroup/*/; do
+    [[ -f ${h}cgroup.procs ]] || continue
+    mkdir -p "$h$id"
+    if [[ -f ${h}cpuset.cpus ]]; then
+      cat "${h}cpuset.cpus" >"$h$id/cpuset.cpus"
+      cat "${h}cpuset.mems" >"$h$id/cpuset.mems"
+    fi
+  done
+}
+
+remove_cgroups() {
+  local dir deadline=$((SECONDS + 30)) left
+  while :; do
+    left=0
+    for dir in $(cgroup_dirs); do
+      find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+      [[ -d $dir ]] && left=1
+    done
+    ((left == 0)) && return 0
+    ((SECONDS < deadline)) || { log "WARNING: cgroups left (processes still in them?): $(cgroup_dirs | tr '\n' ' ')"; return 1; }
+    sleep 0.5
+  done
+}
+
+# ---- inside the namespaces (PID 1) ---------------------------------------------------------------
+inside() {
+  # Mounts private to this namespace (nothing propagates to the host, nothing from the host shows up).
+  mount --make-rprivate /
+  mount -t tmpfs -o mode=0755,size=1g eva-real-node-run /run
+  mkdir -p "$state/varlib/upper" "$state/varlib/work"
+  mount -t overlay -o "lowerdir=/var/lib,upperdir=$state/varlib/upper,workdir=$state/varlib/work" eva-real-node-varlib /var/lib
+  mount --bind "$state/etc/resolv.conf" /etc/resolv.conf
+
+  # The network: lo, and the node address on a veth pair whose both ends stay here. No default route.
+  ip link set lo up
+  sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+  ip link add eva-node0 type veth peer name eva-node1
+  ip addr add "$NODE_IP/32" dev eva-node0
+  ip link set eva-node0 up
+  ip link set eva-node1 up
+  sysctl -qw net.ipv4.ip_forward=1
+  [[ -f /proc/sys/net/bridge/bridge-nf-call-iptables ]] && sysctl -qw net.bridge.bridge-nf-call-iptables=1
+
+  local l="$state/logs" p="$state/pki"
+  start() { # <name> <command...>: a daemon with its own log, restarted when it exits
+    local name=$1; shift
+    (
+      while :; do
+        "$@" </dev/null >>"$l/$name.log" 2>&1 &
+        echo "$!" >"$state/run/$name.pid"
+        wait "$!" && status=0 || status=$?
+        echo "[real-node] $name exited with status $status; restarting it in 1 s" >>"$l/$name.log"
+        sleep 1
+      done
+    ) &
+  }
+  api_ready() {
+    curl -fsS --max-time 2 --cacert "$p/ca.crt" --cert "$p/admin.crt" --key "$p/admin.key" \
+      "https://$NODE_IP:$API_PORT/readyz" >/dev/null 2>&1
+  }
+  start etcd "$cp_bin/etcd" --name "$NODE_NAME" --data-dir "$state/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster "$NODE_NAME=http://127.0.0.1:2380" --listen-metrics-urls http://127.0.0.1:2381 \
+    --quota-backend-bytes 2147483648 --log-level warn
+  start kube-apiserver "$cp_bin/kube-apiserver" --etcd-servers http://127.0.0.1:2379 \
+    --bind-address 0.0.0.0 --secure-port "$API_PORT" --advertise-address "$NODE_IP" \
+    --service-cluster-ip-range "$SERVICE_CIDR" --allow-privileged=true \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --client-ca-file "$p/ca.crt" --tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" \
+    --kubelet-client-certificate "$p/apiserver-kubelet-client.crt" --kubelet-client-key "$p/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+    --audit-policy-file "$root/scripts/dev-cluster/audit-policy.yaml" --audit-log-path "$l/audit.log" \
+    --profiling=false
+  start registry docker-registry serve "$state/etc/registry.yml"
+  start nats-server "$cp_bin/nats-server" --config "$state/nats/nats.conf"
+  start containerd "$node_bin/containerd" --config "$state/etc/containerd/config.toml"
+  # The controller-manager and the scheduler read RBAC-protected objects at start: after /readyz.
+  local i
+  for i in $(seq 1 600); do api_ready && break; sleep 0.2; done
+  start kube-controller-manager "$cp_bin/kube-controller-manager" --kubeconfig "$state/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$state/controller-manager.kubeconfig" --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
+    --service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" \
+    --cluster-signing-cert-file "$p/ca.crt" --cluster-signing-key-file "$p/ca.key" \
+    --service-cluster-ip-range "$SERVICE_CIDR" --allocate-node-cidrs=false --profiling=false
+  start kube-scheduler "$cp_bin/kube-scheduler" --kubeconfig "$state/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$state/scheduler.kubeconfig" --authorization-kubeconfig "$state/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false --profiling=false
+  for i in $(seq 1 200); do
+    "$node_bin/ctr" --address /run/containerd/containerd.sock version >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  start kubelet "$node_bin/kubelet" --config "$state/etc/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
+    --root-dir "$state/kubelet" --cert-dir "$state/kubelet/pki" --node-ip "$NODE_IP" \
+    --hostname-override "$NODE_NAME"
+  start kube-proxy "$node_bin/kube-proxy" --config "$state/etc/kube-proxy.yaml"
+  touch "$state/run/started"
+  # PID 1 from here on is the pause binary: it reaps orphans and ends (with everything) on TERM/INT.
+  exec "$node_bin/pause"
+}
+
+# ---- the commands --------------------------------------------------------------------------------
+cmd_up() {
+  check_prerequisites
+  mkdir -p "$state"
+  if [[ -d "$state" && -n "$(ls -A "$state")" && ! -f "$state/.real-node" ]]; then
+    die "$state exists and is not a real node's state folder (a kwok dev cluster?): choose another EVA_DEV_CLUSTER_DIR"
+  fi
+  local started=$SECONDS
+  bins
+  if running && kube get --raw /readyz >/dev/null 2>&1; then
+    log "already running ($state)"
+    return 0
+  fi
+  # A node that is not answering is disposable: a fresh one takes seconds.
+  [[ -f "$state/.real-node" ]] && { log "a stopped or broken node is in $state: removing it"; cmd_down; }
+  mkdir -p "$state/run" "$state/logs"
+  echo "real node; scripts/lib/real-node.sh down removes it" >"$state/.real-node"
+  pki
+  pause_image
+  configs
+  save_sysctls
+  make_cgroup_root
+  log "starting the namespaces (kubernetes $("$node_bin/kubelet" --version | awk '{print $2}'), containerd $("$node_bin/containerd" --version | awk '{print $3}'))"
+  # --kill-child: if the holder dies, PID 1 inside (and so everything inside) dies too.
+  EVA_REAL_NODE_INSIDE=1 cp_bin="$cp_bin" node_bin="$node_bin" EVA_DEV_CLUSTER_DIR="$state" \
+    setsid unshare --net --mount --pid --fork --mount-proc --kill-child -- bash "$self" __inside "$state" \
+    </dev/null >"$state/logs/init.log" 2>&1 7>&- 8>&- 9>&- &
+  echo "$!" >"$state/run/holder.pid"
+  local holder=$! child="" i
+  for i in $(seq 1 100); do
+    child=$(pgrep -P "$holder" | head -n1 || true)
+    [[ -n $child ]] && break
+    sleep 0.05
+  done
+  [[ -n $child ]] || { cat "$state/logs/init.log" >&2; die "the namespace did not start"; }
+  echo "$child" >"$state/run/init.pid"
+  wait_for 60 "the node's processes to start" test -f "$state/run/started"
+  wait_for 120 "kube-apiserver /readyz" kube get --raw /readyz
+  wait_for 60 "the registry" in_node curl -fsS "http://$REGISTRY/v2/"
+  in_node skopeo copy -q --preserve-digests --dest-tls-verify=false "oci:$state/images/pause" \
+    "docker://$PAUSE_REPO:$("$node_bin/pause" -v | awk '{print $2}')" >&2
+  wait_for 60 "NATS with JetStream" in_node curl -fsS "http://$NODE_IP:$NATS_MONITOR_PORT/healthz?js-enabled-only=true"
+  wait_for 120 "node $NODE_NAME Ready" node_ready
+  # The ServiceAccount admission plugin rejects pods until the controller-manager made this.
+  wait_for 60 "the default ServiceAccount" kube get serviceaccount default -n default
+  wait_for 60 "the kubernetes Service's iptables rules (kube-proxy)" in_node sh -c "iptables-save -t nat | grep -q -- '-d $SERVICE_IP/32 .*default/kubernetes:https'"
+  echo "$((SECONDS - started))" >"$state/run/up-seconds"
+  log "ready in $((SECONDS - started))s: node $NODE_NAME, API https://$NODE_IP:$API_PORT, registry $REGISTRY, NATS nats://$NODE_IP:$NATS_PORT (inside the namespace; use: $self exec -- kubectl get nodes)"
+}
+
+node_ready() {
+  [[ "$(kube get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
+}
+
+cmd_down() {
+  [[ -d "$state" ]] || { log "nothing to stop ($state)"; return 0; }
+  [[ -f "$state/.real-node" ]] || die "$state is not a real node's state folder; not touching it"
+  local holder init
+  holder=$(cat "$state/run/holder.pid" 2>/dev/null || true)
+  init=$(cat "$state/run/init.pid" 2>/dev/null || true)
+  # PID 1 (pause) exits on TERM; the kernel then kills every process of the PID namespace, the
+  # containers' included, and the mount namespace goes with the last of them.
+  if ours "$holder"; then
+    [[ -n $init ]] && kill -TERM "$init" 2>/dev/null || true
+    for _ in $(seq 1 100); do kill -0 "$holder" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$holder" 2>/dev/null || true
+  fi
+  # Every process of the node was in its PID namespace, so none should be left; name any that is.
+  local pids
+  pids=$(pgrep -f -- "$state/" | grep -vx "$$" || true)
+  [[ -z $pids ]] || log "WARNING: processes naming $state still run (not ours to kill?): $(echo $pids)"
+  remove_cgroups || true
+  restore_sysctls
+  if grep -qF -- " $state" /proc/self/mountinfo; then
+    die "mounts under $state are still there (see /proc/self/mountinfo); not removing it"
+  fi
+  rm -rf "$state"
+  log "stopped; state removed ($state)"
+}
+
+cmd_env() {
+  bins
+  printf '# The real node answers inside its own network namespace only: run commands with\n'
+  printf '#   %q exec -- kubectl get nodes\n' "$self"
+  printf 'export EVA_DEV_CLUSTER_DIR=%q\n' "$state"
+  printf 'export KUBECONFIG=%q\n' "$state/kubeconfig"
+  printf 'export NATS_URL=%q\n' "nats://$NODE_IP:$NATS_PORT"
+  printf 'export EVA_REGISTRY=%q\n' "$REGISTRY"
+  printf 'export NATS_SYSTEM_CREDS_FILE=%q\n' "$state/nats-auth/system.creds"
+  printf 'export NATS_OPERATOR_SIGNING_KEY_FILE=%q\n' "$state/nats-auth/operator-signing-key.nk"
+  printf 'export EVA_NATS_MONITOR_URL=%q\n' "http://$NODE_IP:$NATS_MONITOR_PORT"
+  printf 'export EVA_TOOLS_DIR=%q\n' "$cp_bin"
+  printf 'export PATH=%q:"$PATH"\n' "$cp_bin"
+}
+
+cmd_status() {
+  if ! running; then echo "real node: not running ($state)"; return 3; fi
+  bins
+  echo "real node: running ($state, PID 1 of its namespaces: $(init_pid))"
+  local name ok=0
+  for name in etcd kube-apiserver kube-controller-manager kube-scheduler registry nats-server containerd kubelet kube-proxy; do
+    if in_node kill -0 "$(cat "$state/run/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null; then echo "  $name: running"
+    else echo "  $name: NOT running (log: $state/logs/$name.log)"; ok=3; fi
+  done
+  kube get nodes -o wide 2>/dev/null | sed 's/^/  /' || ok=3
+  return $ok
+}
+
+cmd_load_images() { # <archive written by scripts/build-image.sh or scripts/mirror-images.sh --archive>
+  local archive=${1:?load-images needs an archive (scripts/build-image.sh writes one)}
+  [[ -f $archive ]] || die "$archive not found"
+  running || die "the real node in $state is not running"
+  in_node "$root/scripts/mirror-images.sh" --from-archive "$(realpath "$archive")" --registry "$REGISTRY" --dest-tls-verify=false
+}
+
+if [[ ${1:-} == __inside ]]; then
+  [[ ${EVA_REAL_NODE_INSIDE:-} == 1 ]] || die "__inside is internal"
+  state=${2:?}; inside
+fi
+
+args=()
+for a in "$@"; do [[ $a == --real-node ]] || args+=("$a"); done
+set -- "${args[@]+"${args[@]}"}"
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  env) cmd_env ;;
+  status) cmd_status ;;
+  exec) shift; [[ ${1:-} == -- ]] && shift; (($#)) || die "usage: $0 exec -- CMD..."; in_node "$@" ;;
+  load-images) shift; cmd_load_images "$@" ;;
+  *) echo "usage: $0 up|down|env|status|exec -- CMD...|load-images ARCHIVE" >&2; exit 2 ;;
+esac
