@@ -12,7 +12,7 @@
  * and the operator's resident memory. Tenants are pinned to the benchmark's own operator version
  * and deleted afterwards (with --keep they stay, for a look, until the next run removes them).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -258,6 +258,28 @@ function imageRuntime(memoryLimit: number): { entry: string; nodeOptions: string
   return { entry: 'dist/cli.js', nodeOptions };
 }
 
+/** One `kubectl apply --server-side -f -`, without blocking the event loop (the watch keeps reading). */
+function applyAsync(manifests: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(join(process.env['EVA_TOOLS_DIR'] ?? '', 'kubectl'), ['apply', '--server-side', '-f', '-'], { env: process.env, stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (status) => {
+      if (status === 0) resolve();
+      else reject(new Error(`kubectl apply failed (${String(status)}): ${stderr}`));
+    });
+    child.stdin.end(manifests);
+  });
+}
+
+/** Applies the tenants in slices of 100, four at once: one kubectl with a thousand objects outlasts its timeout. */
+async function applyInSlices(manifests: readonly string[]): Promise<void> {
+  const slices: string[] = [];
+  for (let i = 0; i < manifests.length; i += 100) slices.push(manifests.slice(i, i + 100).join('\n'));
+  for (let i = 0; i < slices.length; i += 4) await Promise.all(slices.slice(i, i + 4).map(applyAsync));
+}
+
 /** `kubectl delete` in slices of 100 names: one call with a thousand takes kubectl minutes. */
 function deleteTenants(names: readonly string[]): void {
   for (let i = 0; i < names.length; i += 100) kubectlOk(['delete', 'evt', ...names.slice(i, i + 100), '--wait=false']);
@@ -287,7 +309,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
   const manifests = codes.map((code) => tenantManifest(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
-  kubectlOk(['apply', '-f', '-'], manifests.join('\n'));
+  await applyInSlices(manifests);
   const { elapsed, pending } = await waitAllActive(codes);
   const wall = (Date.now() - started) / 1000;
   const memory = rssMiB(operator.pid);
