@@ -14,7 +14,7 @@
 # ENETUNREACH). OUTPUT accepts loopback destinations over lo (counted) and drops everything else
 # (counted). Nothing could leave anyway: the namespace has no link to the outside. /etc/resolv.conf is
 # bind-mounted to name 127.0.0.53 only, a recording DNS server inside the namespace that answers
-# NXDOMAIN to everything. A private tmpfs over /tmp holds every file of the run (not on
+# NXDOMAIN to everything. A private tmpfs (over /tmp, or /mnt when the checkout is in /tmp) holds every file of the run (not on
 # /tmp: the checkout itself may live there, as a fresh clone in CI does), and this script is PID 1
 # of its own PID namespace: when it ends, however it ends, every process it started and every file
 # it wrote go with it.
@@ -53,10 +53,18 @@ control_name=registry.example.invalid
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# Over /tmp, which exists everywhere: nothing is created on the host, not even a mount point. The
-# mount is private to this mount namespace (concurrent runs each see their own; the host's /tmp is
-# untouched and hidden from the run only).
-scratch=/tmp
+# Over a folder that exists already (nothing is created on the host, not even a mount point) and
+# holds nothing the run needs: not the checkout (CI clones into /tmp), not the binary cache. The mount
+# is private to this mount namespace: concurrent runs each see their own, the host's folder is
+# untouched and hidden from the run only.
+scratch=""
+for candidate in /tmp /mnt /media /srv; do
+  [[ -d $candidate ]] || continue
+  case "$root/ $HOME/" in "$candidate"/* | *" $candidate"/*) continue ;; esac
+  scratch=$candidate
+  break
+done
+[[ -n $scratch ]] || { log "ERROR: no folder to mount the run's tmpfs over (/tmp, /mnt, /media, /srv hold the checkout or HOME)"; exit 1; }
 mount -t tmpfs -o mode=1777,size=4g eva-air-gap "$scratch"
 export TMPDIR=$scratch
 out=$(mktemp -d "$scratch/air-gap.XXXXXX")   # what the summary is built from

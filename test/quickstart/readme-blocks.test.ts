@@ -19,6 +19,8 @@ const COVERAGE: Record<string, string> = {
   'scripts/quickstart.sh --dry-run': 'test/quickstart/quickstart.test.ts (--dry-run, and an install with --values)',
   'kubectl apply --server-side -f crds/': 'test/charts/operator-chart.test.ts (CRD, bootstrap Secret, helm install with the bootstrap values)',
   'scripts/mirror-images.sh --registry registry.internal:5000/eva': 'test/images/mirror.test.ts, against a registry on loopback (registry.internal is not reachable from here)',
+  'scripts/build-image.sh': 'e2e/real-node.test.ts (builds every image, then runs them on the real node)',
+  'scripts/dev-cluster.sh up --real-node': 'e2e/real-node.test.ts (scripts/lib/real-node.sh up, load-images, exec, down)',
 };
 
 describe('README command blocks', () => {
