@@ -19,6 +19,7 @@ import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
+import { TenantObjectCache } from './adapters/tenant-objects.ts';
 import { NatsPool } from './adapters/nats.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
@@ -97,9 +98,10 @@ async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Pro
   return { keys, nats };
 }
 
-function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts): OperatorDeps {
+function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache): OperatorDeps {
   return {
     kube,
+    driftReads: objects.reads,
     nats,
     helm: new Helm({ binary: config.helmBinary, ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}) }),
     images: ImageCatalog.fromFile(config.imagesFile, config.airGapRegistry),
@@ -138,9 +140,10 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   });
   const kube = new Kube(operatorKubeConfig(config, metrics), config.identity);
   const { keys, nats } = await connectNats(config, kube, log);
-  const deps = buildDeps(config, kube, nats);
+  const objects = new TenantObjectCache({ kube, log });
+  const deps = buildDeps(config, kube, nats, objects);
   const reconciler = new TenantReconciler({ tenants: kubeTenantStore(kube), steps: operatorSteps(deps, metrics), config, log, metrics });
-  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, wakeOn: WAKE_ON });
+  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON });
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);
   };

@@ -11,7 +11,6 @@
  */
 import { Reason } from '../api/reasons.ts';
 import { execFile } from 'node:child_process';
-import { setHeaderOptions } from '@kubernetes/client-node';
 import type { Kube } from './kube.ts';
 import { redactSecrets } from '../log.ts';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
@@ -300,16 +299,10 @@ export class Helm {
   }
 }
 
-/** Lists helm's release Secrets by label (metadata only: the payload is never fetched or decoded). */
-const metadataOnly = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
-
 /** The latest revision of every helm release in the namespace, from storage labels; no helm process. */
 export async function readReleases(kube: Kube, namespace: string): Promise<ReleaseRecord[]> {
-  const list = await kube.core.listNamespacedSecret({ namespace, labelSelector: 'owner=helm' }, metadataOnly);
-  // A PartialObjectMetadataList with no items carries `items: null`, whatever the client's types say.
-  const items = (list.items as typeof list.items | null) ?? [];
   const latest = new Map<string, ReleaseRecord>();
-  for (const item of items) {
+  for (const item of await kube.reads.list('HelmRelease', namespace)) {
     const labels = item.metadata?.labels ?? {};
     const name = labels['name'];
     const version = Number(labels['version']);

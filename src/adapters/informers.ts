@@ -16,12 +16,22 @@ export interface InformerOptions<T extends KubernetesObject> {
   log: Logger;
   /** True once the owner is stopping: the watch ending then is expected, not restarted. */
   stopping: () => boolean;
+  /**
+   * Shrinks each object as it enters the cache (client-node has no transform hook: the cache holds
+   * the very object its first handler receives, so this runs before any other handler).
+   */
+  trim?: (obj: T) => void;
 }
 
 const WATCH_RESTART_MS = 2_000;
 
 export function restartingInformer<T extends KubernetesObject>(options: InformerOptions<T>): CachingInformer<T> {
   const informer = makeInformer<T>(options.config, options.path, options.list, options.labelSelector);
+  const { trim } = options;
+  if (trim !== undefined) {
+    informer.on('add', trim);
+    informer.on('update', trim);
+  }
   informer.on('error', (err: unknown) => {
     if (options.stopping()) return;
     options.log.warn({ err, path: options.path }, 'watch failed; re-listing');

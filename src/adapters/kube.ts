@@ -31,6 +31,7 @@ import { TokenBucket } from 'limiter';
 import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
+import { apiReads, type KubeReads } from './tenant-objects.ts';
 
 export const FIELD_MANAGER = 'eva-operator';
 
@@ -164,6 +165,8 @@ export class Kube {
   readonly objects: KubernetesObjectApi;
 
   readonly config: KubeConfig;
+  /** How steps read tenant objects: the API server, or (for the drift check) watch caches; see withReads. */
+  readonly reads: KubeReads;
   /** Events' reportingInstance: the replica (pod name), so two replicas' events can be told apart. */
   private readonly instance: string;
 
@@ -177,6 +180,12 @@ export class Kube {
     this.coordination = config.makeApiClient(CoordinationV1Api);
     this.apiextensions = config.makeApiClient(ApiextensionsV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(config);
+    this.reads = apiReads(this);
+  }
+
+  /** The same clients, with steps' reads answered by `reads` (e.g. a TenantObjectCache). */
+  withReads(reads: KubeReads): Kube {
+    return Object.assign(Object.create(Kube.prototype) as Kube, this, { reads });
   }
 
   /** Server-side apply: idempotent, and only the fields this operator owns are touched. */

@@ -9,6 +9,19 @@ export const SHORT_NAMES = ['evt'] as const;
 export const CATEGORIES = ['eva'] as const;
 export const CRD_NAME = `${PLURAL}.${GROUP}`;
 
+/** Labels every per-tenant object shares. */
+export const LABELS = {
+  capsuleCode: `${GROUP}/capsule-code`,
+  tier: `${GROUP}/tier`,
+  wave: `${GROUP}/wave`,
+  tenantUid: `${GROUP}/tenant-uid`,
+  managedBy: 'app.kubernetes.io/managed-by',
+} as const;
+
+export const MANAGED_BY = 'eva-operator';
+/** On every module's objects (its Deployment, pods): the module's name. */
+export const MODULE_LABEL = `${GROUP}/module`;
+
 export const FINALIZER = `${GROUP}/tenant-protection`;
 export const OWNER_ANNOTATION = `${GROUP}/operator-version`;
 export const WAVE_LABEL = `${GROUP}/wave`;

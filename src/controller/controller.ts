@@ -14,8 +14,9 @@ import type { WakeOn } from '../steps/step.ts';
 import type { Reason } from '../api/reasons.ts';
 import { type Action, classifyError, errorPolicy } from './actions.ts';
 import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
+import type { TenantObjectCache } from '../adapters/tenant-objects.ts';
 import type { TenantReconciler } from './reconciler.ts';
-import { Wakeups } from './wakeups.ts';
+import { subscribeWakeups } from './wakeups.ts';
 import { WorkQueue } from './workqueue.ts';
 
 export interface ControllerMetrics {
@@ -32,6 +33,8 @@ export interface ControllerOptions {
   concurrency: number;
   log: Logger;
   metrics: ControllerMetrics;
+  /** Watch caches of tenant objects: started and stopped with the controller (the drift check reads them). */
+  objects: TenantObjectCache;
   /** Objects steps wait on; an event on one reconciles its tenant at once (see wakeups.ts). */
   wakeOn?: readonly WakeOn[];
 }
@@ -46,7 +49,6 @@ export class Controller {
   readonly queue: WorkQueue;
   private readonly options: ControllerOptions;
   private informer: CachingInformer<KubernetesObject> | undefined;
-  private wakeups: Wakeups | undefined;
   private readonly seen = new Map<string, string>();
   /** Tenant namespace -> EvaTenant names (two when a code is claimed twice), for wake-ups. */
   private readonly tenantsByNamespace = new Map<string, Set<string>>();
@@ -65,6 +67,14 @@ export class Controller {
       },
       onHandlerError: (key, err) => {
         options.log.error({ err, evatenant: key }, 'reconcile handler crashed');
+      },
+    });
+    subscribeWakeups({
+      objects: options.objects,
+      watches: options.wakeOn ?? [],
+      tenantsOfNamespace: (namespace) => [...(this.tenantsByNamespace.get(namespace) ?? [])],
+      wake: (name) => {
+        this.queue.add(name);
       },
     });
   }
@@ -126,16 +136,7 @@ export class Controller {
     });
     this.informer = informer;
     await informer.start();
-    this.wakeups = new Wakeups({
-      kube,
-      log,
-      watches: this.options.wakeOn ?? [],
-      tenantsOfNamespace: (namespace) => [...(this.tenantsByNamespace.get(namespace) ?? [])],
-      wake: (name) => {
-        this.queue.add(name);
-      },
-    });
-    await this.wakeups.start();
+    await this.options.objects.start();
     this.synced = true;
     void this.queue.run(this.options.concurrency, (key, signal) => this.handle(key, signal));
   }
@@ -143,7 +144,7 @@ export class Controller {
   /** Stops watching, lets running reconciles finish their current step, and waits for them. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all([this.informer?.stop(), this.wakeups?.stop()]);
+    await Promise.all([this.informer?.stop(), this.options.objects.stop()]);
     await this.queue.shutDown();
   }
 

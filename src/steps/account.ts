@@ -19,7 +19,7 @@ import { ACCOUNT_BY_TIER, STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import type { AccountClaims } from '../adapters/nats-jwt.ts';
 import { DependencyError, InputError } from '../errors.ts';
-import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../adapters/nats-jwt.ts';
 import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from './account-keys.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
@@ -127,7 +127,7 @@ async function claimsNow(scope: TenantScope, deps: AccountStepDeps, keys: Accoun
 // ---- the modules' credentials Secret ----------------------------------------------------------------
 
 const readCredentialsSecret = (kube: Kube, scope: TenantScope): Promise<V1Secret | undefined> =>
-  readOptional(() => kube.core.readNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
+  kube.reads.get('Secret', scope.namespace, NATS_CREDENTIALS_SECRET);
 
 const decoded = (secret: V1Secret, key: string): string | undefined => {
   const value = secret.data?.[key];

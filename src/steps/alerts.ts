@@ -123,8 +123,11 @@ interface SupportAnswer {
   readonly supported: boolean;
   readonly at: number;
 }
-/** Per Kube (i.e. per cluster connection): a CRD lookup per tenant per drift check would be wasteful. */
-const supportCache = new WeakMap<Kube, SupportAnswer>();
+/**
+ * Per cluster connection (its KubeConfig, which a Kube reading from caches shares): a CRD lookup per
+ * tenant per drift check would be wasteful.
+ */
+const supportCache = new WeakMap<Kube['config'], SupportAnswer>();
 
 /** Usable means: established, serving v1 and not being deleted (creating objects would fail otherwise). */
 function usable(crd: V1CustomResourceDefinition): boolean {
@@ -147,10 +150,10 @@ async function lookUpSupport(kube: Kube, log: Logger): Promise<boolean> {
 
 /** Whether PrometheusRule objects can be created; the answer is reused for 60 s. */
 export async function prometheusRulesSupported(kube: Kube, log: Logger): Promise<boolean> {
-  const cached = supportCache.get(kube);
+  const cached = supportCache.get(kube.config);
   if (cached && Date.now() - cached.at < SUPPORT_CACHE_MS) return cached.supported;
   const supported = await lookUpSupport(kube, log);
-  supportCache.set(kube, { supported, at: Date.now() });
+  supportCache.set(kube.config, { supported, at: Date.now() });
   return supported;
 }
 
@@ -170,7 +173,7 @@ function readPrometheusRule(kube: Kube, scope: TenantScope): Promise<unknown> {
 }
 
 function readConfigMap(kube: Kube, scope: TenantScope): Promise<V1ConfigMap | undefined> {
-  return readOptional(() => kube.core.readNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
+  return kube.reads.get('ConfigMap', scope.namespace, alertRulesName(scope.code));
 }
 
 /** Key order aside: the API server re-encodes custom objects with its own key order. */

@@ -6,9 +6,9 @@
 import { Reason } from '../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
-import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
 
 const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;
@@ -61,8 +61,7 @@ function routes(spec: V1IngressSpec | undefined, withClass: boolean): string {
   return JSON.stringify({ cls: withClass ? (spec?.ingressClassName ?? null) : null, rules });
 }
 
-const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> =>
-  readOptional(() => kube.networking.readNamespacedIngress({ name: INGRESS_NAME, namespace }));
+const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> => kube.reads.get('Ingress', namespace, INGRESS_NAME);
 
 /** The address is the ingress controller's to set: verify judges. */
 async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<undefined> {
@@ -93,13 +92,6 @@ async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Pro
 }
 
 /** The ingress controller setting the address, or someone changing or deleting the Ingress. */
-const MANAGED_INGRESSES = `${LABELS.managedBy}=${MANAGED_BY}`;
-const wakeOn: WakeOn<V1Ingress> = {
-  kind: 'Ingress',
-  path: '/apis/networking.k8s.io/v1/ingresses',
-  labelSelector: MANAGED_INGRESSES,
-  list: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: MANAGED_INGRESSES }),
-  state: (ingress) => JSON.stringify([routes(ingress.spec, true), ingress.status?.loadBalancer?.ingress ?? []]),
-};
+const ingressState = wakeOn('Ingress', (ingress) => JSON.stringify([routes(ingress.spec, true), ingress.status?.loadBalancer?.ingress ?? []]));
 
-export const ingressStep: Step<IngressStepDeps> = { name: 'ingress', ensure, verify, remove, verifyRemoved, wakeOn };
+export const ingressStep: Step<IngressStepDeps> = { name: 'ingress', ensure, verify, remove, verifyRemoved, wakeOn: ingressState };

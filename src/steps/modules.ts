@@ -16,20 +16,22 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
-import { GROUP } from '../api/constants.ts';
+import { MODULE_LABEL } from '../api/constants.ts';
+
+export { MODULE_LABEL };
 import { isModuleName, type ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
 import { actionFor, problemFor, recoverPendingRelease, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
-import { FIELD_MANAGER, isConflict, isNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict, type WakeOn } from './step.ts';
+import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
@@ -41,7 +43,6 @@ export interface ModuleStepDeps {
   >;
 }
 
-export const MODULE_LABEL = `${GROUP}/module`;
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
 const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
 /** Set by the operator (the credentials Secret, the NATS Secret's name and revision); never from the EvaTenant. */
@@ -265,12 +266,8 @@ function decodeSecret(secret: V1Secret): Record<string, string> {
 }
 
 async function readCredentials(kube: Kube, scope: TenantScope): Promise<Record<string, string> | undefined> {
-  try {
-    return decodeSecret(await kube.core.readNamespacedSecret({ name: credentialsSecretName(scope.code), namespace: scope.namespace }));
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+  const secret = await kube.reads.get('Secret', scope.namespace, credentialsSecretName(scope.code));
+  return secret === undefined ? undefined : decodeSecret(secret);
 }
 
 /** The tenant's credentials: generated once; an existing Secret (possibly rotated by hand) is never replaced. */
@@ -293,7 +290,7 @@ async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record
 
 /** A digest of the modules' NATS credentials (Secret eva-nats), or undefined when there are none yet. */
 async function readNatsRevision(kube: Kube, scope: TenantScope): Promise<string | undefined> {
-  const secret = await readOptional(() => kube.core.readNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
+  const secret = await kube.reads.get('Secret', scope.namespace, NATS_CREDENTIALS_SECRET);
   const creds = secret?.data?.[NATS_CREDS_KEY];
   return creds === undefined ? undefined : createHash('sha256').update(creds).digest('hex').slice(0, 16);
 }
@@ -420,10 +417,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<undefin
 
 // ---- verify / remove ------------------------------------------------------------------------------
 
-async function listModuleDeployments(kube: Kube, namespace: string): Promise<V1Deployment[]> {
-  const list = await kube.apps.listNamespacedDeployment({ namespace, labelSelector: MODULE_LABEL });
-  return list.items;
-}
+const listModuleDeployments = (kube: Kube, namespace: string): Promise<V1Deployment[]> => kube.reads.list('Deployment', namespace);
 
 /** The release a module Deployment belongs to. */
 function instanceOf(deployment: V1Deployment): string | undefined {
@@ -514,12 +508,6 @@ async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<
 }
 
 /** A module Deployment becoming available (or failing, e.g. on quota), or being deleted. */
-const wakeOn: WakeOn<V1Deployment> = {
-  kind: 'Deployment',
-  path: '/apis/apps/v1/deployments',
-  labelSelector: MODULE_LABEL,
-  list: (kube) => kube.apps.listDeploymentForAllNamespaces({ labelSelector: MODULE_LABEL }),
-  state: (deployment) => JSON.stringify([deployment.metadata?.generation, deploymentProblem(deployment)?.reason ?? 'Available']),
-};
+const deploymentState = wakeOn('Deployment', (deployment) => JSON.stringify([deployment.metadata?.generation, deploymentProblem(deployment)?.reason ?? 'Available']));
 
-export const modulesStep: Step<ModuleStepDeps> = { name: 'modules', ensure, verify, remove, verifyRemoved, wakeOn };
+export const modulesStep: Step<ModuleStepDeps> = { name: 'modules', ensure, verify, remove, verifyRemoved, wakeOn: deploymentState };

@@ -1,15 +1,7 @@
 /** Names and labels every per-tenant object shares, derived from the capsule code. */
-import { GROUP } from '../api/constants.ts';
 
-export const LABELS = {
-  capsuleCode: `${GROUP}/capsule-code`,
-  tier: `${GROUP}/tier`,
-  wave: `${GROUP}/wave`,
-  tenantUid: `${GROUP}/tenant-uid`,
-  managedBy: 'app.kubernetes.io/managed-by',
-} as const;
-
-export const MANAGED_BY = 'eva-operator';
+// Defined with the API: the adapters' watch caches select by them too.
+export { LABELS, MANAGED_BY } from '../api/constants.ts';
 
 export const tenantNamespace = (code: string): string => `eva-tenant-${code.toLowerCase()}`;
 export const eventsStream = (code: string): string => `eva-${code}-events`;

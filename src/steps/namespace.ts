@@ -6,7 +6,7 @@
 import { Reason } from '../api/reasons.ts';
 import type { V1Namespace } from '@kubernetes/client-node';
 import { API_VERSION, KIND } from '../api/constants.ts';
-import { isConflict, type Kube, readOptional } from '../adapters/kube.ts';
+import { isConflict, type Kube } from '../adapters/kube.ts';
 import { InputError } from '../errors.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
@@ -48,8 +48,7 @@ function desiredNamespace(scope: TenantScope): V1Namespace {
   };
 }
 
-const readNamespace = (kube: Kube, name: string): Promise<V1Namespace | undefined> =>
-  readOptional(() => kube.core.readNamespace({ name }));
+const readNamespace = (kube: Kube, name: string): Promise<V1Namespace | undefined> => kube.reads.get('Namespace', '', name);
 
 /** Refuses a namespace that is not this tenant's. */
 function assertOwned(scope: TenantScope, ns: V1Namespace): void {

@@ -8,7 +8,7 @@ import type { V1NetworkPolicy, V1NetworkPolicyPeer } from '@kubernetes/client-no
 import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import type { NetworkPolicySettings } from '../config.ts';
-import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
@@ -52,8 +52,7 @@ export function desiredNetworkPolicy(scope: TenantScope, settings: NetworkPolicy
   };
 }
 
-const readPolicy = (kube: Kube, namespace: string): Promise<V1NetworkPolicy | undefined> =>
-  readOptional(() => kube.networking.readNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace }));
+const readPolicy = (kube: Kube, namespace: string): Promise<V1NetworkPolicy | undefined> => kube.reads.get('NetworkPolicy', namespace, NETWORK_POLICY_NAME);
 
 /** The API server answers `from` where the client model says `_from`: compare as JSON on the wire. */
 const specOf = (policy: V1NetworkPolicy | undefined): string =>

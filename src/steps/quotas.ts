@@ -5,7 +5,7 @@
 import { Reason } from '../api/reasons.ts';
 import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
 import { CONTAINER_DEFAULTS, QUOTA_BY_TIER } from '../api/tiers.ts';
-import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
+import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { LABELS, MANAGED_BY } from './names.ts';
 import type { KubeStepDeps } from './namespace.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
@@ -38,10 +38,8 @@ function desiredLimitRange(scope: TenantScope): V1LimitRange {
   };
 }
 
-const readQuota = (kube: Kube, namespace: string): Promise<V1ResourceQuota | undefined> =>
-  readOptional(() => kube.core.readNamespacedResourceQuota({ name: QUOTA_NAME, namespace }));
-const readLimitRange = (kube: Kube, namespace: string): Promise<V1LimitRange | undefined> =>
-  readOptional(() => kube.core.readNamespacedLimitRange({ name: LIMIT_RANGE_NAME, namespace }));
+const readQuota = (kube: Kube, namespace: string): Promise<V1ResourceQuota | undefined> => kube.reads.get('ResourceQuota', namespace, QUOTA_NAME);
+const readLimitRange = (kube: Kube, namespace: string): Promise<V1LimitRange | undefined> => kube.reads.get('LimitRange', namespace, LIMIT_RANGE_NAME);
 
 function sameMap(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
   const left = a ?? {};

@@ -6,6 +6,7 @@ import type { OperatorConfig } from '../config.ts';
 import type { Helm } from '../adapters/helm.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import type { Kube } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
 import { InputError, problemOf, ShutdownError } from '../errors.ts';
@@ -25,6 +26,8 @@ import { streamsStep } from './streams.ts';
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
 export interface OperatorDeps {
   kube: Kube;
+  /** What the drift check reads instead of the API server: the watch caches (adapters/tenant-objects.ts). */
+  driftReads?: KubeReads;
   nats: NatsAccounts;
   helm: Helm;
   images: ImageCatalog;
@@ -81,8 +84,10 @@ async function verifySafely(step: StepName, scope: TenantScope, deps: OperatorDe
 
 /** Read-only: the first step whose world is not right, or in sync. */
 export async function checkDrift(scope: TenantScope, deps: OperatorDeps): Promise<DriftReport> {
+  // A stale cache can only report drift that is not there: ensure then reads the API and writes nothing.
+  const reading = deps.driftReads === undefined ? deps : { ...deps, kube: deps.kube.withReads(deps.driftReads) };
   for (const step of STEP_NAMES) {
-    const result = await verifySafely(step, scope, deps);
+    const result = await verifySafely(step, scope, reading);
     if ('inSync' in result) return result;
     if (!result.ready) return { inSync: false, step, reason: result.reason, message: result.message, unavailable: false };
   }

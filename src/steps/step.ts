@@ -4,9 +4,9 @@
  * `verify` only reads and says whether it is right (the drift check calls it, so it must not write or start helm);
  * `remove` undoes `ensure` (and tolerates `ensure` never having run); `verifyRemoved` only reads.
  */
-import type { KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
-import type { Kube } from '../adapters/kube.ts';
+import type { TenantKind, TenantObjects } from '../adapters/tenant-objects.ts';
 import type { ModuleName } from '../api/modules.ts';
 import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
@@ -45,19 +45,19 @@ export interface TenantScope {
 }
 
 /**
- * Objects a step waits on (controller-runtime's Owns()): the controller watches them across tenant
- * namespaces and reconciles the tenant whose namespace holds one as soon as what `state` reads of it
- * changes, or it is deleted, instead of at the next poll.
+ * Objects a step waits on (controller-runtime's Owns()): the controller's watch caches see them across
+ * tenant namespaces, and the tenant whose namespace holds one is reconciled as soon as what `state`
+ * reads of it changes, or it is deleted, instead of at the next poll.
  */
-export interface WakeOn<T extends KubernetesObject = KubernetesObject> {
-  /** What is watched, for logs. */
-  readonly kind: string;
-  /** The collection across namespaces, e.g. /apis/apps/v1/deployments. */
-  readonly path: string;
-  readonly labelSelector: string;
-  list(kube: Kube): Promise<KubernetesListObject<T>>;
+export interface WakeOn {
+  readonly kind: TenantKind;
   /** The part of the object the step's verify judges, as a comparable string. */
-  state(obj: T): string;
+  state(obj: KubernetesObject): string;
+}
+
+export function wakeOn<K extends TenantKind>(kind: K, state: (obj: TenantObjects[K]) => string): WakeOn {
+  // The cache hands each kind's handlers only objects of that kind.
+  return { kind, state };
 }
 
 export interface Step<Deps> {

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { Wakeups } from '../../src/controller/wakeups.ts';
+import { TenantObjectCache } from '../../src/adapters/tenant-objects.ts';
+import { subscribeWakeups } from '../../src/controller/wakeups.ts';
 import { createLogger } from '../../src/log.ts';
 import { WAKE_ON } from '../../src/steps/registry.ts';
 import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
@@ -14,7 +15,7 @@ const run = Date.now().toString(36);
 const tenantNs = `wake-${run}-a`;
 const strangerNs = `wake-${run}-b`;
 const woken: string[] = [];
-let wakeups: Wakeups;
+let objects: TenantObjectCache;
 
 function deployment(namespace: string, name: string): string {
   return JSON.stringify({
@@ -43,18 +44,18 @@ const wakesOf = (tenant: string): number => woken.filter((name) => name === tena
 beforeAll(async () => {
   kubectlOk(['create', 'namespace', tenantNs]);
   kubectlOk(['create', 'namespace', strangerNs]);
-  wakeups = new Wakeups({
-    kube: new Kube(loadKubeConfig()),
-    log: createLogger('silent'),
+  objects = new TenantObjectCache({ kube: new Kube(loadKubeConfig()), log: createLogger('silent') });
+  subscribeWakeups({
+    objects,
     watches: WAKE_ON,
     tenantsOfNamespace: (namespace) => (namespace === tenantNs ? ['tenant-a'] : []),
     wake: (name) => woken.push(name),
   });
-  await wakeups.start();
+  await objects.start();
 });
 
 afterAll(async () => {
-  await wakeups.stop();
+  await objects.stop();
   kubectl(['delete', 'namespace', tenantNs, strangerNs, '--wait=false']);
 });
 

@@ -1,0 +1,253 @@
+/**
+ * The objects the operator makes in tenant namespaces, read two ways behind one interface:
+ * `apiReads` asks the API server (what provisioning uses: it must see its own writes at once), and
+ * `TenantObjectCache` answers from watch caches (controller-runtime's cache), which is what the drift
+ * check reads, so a thousand Active tenants cost the API server watches, not a dozen GETs each per
+ * drift interval. One informer per kind across namespaces, selected by the operator's labels; cached
+ * objects are trimmed to what the steps read (never managedFields, release Secrets without their
+ * payload, Deployments without their pod template), so the caches stay small.
+ */
+import type {
+  KubernetesListObject,
+  KubernetesObject,
+  V1ConfigMap,
+  V1Deployment,
+  V1Ingress,
+  V1LimitRange,
+  V1Namespace,
+  V1NetworkPolicy,
+  V1ResourceQuota,
+  V1Secret,
+  V1SecretList,
+} from '@kubernetes/client-node';
+import { setHeaderOptions } from '@kubernetes/client-node';
+import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
+import type { Logger } from '../log.ts';
+import { type CachingInformer, restartingInformer } from './informers.ts';
+import { type Kube, readOptional } from './kube.ts';
+
+export interface TenantObjects {
+  Namespace: V1Namespace;
+  ResourceQuota: V1ResourceQuota;
+  LimitRange: V1LimitRange;
+  NetworkPolicy: V1NetworkPolicy;
+  ConfigMap: V1ConfigMap;
+  /** The operator's own Secrets (credentials), not helm's. */
+  Secret: V1Secret;
+  Ingress: V1Ingress;
+  /** Module Deployments (labelled with their module). */
+  Deployment: V1Deployment;
+  /** helm's storage Secrets of the operator's releases, metadata only (no `data`). */
+  HelmRelease: V1Secret;
+}
+export type TenantKind = keyof TenantObjects;
+/** Kinds read as "every one in the namespace" rather than by name. */
+export type ListedKind = 'Deployment' | 'HelmRelease';
+
+export interface KubeReads {
+  /** undefined when absent. `namespace` is '' for a Namespace. */
+  get<K extends TenantKind>(kind: K, namespace: string, name: string): Promise<TenantObjects[K] | undefined>;
+  /** The kind's objects in the namespace that carry its label. */
+  list<K extends ListedKind>(kind: K, namespace: string): Promise<TenantObjects[K][]>;
+}
+
+const MANAGED = `${LABELS.managedBy}=${MANAGED_BY}`;
+/** helm's release Secrets: the payload is never fetched or decoded. */
+export const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
+
+interface KindSource<T extends KubernetesObject> {
+  /** The collection across namespaces, for the watch. */
+  readonly path: string;
+  readonly labelSelector: string;
+  readonly listAll: (kube: Kube) => Promise<KubernetesListObject<T>>;
+  readonly read: (kube: Kube, namespace: string, name: string) => Promise<T>;
+  readonly listIn?: (kube: Kube, namespace: string) => Promise<KubernetesListObject<T>>;
+  /** Drops what no step reads, from the cached copy only. */
+  readonly trim?: (obj: T) => void;
+}
+
+/** A PartialObjectMetadataList with no items carries `items: null`, whatever the client's types say. */
+function itemsOf(list: V1SecretList): V1SecretList {
+  const items = list.items as typeof list.items | null;
+  list.items = items ?? [];
+  return list;
+}
+
+const SOURCES: { readonly [K in TenantKind]: KindSource<TenantObjects[K]> } = {
+  Namespace: {
+    path: '/api/v1/namespaces',
+    labelSelector: MANAGED,
+    listAll: (kube) => kube.core.listNamespace({ labelSelector: MANAGED }),
+    read: (kube, _namespace, name) => kube.core.readNamespace({ name }),
+  },
+  ResourceQuota: {
+    path: '/api/v1/resourcequotas',
+    labelSelector: MANAGED,
+    listAll: (kube) => kube.core.listResourceQuotaForAllNamespaces({ labelSelector: MANAGED }),
+    read: (kube, namespace, name) => kube.core.readNamespacedResourceQuota({ name, namespace }),
+    trim: (quota) => {
+      delete quota.status;
+    },
+  },
+  LimitRange: {
+    path: '/api/v1/limitranges',
+    labelSelector: MANAGED,
+    listAll: (kube) => kube.core.listLimitRangeForAllNamespaces({ labelSelector: MANAGED }),
+    read: (kube, namespace, name) => kube.core.readNamespacedLimitRange({ name, namespace }),
+    trim: (limitRange) => {
+      // A watch event is wire JSON (`default`); the list, like every read, the client's model (`_default`).
+      for (const limit of limitRange.spec?.limits ?? []) {
+        const wire = limit as { default?: Record<string, string> };
+        if (wire.default !== undefined) [limit._default, wire.default] = [wire.default, undefined];
+      }
+    },
+  },
+  NetworkPolicy: {
+    path: '/apis/networking.k8s.io/v1/networkpolicies',
+    labelSelector: MANAGED,
+    listAll: (kube) => kube.networking.listNetworkPolicyForAllNamespaces({ labelSelector: MANAGED }),
+    read: (kube, namespace, name) => kube.networking.readNamespacedNetworkPolicy({ name, namespace }),
+  },
+  ConfigMap: {
+    path: '/api/v1/configmaps',
+    labelSelector: MANAGED,
+    listAll: (kube) => kube.core.listConfigMapForAllNamespaces({ labelSelector: MANAGED }),
+    read: (kube, namespace, name) => kube.core.readNamespacedConfigMap({ name, namespace }),
+  },
+  Secret: {
+    path: '/api/v1/secrets',
+    // helm's release Secrets carry the release labels too (managed-by among them): they are HelmRelease.
+    labelSelector: `${MANAGED},owner!=helm`,
+    listAll: (kube) => kube.core.listSecretForAllNamespaces({ labelSelector: `${MANAGED},owner!=helm` }),
+    read: (kube, namespace, name) => kube.core.readNamespacedSecret({ name, namespace }),
+  },
+  Ingress: {
+    path: '/apis/networking.k8s.io/v1/ingresses',
+    labelSelector: MANAGED,
+    listAll: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: MANAGED }),
+    read: (kube, namespace, name) => kube.networking.readNamespacedIngress({ name, namespace }),
+  },
+  Deployment: {
+    path: '/apis/apps/v1/deployments',
+    labelSelector: MODULE_LABEL,
+    listAll: (kube) => kube.apps.listDeploymentForAllNamespaces({ labelSelector: MODULE_LABEL }),
+    read: (kube, namespace, name) => kube.apps.readNamespacedDeployment({ name, namespace }),
+    listIn: (kube, namespace) => kube.apps.listNamespacedDeployment({ namespace, labelSelector: MODULE_LABEL }),
+    trim: (deployment) => {
+      // Readiness is judged from metadata, spec.replicas and status; the pod template is the bulk.
+      if (deployment.spec) deployment.spec.template = {};
+    },
+  },
+  HelmRelease: {
+    path: '/api/v1/secrets',
+    labelSelector: `owner=helm,${MANAGED}`,
+    listAll: async (kube) => itemsOf(await kube.core.listSecretForAllNamespaces({ labelSelector: `owner=helm,${MANAGED}` }, METADATA_ONLY)),
+    read: (kube, namespace, name) => kube.core.readNamespacedSecret({ name, namespace }),
+    // Every helm release in the namespace (also those of others), as `helm list` would see them.
+    listIn: async (kube, namespace) => itemsOf(await kube.core.listNamespacedSecret({ namespace, labelSelector: 'owner=helm' }, METADATA_ONLY)),
+    trim: (release) => {
+      // A watch event carries the whole Secret: keep its metadata only.
+      delete release.data;
+    },
+  },
+};
+
+const TENANT_KINDS = Object.keys(SOURCES) as TenantKind[];
+
+function listSource<K extends ListedKind>(kind: K): Required<Pick<KindSource<TenantObjects[K]>, 'listIn'>> {
+  const listIn = SOURCES[kind].listIn;
+  if (listIn === undefined) throw new Error(`no namespace list for ${kind}`);
+  return { listIn };
+}
+
+/** Straight from the API server, as provisioning needs. */
+export function apiReads(kube: Kube): KubeReads {
+  return {
+    get: <K extends TenantKind>(kind: K, namespace: string, name: string) =>
+      readOptional(() => (SOURCES[kind] as KindSource<TenantObjects[K]>).read(kube, namespace, name)),
+    list: async <K extends ListedKind>(kind: K, namespace: string) => (await listSource(kind).listIn(kube, namespace)).items,
+  };
+}
+
+export type CacheEvent = 'add' | 'update' | 'delete';
+export type CacheHandler<K extends TenantKind> = (obj: TenantObjects[K]) => void;
+
+export interface TenantObjectCacheOptions {
+  kube: Kube;
+  log: Logger;
+}
+
+/** The watch caches; reads fall back to the API for a kind whose cache has not synced (yet). */
+export class TenantObjectCache {
+  private readonly options: TenantObjectCacheOptions;
+  private readonly informers = new Map<TenantKind, CachingInformer<KubernetesObject>>();
+  private readonly handlers: { kind: TenantKind; event: CacheEvent; handler: (obj: KubernetesObject) => void }[] = [];
+  private readonly synced = new Set<TenantKind>();
+  private stopped = false;
+
+  constructor(options: TenantObjectCacheOptions) {
+    this.options = options;
+  }
+
+  /** Subscribes before start: the initial list arrives as 'add' events. */
+  on<K extends TenantKind>(kind: K, event: CacheEvent, handler: CacheHandler<K>): void {
+    this.handlers.push({ kind, event, handler });
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await Promise.all(TENANT_KINDS.map((kind) => this.startKind(kind)));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.informers.values()].map((informer) => informer.stop()));
+    this.informers.clear();
+    this.synced.clear();
+  }
+
+  /** Objects held, by kind (what the memory figures relate to). */
+  sizes(): Record<string, number> {
+    return Object.fromEntries([...this.informers].map(([kind, informer]) => [kind, informer.list().length]));
+  }
+
+  /** Reads from the caches; from the API for a kind not synced. */
+  readonly reads: KubeReads = {
+    // An informer of kind K holds objects of kind K only.
+    get: async <K extends TenantKind>(kind: K, namespace: string, name: string): Promise<TenantObjects[K] | undefined> => {
+      const informer = this.syncedInformer(kind);
+      if (informer === undefined) return apiReads(this.options.kube).get(kind, namespace, name);
+      return informer.get(name, namespace || undefined);
+    },
+    list: async <K extends ListedKind>(kind: K, namespace: string): Promise<TenantObjects[K][]> => {
+      const informer = this.syncedInformer(kind);
+      if (informer === undefined) return apiReads(this.options.kube).list(kind, namespace);
+      return informer.list(namespace) as TenantObjects[K][];
+    },
+  };
+
+  private syncedInformer(kind: TenantKind): CachingInformer<KubernetesObject> | undefined {
+    return this.synced.has(kind) ? this.informers.get(kind) : undefined;
+  }
+
+  private async startKind(kind: TenantKind): Promise<void> {
+    const source = SOURCES[kind] as KindSource<KubernetesObject>;
+    const { kube, log } = this.options;
+    const informer = restartingInformer<KubernetesObject>({
+      config: kube.config,
+      path: source.path,
+      labelSelector: source.labelSelector,
+      list: () => source.listAll(kube),
+      trim: (obj) => {
+        if (obj.metadata) delete obj.metadata.managedFields;
+        source.trim?.(obj);
+      },
+      log,
+      stopping: () => this.stopped,
+    });
+    for (const { event, handler } of this.handlers.filter((h) => h.kind === kind)) informer.on(event, handler);
+    this.informers.set(kind, informer);
+    await informer.start();
+    this.synced.add(kind);
+  }
+}
