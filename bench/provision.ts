@@ -2,6 +2,7 @@
  * Provisioning benchmark on the local control plane (a benchmark that prints figures, not a test).
  *
  *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16] [--keep] [--as-image [--memory-limit MiB]]
+ *                               [--steady-minutes M] [--restart]
  * --as-image runs the operator as the image does: the bundle (`npm run build`) with the Dockerfile's
  * NODE_OPTIONS, the old-space share taken of --memory-limit (the container's limit; default: the
  * chart's resources.limits.memory) as V8 takes it of the cgroup's limit in a pod.
@@ -9,7 +10,10 @@
  * Starts the real operator as a process, creates `count` tenants of `tier` at once, waits until all
  * are Active, then prints per-condition times (from status.elapsedSeconds), the wall time to the last
  * Active, releases per second, API writes per tenant (from the API server's audit log, by client),
- * and the operator's resident memory. Tenants are pinned to the benchmark's own operator version
+ * and the operator's resident memory. --steady-minutes then watches the fleet sit still for M minutes
+ * at the default drift interval (API requests, writes, NATS messages, helm processes, CPU), and
+ * --restart stops the operator (SIGTERM) and starts it again (time until every tenant is checked,
+ * writes, peak request rate, tenants that left Active); see bench/steady.ts. Tenants are pinned to the benchmark's own operator version
  * and deleted afterwards (with --keep they stay, for a look, until the next run removes them).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -23,11 +27,12 @@ import { GROUP, PLURAL, TIERS, type Tier, VERSION as API_VERSION } from '../src/
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { STEP_NAMES } from '../src/steps/step.ts';
 import { metricSum, scrape } from '../e2e/support/metrics.ts';
-import { startOperator } from '../e2e/support/operator.ts';
+import { type OperatorProcess, startOperator } from '../e2e/support/operator.ts';
 import { waitForGone } from '../e2e/support/tenants.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
 import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
+import { difference, helmProcessSampler, natsMessagesIn, phaseWatcher, pollMetrics, requestsByMethod, show, storageFigures, total } from './steady.ts';
 
 const VERSION = '9.9.0';
 const CONDITIONS = ['NamespaceReady', 'Provisioned', 'SeedLoaded', 'ModulesDeployed', 'IngressReady', 'Ready'] as const;
@@ -40,6 +45,8 @@ interface Options {
   keep: boolean;
   /** Run the bundle with the image's NODE_OPTIONS, in a container of this memory limit (MiB). */
   asImage: { memoryLimit: number } | undefined;
+  steadyMinutes: number;
+  restart: boolean;
 }
 
 function options(): Options {
@@ -51,12 +58,22 @@ function options(): Options {
       keep: { type: 'boolean', default: false },
       'as-image': { type: 'boolean', default: false },
       'memory-limit': { type: 'string' },
+      'steady-minutes': { type: 'string', default: '0' },
+      restart: { type: 'boolean', default: false },
     },
   });
   const tier = values.tier as Tier;
   if (!TIERS.includes(tier)) throw new Error(`--tier must be one of ${TIERS.join(', ')}`);
   const memoryLimit = values['memory-limit'] !== undefined ? Number(values['memory-limit']) : chartMemoryLimitMiB();
-  return { tier, count: Number(values.count), concurrency: Number(values.concurrency), keep: values.keep, asImage: values['as-image'] ? { memoryLimit } : undefined };
+  return {
+    tier,
+    count: Number(values.count),
+    concurrency: Number(values.concurrency),
+    keep: values.keep,
+    asImage: values['as-image'] ? { memoryLimit } : undefined,
+    steadyMinutes: Number(values['steady-minutes']),
+    restart: values.restart,
+  };
 }
 
 /** Codes BAAAAA, BAAAAB, ... (another first letter for another workload): six uppercase letters, unique per index. */
@@ -114,7 +131,7 @@ function auditWrites(offset: number, codes: Set<string>): Record<string, number>
     const event = JSON.parse(line) as AuditLine;
     const code = tenantOf(event.objectRef ?? {});
     if (!code || !codes.has(code)) continue;
-    const key = clientOf(event.userAgent);
+    const key = `${clientOf(event.userAgent)}${event.objectRef?.subresource === 'status' ? ' (status)' : ''}`;
     counts[key] = (counts[key] ?? 0) + 1;
   }
   return counts;
@@ -285,25 +302,25 @@ function deleteTenants(names: readonly string[]): void {
   for (let i = 0; i < names.length; i += 100) kubectlOk(['delete', 'evt', ...names.slice(i, i + 100), '--wait=false']);
 }
 
-async function main(): Promise<void> {
-  const { tier, count, concurrency, keep, asImage } = options();
-  setupCluster();
-  kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
-  const runtime = asImage ? imageRuntime(asImage.memoryLimit) : { entry: 'src/cli.ts', nodeOptions: process.env['EVA_OPERATOR_NODE_OPTIONS'] };
-  console.log(`operator: node ${runtime.nodeOptions ?? ''} ${runtime.entry}`.replace(/ +/g, ' '));
-  const env = { OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(runtime.nodeOptions ? { NODE_OPTIONS: runtime.nodeOptions } : {}) };
-  const operator = startOperator(env, undefined, runtime.entry);
-  const codes = Array.from({ length: count }, (_, i) => codeFor(i));
-  await operator.ready();
-  // Leftovers of an interrupted run would read as instantly Active: remove them first.
-  // (Only those that exist: a delete of 1,000 names takes kubectl minutes even when none exists.)
-  const existing = new Set(kubectlOk(['get', 'evt', '-o', 'name']).split('\n').map((line) => line.replace(/^.*\//, '')));
-  const leftovers = codes.map((c) => c.toLowerCase()).filter((name) => existing.has(name));
-  deleteTenants(leftovers);
-  for (const name of leftovers) await waitForGone(name, 180_000);
+interface Run {
+  count: number;
+  codes: string[];
+  env: Record<string, string>;
+  entry: string;
+  operator: OperatorProcess;
+}
 
+const cpuNow = (operator: OperatorProcess): Record<string, number> => ({
+  ...clusterCpu(),
+  operator: cpuSeconds(operator.pid).own,
+  'helm (operator children)': cpuSeconds(operator.pid).children,
+});
+
+async function provision(run: Run, tier: Tier, concurrency: number): Promise<number> {
+  const { count, codes, operator } = run;
   const auditOffset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
-  const cpuBefore = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
+  const cpuBefore = cpuNow(operator);
+  const storageBefore = storageFigures();
   const metricsBefore = await scrape(operator);
   const reconcilesBefore = reconcileCounts(metricsBefore);
   const started = Date.now();
@@ -313,28 +330,112 @@ async function main(): Promise<void> {
   const { elapsed, pending } = await waitAllActive(codes);
   const wall = (Date.now() - started) / 1000;
   const memory = rssMiB(operator.pid);
-  const cpuAfter = { ...clusterCpu(), operator: cpuSeconds(operator.pid).own, 'helm (operator children)': cpuSeconds(operator.pid).children };
+  const cpuAfter = cpuNow(operator);
+  const storage = storageFigures();
   const metricsAfter = await scrape(operator);
   const reconcilesAfter = reconcileCounts(metricsAfter);
+  const requests = difference(requestsByMethod(metricsAfter), requestsByMethod(metricsBefore));
   const heapUsedMiB = metricSum(metricsAfter, 'eva_operator_nodejs_heap_size_used_bytes') / 2 ** 20;
   const writes = auditWrites(auditOffset, new Set(codes));
-  const perTenant = Object.entries(writes).map(([client, n]) => `${client} ${(n / count).toFixed(1)}`).join(', ');
   report(`${count} × ${tier} (${count * MODULES_BY_TIER[tier].length} releases), operator concurrency ${concurrency}`, wall, count * MODULES_BY_TIER[tier].length, elapsed, [
     `not Active: ${pending.size}`,
-    `API writes per tenant (audit log, by client): ${perTenant}`,
+    `API writes per tenant (audit log, by client): ${show(writes, count)}`,
+    `operator API requests per tenant (by method): ${show(requests, count)}; ${(total(requests) / count).toFixed(1)} in all`,
     `milliseconds per saga step run (mean; ensure + verify): ${stepMeans(metricsBefore, metricsAfter)}`,
     `reconciles per tenant (eva_reconcile_total, by result): ${RESULTS.map((r) => `${r} ${((reconcilesAfter[r] - reconcilesBefore[r]) / count).toFixed(1)}`).join(', ')}`,
     `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak; V8 heap in use ${heapUsedMiB.toFixed(0)} MiB`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,
+    `API objects per tenant (apiserver_storage_objects): ${((storage.objects - storageBefore.objects) / count).toFixed(1)}; etcd database ${(storage.etcdBytes / 2 ** 20).toFixed(0)} MiB (${(storageBefore.etcdBytes / 2 ** 20).toFixed(0)} MiB before)`,
     `secret values files left: ${operator.secretFilesLeft().length}`,
   ]);
+  return pending.size;
+}
+
+/** Nothing changes for `minutes`: what the operator still asks of the API server and NATS. */
+async function steadyState(run: Run, minutes: number): Promise<void> {
+  const { count, codes, operator } = run;
+  const driftSeconds = 300; // the operator's default DRIFT_INTERVAL_SECONDS, which the benchmark keeps
+  const auditOffset = statSync(auditLogPath()).size;
+  const metricsBefore = await scrape(operator);
+  const natsBefore = await natsMessagesIn();
+  const cpuBefore = cpuSeconds(operator.pid).own;
+  const helm = helmProcessSampler(() => operator.pid);
+  const phases = phaseWatcher(new Set(codes));
+  await new Promise((resolve) => setTimeout(resolve, minutes * 60_000));
+  const helmProcesses = helm.stop();
+  const leftActive = phases.stop();
+  const seconds = minutes * 60;
+  const metricsAfter = await scrape(operator);
+  const requests = difference(requestsByMethod(metricsAfter), requestsByMethod(metricsBefore));
+  const reconciles = total(reconcileCounts(metricsAfter)) - total(reconcileCounts(metricsBefore));
+  const writes = auditWrites(auditOffset, new Set(codes));
+  const cpu = cpuSeconds(operator.pid).own - cpuBefore;
+  const intervals = seconds / driftSeconds;
+  console.log(`\nsteady state: ${count} Active tenants, ${minutes} min, drift interval ${driftSeconds} s`);
+  console.log(`  operator API requests: ${(total(requests) / seconds).toFixed(2)}/s (${show(requests)}); ${(total(requests) / count / intervals).toFixed(2)} per tenant per drift interval`);
+  console.log(`  reconciles: ${reconciles} (${(reconciles / count / intervals).toFixed(2)} per tenant per drift interval)`);
+  console.log(`  API writes for the tenants (audit log, any client): ${total(writes)} (${show(writes, 1, 0)})`);
+  console.log(`  NATS messages received by the server: ${(((await natsMessagesIn()) - natsBefore) / seconds).toFixed(2)}/s`);
+  console.log(`  helm processes started: ${helmProcesses}`);
+  console.log(`  operator CPU: ${cpu.toFixed(1)} s (${((cpu / seconds) * 100).toFixed(1)} % of one core); resident memory ${rssMiB(operator.pid).rss.toFixed(0)} MiB`);
+  console.log(`  tenants seen leaving Active: ${leftActive.size}`);
+}
+
+/** SIGTERM with every tenant Active, then a new process: until each tenant has been reconciled once. */
+async function restartOperator(run: Run): Promise<void> {
+  const { count, codes } = run;
+  const auditOffset = statSync(auditLogPath()).size;
+  const phases = phaseWatcher(new Set(codes));
+  const stopped = Date.now();
+  await run.operator.stop();
+  const stopSeconds = (Date.now() - stopped) / 1000;
+  const started = Date.now();
+  run.operator = startOperator(run.env, undefined, run.entry);
+  await run.operator.ready(120_000);
+  const readySeconds = (Date.now() - started) / 1000;
+  // The informer enqueues every tenant at start: each reconcile is one tenant checked (drift included).
+  const { peakPerSecond, timedOut } = await pollMetrics(run.operator, (m) => total(reconcileCounts(m)) >= count, 900_000);
+  const checkedSeconds = (Date.now() - started) / 1000;
+  const metrics = await scrape(run.operator);
+  const requests = requestsByMethod(metrics);
+  await new Promise((resolve) => setTimeout(resolve, 2_000)); // audit lines are written when requests complete
+  const writes = auditWrites(auditOffset, new Set(codes));
+  const leftActive = phases.stop();
+  console.log(`\nrestart with ${count} Active tenants (SIGTERM, then a new process)`);
+  console.log(`  old process stopped in ${stopSeconds.toFixed(1)} s; new one leading (ready) after ${readySeconds.toFixed(1)} s`);
+  console.log(`  every tenant checked after ${checkedSeconds.toFixed(1)} s from start${timedOut ? ' (TIMED OUT)' : ''}`);
+  console.log(`  operator API requests: ${total(requests)} (${show(requests, 1, 0)}), ${(total(requests) / count).toFixed(2)} per tenant; peak ${peakPerSecond}/s (client rate limit ${process.env['KUBE_API_QPS'] ?? 'default'} QPS)`);
+  console.log(`  API writes for the tenants (audit log, any client): ${total(writes)} (${show(writes, 1, 0)})`);
+  console.log(`  tenants seen leaving Active: ${leftActive.size}; resident memory ${rssMiB(run.operator.pid).rss.toFixed(0)} MiB`);
+}
+
+async function main(): Promise<void> {
+  const { tier, count, concurrency, keep, asImage, steadyMinutes, restart } = options();
+  setupCluster();
+  kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
+  const runtime = asImage ? imageRuntime(asImage.memoryLimit) : { entry: 'src/cli.ts', nodeOptions: process.env['EVA_OPERATOR_NODE_OPTIONS'] };
+  console.log(`operator: node ${runtime.nodeOptions ?? ''} ${runtime.entry}`.replace(/ +/g, ' '));
+  const env = { OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(runtime.nodeOptions ? { NODE_OPTIONS: runtime.nodeOptions } : {}) };
+  const codes = Array.from({ length: count }, (_, i) => codeFor(i));
+  const run: Run = { count, codes, env, entry: runtime.entry, operator: startOperator(env, undefined, runtime.entry) };
+  await run.operator.ready();
+  // Leftovers of an interrupted run would read as instantly Active: remove them first.
+  // (Only those that exist: a delete of 1,000 names takes kubectl minutes even when none exists.)
+  const existing = new Set(kubectlOk(['get', 'evt', '-o', 'name']).split('\n').map((line) => line.replace(/^.*\//, '')));
+  const leftovers = codes.map((c) => c.toLowerCase()).filter((name) => existing.has(name));
+  deleteTenants(leftovers);
+  for (const name of leftovers) await waitForGone(name, 180_000);
+
+  const notActive = await provision(run, tier, concurrency);
+  if (steadyMinutes > 0 && notActive === 0) await steadyState(run, steadyMinutes);
+  if (restart && notActive === 0) await restartOperator(run);
 
   if (!keep) {
     deleteTenants(codes.map((c) => c.toLowerCase()));
     for (const code of codes) await waitForGone(code.toLowerCase(), 180_000);
   }
-  await operator.stop();
-  if (pending.size > 0) process.exitCode = 1;
+  await run.operator.stop();
+  if (notActive > 0) process.exitCode = 1;
 }
 
 // Only when run (npm run bench:provision), not when another script imports the helpers above.

@@ -461,6 +461,16 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
         restored: () => deployment(code, 'orbit-crm') !== undefined,
       },
       {
+        what: 'edited NetworkPolicy (a rule removed)',
+        breakIt: () => void kubectlOk(['patch', 'networkpolicy', 'eva-tenant-isolation', '-n', ns, '--type', 'json', '-p', '[{"op":"remove","path":"/spec/egress/0"}]']),
+        restored: () => kubectlOk(['get', 'networkpolicy', 'eva-tenant-isolation', '-n', ns, '-o', 'jsonpath={range .spec.egress[*]}rule {end}']).trim() === 'rule rule rule',
+      },
+      {
+        what: 'edited alert rules ConfigMap',
+        breakIt: () => void kubectlOk(['patch', 'configmap', `eva-${code.toLowerCase()}-queue-depth`, '-n', ns, '--type', 'json', '-p', '[{"op":"remove","path":"/data"}]']),
+        restored: () => kubectlOk(['get', 'configmap', `eva-${code.toLowerCase()}-queue-depth`, '-n', ns, '-o', 'jsonpath={.data}']).includes('capsule_queue_depth'),
+      },
+      {
         what: 'removed namespace label eva.aidonow.com/capsule-code',
         breakIt: () => void kubectlOk(['label', 'namespace', ns, 'eva.aidonow.com/capsule-code-']),
         restored: () => kubectlOk(['get', 'namespace', ns, '-o', 'jsonpath={.metadata.labels.eva\\.aidonow\\.com/capsule-code}']) === code,
@@ -555,7 +565,9 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     const revisionsBefore = revisions(ns);
     const resourceVersion = tenantObject(code)?.metadata.resourceVersion;
     const offset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
-    const reconcilesBefore = metricSum(await scrape(operator), 'eva_reconcile_total');
+    const before = await scrape(operator);
+    const reconcilesBefore = metricSum(before, 'eva_reconcile_total');
+    const getsBefore = metricSum(before, 'eva_kube_api_requests_total', 'method="GET"');
     // A message published now shows up in capsule_queue_depth only if a check of THIS tenant runs.
     await inTenant(code, ({ js }) => js.publish(`capsule.${code}.events.idle-probe`, StringCodec().encode('{}')));
     const helmSeen = new Set<string>();
@@ -568,12 +580,13 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     await sleep(1_500); // audit lines are written when the request completes
     const metrics = await scrape(operator);
     const reconciles = metricSum(metrics, 'eva_reconcile_total') - reconcilesBefore;
+    const gets = metricSum(metrics, 'eva_kube_api_requests_total', 'method="GET"') - getsBefore;
     const depth = metricSum(metrics, 'capsule_queue_depth', `capsule="${code}",stream="eva-${code}-events"`);
     const writes = auditWritesFor(offset, code);
     const ours = writes.filter((w) => w.userAgent?.startsWith(`eva-operator/${VERSION}`) === true);
     const helmWrites = writes.filter((w) => w.userAgent?.startsWith('Helm/') === true);
     note(
-      `idle ${seconds(windowMs)}: ${reconciles} reconciles by ${VERSION} (all its tenants), queue depth of ${code} events ${depth}, ` +
+      `idle ${seconds(windowMs)}: ${reconciles} reconciles by ${VERSION} (all its tenants), ${gets} GETs, queue depth of ${code} events ${depth}, ` +
         `writes for ${code}: operator ${ours.length}, helm ${helmWrites.length}, any ${writes.length}; helm processes ${helmSeen.size}`,
     );
     const show = (w: AuditLine): string => `${w.verb} ${w.requestURI ?? ''} by ${w.userAgent ?? '?'}`;
@@ -585,6 +598,9 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     // The operator did check during the window: several reconciles, one of them of this tenant.
     expect(reconciles).toBeGreaterThanOrEqual(3);
     expect(depth, 'no drift check of the tenant refreshed its queue depth').toBe(1);
+    // The checks read the watch caches: one GET per reconcile (its EvaTenant), not one per object of
+    // the tenant; two more for the leader's periodic Lease list and Prometheus Operator lookup.
+    expect(gets, `${gets} GETs for ${reconciles} reconciles`).toBeLessThanOrEqual(reconciles + 2);
   }, CASE_MS);
 
   // ---- 6. lifecycle Decommissioned and back -----------------------------------------------------

@@ -1,0 +1,113 @@
+/**
+ * What a fleet costs once provisioned, for bench/provision.ts (`--steady-minutes`, `--restart`):
+ * the steady state (nothing changes; drift checks run at the operator's interval) and a restart of
+ * the operator with every tenant Active. Figures are printed, nothing is asserted.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { GROUP, PLURAL, VERSION as API_VERSION } from '../src/api/constants.ts';
+import { metricSum, scrape } from '../e2e/support/metrics.ts';
+import type { OperatorProcess } from '../e2e/support/operator.ts';
+import { kubectlOk } from '../test/support/kubectl.ts';
+
+export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** The operator's API requests by HTTP method (its eva_kube_api_requests_total). */
+export function requestsByMethod(metrics: string): Record<string, number> {
+  return Object.fromEntries(METHODS.map((m) => [m, metricSum(metrics, 'eva_kube_api_requests_total', `method="${m}"`)]));
+}
+
+export function difference(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([key, value]) => [key, value - (before[key] ?? 0)]));
+}
+
+export const total = (counts: Record<string, number>): number => Object.values(counts).reduce((a, b) => a + b, 0);
+
+export const show = (counts: Record<string, number>, divisor = 1, digits = 1): string =>
+  Object.entries(counts)
+    .filter(([, n]) => n !== 0)
+    .map(([key, n]) => `${key} ${(n / divisor).toFixed(digits)}`)
+    .join(', ') || 'none';
+
+/** Messages the NATS server received (its /varz in_msgs): every request the operator makes is one. */
+export async function natsMessagesIn(): Promise<number> {
+  const url = process.env['EVA_NATS_MONITOR_URL'];
+  if (url === undefined) throw new Error('EVA_NATS_MONITOR_URL is not set (the cluster setup exports it)');
+  const varz = (await (await fetch(`${url}/varz`)).json()) as { in_msgs: number };
+  return varz.in_msgs;
+}
+
+/** The API server's stored objects (apiserver_storage_objects, all resources) and etcd's database size. */
+export function storageFigures(): { objects: number; etcdBytes: number } {
+  const metrics = kubectlOk(['get', '--raw', '/metrics']);
+  const sum = (name: string): number =>
+    metrics
+      .split('\n')
+      .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+      .reduce((s, l) => s + Number(l.split(' ').at(-1)), 0);
+  return { objects: sum('apiserver_storage_objects'), etcdBytes: sum('apiserver_storage_size_bytes') };
+}
+
+/** Counts the helm processes the operator starts while it runs (sampled every 100 ms). */
+export function helmProcessSampler(operatorPid: () => number): { stop(): number } {
+  const seen = new Set<number>();
+  const timer = setInterval(() => {
+    for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const parent = Number(stat.split(') ')[1]?.split(' ')[1]);
+        if (parent === operatorPid() && stat.includes('(helm)')) seen.add(Number(entry));
+      } catch {
+        // gone between the listing and the read
+      }
+    }
+  }, 100);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return seen.size;
+    },
+  };
+}
+
+/** Tenants of `codes` seen in any phase but Active while it runs (one watch, from now on). */
+export function phaseWatcher(codes: ReadonlySet<string>): { stop(): Set<string> } {
+  const left = new Set<string>();
+  const config = new KubeConfig();
+  config.loadFromDefault();
+  let request: AbortController | undefined;
+  let stopped = false;
+  const start = (resourceVersion: string): void => {
+    void new Watch(config)
+      .watch(`/apis/${GROUP}/${API_VERSION}/${PLURAL}`, { resourceVersion }, (_type: string, item: { spec: { capsuleCode: string }; status?: { phase?: string } }) => {
+        if (codes.has(item.spec.capsuleCode) && item.status?.phase !== 'Active') left.add(item.spec.capsuleCode);
+      }, () => {
+        if (!stopped) start(resourceVersion);
+      })
+      .then((controller) => (request = controller));
+  };
+  start(kubectlOk(['get', 'evt', '-o', 'jsonpath={.metadata.resourceVersion}']));
+  return {
+    stop: () => {
+      stopped = true;
+      request?.abort();
+      return left;
+    },
+  };
+}
+
+/** Polls the operator's metrics every second until `done` says so; the peak request rate seen. */
+export async function pollMetrics(op: OperatorProcess, done: (metrics: string) => boolean, timeoutMs: number): Promise<{ peakPerSecond: number; timedOut: boolean }> {
+  let previous = total(requestsByMethod(await scrape(op)));
+  let peak = 0;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const metrics = await scrape(op);
+    const now = total(requestsByMethod(metrics));
+    peak = Math.max(peak, now - previous);
+    previous = now;
+    if (done(metrics)) return { peakPerSecond: peak, timedOut: false };
+    if (Date.now() > deadline) return { peakPerSecond: peak, timedOut: true };
+  }
+}
