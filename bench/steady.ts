@@ -37,15 +37,24 @@ export async function natsMessagesIn(): Promise<number> {
   return varz.in_msgs;
 }
 
-/** The API server's stored objects (apiserver_storage_objects, all resources) and etcd's database size. */
-export function storageFigures(): { objects: number; etcdBytes: number } {
-  const metrics = kubectlOk(['get', '--raw', '/metrics']);
-  const sum = (name: string): number =>
-    metrics
-      .split('\n')
-      .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
-      .reduce((s, l) => s + Number(l.split(' ').at(-1)), 0);
-  return { objects: sum('apiserver_storage_objects'), etcdBytes: sum('apiserver_storage_size_bytes') };
+/** etcd's database size, as the API server reports it (apiserver_storage_size_bytes). */
+export function etcdBytes(): number {
+  return kubectlOk(['get', '--raw', '/metrics'])
+    .split('\n')
+    .filter((l) => l.startsWith('apiserver_storage_size_bytes'))
+    .reduce((sum, l) => sum + Number(l.split(' ').at(-1)), 0);
+}
+
+/** Every API object in a tenant's namespace (Events included), plus its Namespace and EvaTenant. */
+export function objectsOfTenant(code: string): Record<string, number> {
+  const kinds = kubectlOk(['api-resources', '--namespaced=true', '--verbs=list', '-o', 'name']).split('\n').filter((k) => k !== '');
+  const names = kubectlOk(['get', kinds.join(','), '-n', `eva-tenant-${code.toLowerCase()}`, '-o', 'name', '--ignore-not-found']).split('\n').filter((n) => n !== '');
+  const counts: Record<string, number> = { namespaces: 1, evatenants: 1 };
+  for (const name of names) {
+    const kind = name.split('/')[0] ?? '?';
+    counts[kind] = (counts[kind] ?? 0) + 1;
+  }
+  return counts;
 }
 
 /** Counts the helm processes the operator starts while it runs (sampled every 100 ms). */
