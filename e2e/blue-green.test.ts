@@ -61,7 +61,14 @@ const ALL: readonly Planned[] = [...WAVE_TENANTS, CANARY_W1, CANARY_W2, PINNED_A
 /** Case 6: labelled into shards (only shard operators take them; case 6 deletes them itself). */
 const SHARDED = plan('GSHRDA', 1);
 const IN_ABSENT_SHARD = plan('GSHRDB', 1);
-const OUR_NAMES = new Set([...ALL, SHARDED, IN_ABSENT_SHARD].map((t) => t.name));
+/** Case 6: split between the two shards from the start (SHARDED joins eu's). */
+const SPLIT: readonly { tenant: Planned; shard: 'eu' | 'us' }[] = [
+  { tenant: plan('GSHRDC', 1), shard: 'eu' },
+  { tenant: plan('GSHRDD', 1), shard: 'us' },
+  { tenant: plan('GSHRDE', 1), shard: 'us' },
+];
+const SHARD_TENANTS = [SHARDED, IN_ABSENT_SHARD, ...SPLIT.map((s) => s.tenant)];
+const OUR_NAMES = new Set([...ALL, ...SHARD_TENANTS].map((t) => t.name));
 
 const timings: string[] = [];
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
@@ -494,12 +501,21 @@ describe('blue/green: two operator versions side by side', () => {
     let watch: TenantWatch | undefined;
     try {
       await Promise.all([eu.ready(), us.ready()]);
-      await deleteTenants([SHARDED, IN_ABSENT_SHARD]);
+      await deleteTenants(SHARD_TENANTS);
+      const splitOffset = auditOffset();
       const created = Date.now();
-      create(SHARDED, 'eu');
-      await waitActive(SHARDED);
-      expect(ownerOf(getTenant(SHARDED.name)), 'claimed by the eu shard').toBe(`${GREEN}/eu`);
-      timings.push(`case 6: a tenant of shard eu Active after ${seconds(Date.now() - created)}`);
+      const split = [{ tenant: SHARDED, shard: 'eu' }, ...SPLIT];
+      for (const { tenant, shard } of split) create(tenant, shard);
+      for (const { tenant } of split) await waitActive(tenant);
+      timings.push(`case 6: ${split.length} tenants split between shards eu and us, all Active after ${seconds(Date.now() - created)}`);
+      // Each tenant written by its own shard's operator and by no other operator (the audit log).
+      await sleep(1_500); // audit lines are written when the request completes
+      const splitWrites = auditWritesSince(splitOffset);
+      for (const { tenant, shard } of split) {
+        expect(ownerOf(getTenant(tenant.name)), `${tenant.name} claimed by its shard`).toBe(`${GREEN}/${shard}`);
+        const writers = new Set(splitWrites.filter((e) => concerns(e, tenant) && (e.userAgent ?? '').startsWith('eva-operator')).map((e) => e.userAgent));
+        expect([...writers], `operators that wrote to ${tenant.name}`).toEqual([`eva-operator/${GREEN} (shard ${shard})`]);
+      }
 
       watch = watchTenants(SHARDED.name);
       expect(await firstSeen(watch, () => true, 15_000), 'the watch showed nothing').toBeDefined();
@@ -545,7 +561,7 @@ describe('blue/green: two operator versions side by side', () => {
     } finally {
       watch?.stop();
       try {
-        await deleteTenants([SHARDED, IN_ABSENT_SHARD]);
+        await deleteTenants(SHARD_TENANTS);
       } finally {
         await stopOperator('g-eu-0');
         await stopOperator('g-us-0');

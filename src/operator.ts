@@ -11,7 +11,7 @@ import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
 import { operatorSteps } from './controller/tenant-steps.ts';
-import { kubeTenantStore } from './controller/tenant-store.ts';
+import { cacheFirstTenantStore, kubeTenantStore } from './controller/tenant-store.ts';
 import { LeaderElector } from './controller/leader-election.ts';
 import { leaseNameForVersion } from './controller/lease.ts';
 import { VersionPresenceReporter } from './controller/version-presence.ts';
@@ -142,7 +142,9 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const { keys, nats } = await connectNats(config, kube, log);
   const objects = new TenantObjectCache({ kube, log });
   const deps = buildDeps(config, kube, nats, objects);
-  const reconciler = new TenantReconciler({ tenants: kubeTenantStore(kube), steps: operatorSteps(deps, metrics), config, log, metrics });
+  // The controller's cache answers for a tenant unchanged since this process last read or wrote it.
+  const tenants = cacheFirstTenantStore(kubeTenantStore(kube), (name) => controller.cachedTenant(name));
+  const reconciler = new TenantReconciler({ tenants, steps: operatorSteps(deps, metrics), config, log, metrics });
   const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON });
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);

@@ -39,6 +39,15 @@ export interface ControllerOptions {
   wakeOn?: readonly WakeOn[];
 }
 
+/** An object the API server accepted but we cannot read is reported by its reconcile, not here. */
+function parsedOrNothing(obj: KubernetesObject): EvaTenant | undefined {
+  try {
+    return parseEvaTenant(obj);
+  } catch {
+    return undefined;
+  }
+}
+
 /** What, besides the spec (generation), makes a tenant worth reconciling again. */
 function fingerprint(obj: KubernetesObject): string {
   const m = obj.metadata;
@@ -88,17 +97,15 @@ export class Controller {
     if (resourceVersion) this.ownWrites.set(name, resourceVersion);
   }
 
+  /** The tenant as the informer's cache holds it, if it is there and parses (no API call). */
+  cachedTenant(name: string): EvaTenant | undefined {
+    const obj = this.informer?.get(name);
+    return obj === undefined ? undefined : parsedOrNothing(obj);
+  }
+
   /** Every tenant in the informer's cache that parses (no API call). */
   cachedTenants(): EvaTenant[] {
-    const tenants: EvaTenant[] = [];
-    for (const obj of this.informer?.list() ?? []) {
-      try {
-        tenants.push(parseEvaTenant(obj));
-      } catch {
-        // An object the API server accepted but we cannot read is reported by its reconcile.
-      }
-    }
-    return tenants;
+    return (this.informer?.list() ?? []).map(parsedOrNothing).filter((t) => t !== undefined);
   }
 
   /** Tenants by status.phase, from the informer's cache (no API call). */

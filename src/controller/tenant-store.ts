@@ -27,3 +27,31 @@ export function kubeTenantStore(kube: Kube): TenantStore {
     recordEvent: (tenant, type, reason, message) => kube.recordEvent(tenant, type, reason, message),
   };
 }
+
+/**
+ * Reads a tenant from the controller's watch cache when the cache holds exactly the object this
+ * process last had from the API server (the same resourceVersion), else from the API. An Active
+ * tenant's drift check then costs no GET, and nothing is served stale that the API would not: an
+ * object changed since is a newer resourceVersion (read fresh), and its watch event enqueues the
+ * tenant anyway. Our own writes' results count as seen, so the cache takes over once it has them.
+ */
+export function cacheFirstTenantStore(store: TenantStore, cached: (name: string) => EvaTenant | undefined): TenantStore {
+  const lastSeen = new Map<string, string>();
+  const seen = (tenant: EvaTenant): EvaTenant => {
+    if (tenant.metadata.resourceVersion !== undefined) lastSeen.set(tenant.metadata.name, tenant.metadata.resourceVersion);
+    return tenant;
+  };
+  return {
+    get: async (name) => {
+      const hit = cached(name);
+      if (hit !== undefined && hit.metadata.resourceVersion === lastSeen.get(name)) return hit;
+      const fresh = await store.get(name);
+      if (fresh === undefined) lastSeen.delete(name);
+      return fresh === undefined ? undefined : seen(fresh);
+    },
+    patchMetadata: async (tenant, metadata) => seen(await store.patchMetadata(tenant, metadata)),
+    jsonPatch: (name, operations) => store.jsonPatch(name, operations),
+    writeStatus: async (tenant, status) => seen(await store.writeStatus(tenant, status)),
+    recordEvent: (tenant, type, reason, message) => store.recordEvent(tenant, type, reason, message),
+  };
+}

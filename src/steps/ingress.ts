@@ -63,24 +63,33 @@ function routes(spec: V1IngressSpec | undefined, withClass: boolean): string {
 
 const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> => kube.reads.get('Ingress', namespace, INGRESS_NAME);
 
-/** The address is the ingress controller's to set: verify judges. */
-async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<undefined> {
-  const current = await readIngress(kube, scope.namespace);
-  const desired = desiredIngress(scope, config);
-  if (!current || routes(current.spec, config.ingressClass !== undefined) !== routes(desired.spec, config.ingressClass !== undefined)) await kube.apply(desired);
-  return undefined;
-}
-
-async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
-  const current = await readIngress(kube, scope.namespace);
+/** What verify says of the Ingress as read (or as the apply returned it). */
+function judge(current: V1Ingress | undefined, scope: TenantScope, config: IngressStepDeps['config']): Verdict {
   if (!current) return notReady(Reason.IngressMissing, `Ingress ${INGRESS_NAME} does not exist`);
-  if (routes(current.spec, config.ingressClass !== undefined) !== routes(desiredIngressSpec(scope, config), config.ingressClass !== undefined)) {
+  if (!routesMatch(current, desiredIngress(scope, config), config)) {
     return notReady(Reason.IngressDrifted, `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
   }
   if (config.ingressReadyOnCreate) return READY;
   const addresses = current.status?.loadBalancer?.ingress ?? [];
   if (addresses.length === 0) return notReady(Reason.WaitingForAddress, `Ingress ${INGRESS_NAME} has no load-balancer address yet`);
   return READY;
+}
+
+const routesMatch = (current: V1Ingress, desired: V1Ingress, config: IngressStepDeps['config']): boolean => {
+  const withClass = config.ingressClass !== undefined;
+  return routes(current.spec, withClass) === routes(desired.spec, withClass);
+};
+
+/** The address is the ingress controller's to set: judged from what was just read or applied, no second read. */
+async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
+  const current = await readIngress(kube, scope.namespace);
+  const desired = desiredIngress(scope, config);
+  const applied = current && routesMatch(current, desired, config) ? current : await kube.apply(desired);
+  return judge(applied, scope, config);
+}
+
+async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
+  return judge(await readIngress(kube, scope.namespace), scope, config);
 }
 
 async function remove(scope: TenantScope, { kube }: IngressStepDeps): Promise<void> {

@@ -22,7 +22,7 @@ export { MODULE_LABEL };
 import { isModuleName, type ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
-import { actionFor, problemFor, recoverPendingRelease, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
+import { actionFor, problemFor, recoverPendingRelease, type ReleaseState, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
@@ -320,18 +320,10 @@ function assertNotShuttingDown(scope: TenantScope): void {
   if (scope.signal.aborted) throw new DependencyError(Reason.ShuttingDown, 'the operator is shutting down; helm was not started');
 }
 
-async function ensureRelease(
-  scope: TenantScope,
-  deps: ModuleStepDeps,
-  desired: DesiredRelease,
-  current: ReleaseRecord | undefined,
-  deploymentMissing: boolean,
-): Promise<void> {
+/** Runs helm for a release whose state calls for it (see release-state.ts). */
+async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: DesiredRelease, current: ReleaseRecord | undefined, state: ReleaseState): Promise<void> {
   const log = scope.log.child({ module: desired.module });
-  const state = releaseState(desired.hash, current, !deploymentMissing);
-  const action = actionFor(state);
-  if (action === 'none') return;
-  if (action === 'unlock-then-upgrade' && current !== undefined) {
+  if (actionFor(state) === 'unlock-then-upgrade' && current !== undefined) {
     assertNotShuttingDown(scope);
     const recovery = await recoverPendingRelease(deps.helm, scope.namespace, current);
     log.warn({ status: current.status, revision: current.version, action: recovery }, 'recovered a release left pending by an interrupted helm');
@@ -387,14 +379,18 @@ async function settleAll(jobs: readonly { module: string; run: () => Promise<voi
   if (error !== undefined) throw error;
 }
 
-/** The Deployments' rollout is the controller-manager's: verify judges. */
-async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<undefined> {
+/**
+ * The Deployments' rollout is the controller-manager's: when helm ran, verify judges what it did;
+ * when nothing needed helm, ensure judges the Deployments it just read (no second read).
+ */
+async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict | undefined> {
   const natsRevision = await readNatsRevision(deps.kube, scope);
   if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
   const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision };
   const releases = await readReleases(deps.kube, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
-  const deployed = new Set((await listModuleDeployments(deps.kube, scope.namespace)).map(instanceOf));
+  const deployments = await listModuleDeployments(deps.kube, scope.namespace);
+  const deployed = new Set(deployments.map(instanceOf));
   const desired = new Map<ModuleName, DesiredRelease>();
   const jobs: { module: string; run: () => Promise<void> }[] = [];
   for (const module of scope.modules) {
@@ -405,12 +401,14 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<undefin
     }
   }
   for (const release of desired.values()) {
-    const missing = !deployed.has(release.module);
-    jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module), missing) });
+    const state = releaseState(release.hash, byName.get(release.module), deployed.has(release.module));
+    if (actionFor(state) === 'none') continue;
+    jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module), state) });
   }
   for (const release of undesiredReleases(new Set<string>(scope.modules), releases)) {
     jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
   }
+  if (jobs.length === 0) return judgeDeployments(scope, deps.kube, deployments);
   await settleAll(jobs);
   return undefined;
 }
@@ -477,8 +475,13 @@ async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   const withDeployment = new Set(deployments.map(instanceOf).filter((name) => name !== undefined));
   const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace), withDeployment);
   if (problems.length > 0) return verdictOf(problems);
+  return judgeDeployments(scope, deps.kube, deployments);
+}
+
+/** The releases are as wanted: whether their Deployments serve (the pods say why not, e.g. an image pull). */
+async function judgeDeployments(scope: TenantScope, kube: Kube, deployments: readonly V1Deployment[]): Promise<Verdict> {
   const pods = deployments.some((d) => deploymentProblem(d) !== undefined)
-    ? (await deps.kube.core.listNamespacedPod({ namespace: scope.namespace, labelSelector: MODULE_LABEL })).items
+    ? (await kube.core.listNamespacedPod({ namespace: scope.namespace, labelSelector: MODULE_LABEL })).items
     : [];
   return verdictOf(deploymentProblems(deployments, scope.modules, pods));
 }

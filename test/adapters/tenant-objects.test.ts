@@ -14,14 +14,16 @@ import { type NetworkStepDeps, networkStep } from '../../src/steps/network.ts';
 import { quotasStep } from '../../src/steps/quotas.ts';
 import { READY, type Step, type TenantScope, type Verdict } from '../../src/steps/step.ts';
 import { testScope } from '../support/fixtures.ts';
-import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { eventually, kubectl, kubectlOk, tenantManifest } from '../support/kubectl.ts';
 
 const run = Date.now().toString(36).slice(-4).toUpperCase();
 let requests = 0;
 const kube = new Kube(loadKubeConfig({ onRequest: () => { requests += 1; } }));
 const objects = new TenantObjectCache({ kube, log: createLogger('silent') });
 const cached = kube.withReads(objects.reads);
-const scope: TenantScope = testScope({ code: `TO${run}` });
+const code = `TO${run}`;
+/** Its uid is the real EvaTenant's (beforeAll): the namespace's owner must exist, or the garbage collector deletes it. */
+let scope: TenantScope = testScope({ code });
 const network: NetworkStepDeps['config']['networkPolicy'] = {
   enabled: true,
   ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
@@ -54,6 +56,9 @@ async function cachedVerdictMatches(name: string): Promise<{ api: Verdict; cache
 }
 
 beforeAll(async () => {
+  // Pinned to a version no operator runs: nobody reconciles it.
+  kubectlOk(['apply', '-f', '-'], tenantManifest(code.toLowerCase(), { capsuleCode: code, tier: 'Starter', operatorVersion: '0.0.0-cache-test' }));
+  scope = testScope({ code, uid: kubectlOk(['get', 'evt', code.toLowerCase(), '-o', 'jsonpath={.metadata.uid}']) });
   // Listed at start: the namespace and quota exist before the caches do.
   await namespaceStep.ensure(scope, { kube });
   await quotasStep.ensure(scope, { kube });
@@ -65,6 +70,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await objects.stop();
+  kubectl(['delete', 'evt', code.toLowerCase(), '--wait=false', '--ignore-not-found']);
   kubectl(['delete', 'namespace', scope.namespace, '--wait=false', '--ignore-not-found']);
 });
 

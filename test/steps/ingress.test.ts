@@ -37,13 +37,14 @@ const deps = (ingressClass?: string): IngressStepDeps => ({
 describe('step ingress with the cluster\'s default IngressClass', () => {
   it('without INGRESS_CLASS: the default class is filled in, the address arrives, verify is ready and ensure writes nothing more', async () => {
     const scope = await tenantScope(`IN${run}`);
-    await ingressStep.ensure(scope, deps());
+    // Judged from what the apply returned: no address yet.
+    expect(await ingressStep.ensure(scope, deps())).toMatchObject({ ready: false, reason: 'WaitingForAddress' });
     expect(kubectlOk(['get', 'ingress', 'eva-tenant', '-n', scope.namespace, '-o', 'jsonpath={.spec.ingressClassName}'])).toBe('eva-lb');
     let verdict = await ingressStep.verify(scope, deps());
     expect(await eventually(async () => (verdict = await ingressStep.verify(scope, deps())).ready, 30_000)).toBe(true);
     expect(verdict).toEqual(READY);
     const before = kubectlOk(['get', 'ingress', 'eva-tenant', '-n', scope.namespace, '-o', 'jsonpath={.metadata.resourceVersion}']);
-    await ingressStep.ensure(scope, deps());
+    expect(await ingressStep.ensure(scope, deps()), 'judged from what ensure read').toEqual(READY);
     expect(kubectlOk(['get', 'ingress', 'eva-tenant', '-n', scope.namespace, '-o', 'jsonpath={.metadata.resourceVersion}'])).toBe(before);
   });
 

@@ -32,6 +32,11 @@ export class MemoryTenantStore implements TenantStore {
     return structuredClone(stored);
   }
 
+  /** Gone from the API server (as after the last finalizer came off). */
+  delete(name: string): void {
+    this.tenants.delete(name);
+  }
+
   peek(name: string): EvaTenant | undefined {
     const tenant = this.tenants.get(name);
     return tenant && structuredClone(tenant);
