@@ -323,6 +323,7 @@ async function provision(run: Run, tier: Tier, concurrency: number): Promise<num
   const etcdBefore = etcdBytes();
   const metricsBefore = await scrape(operator);
   const reconcilesBefore = reconcileCounts(metricsBefore);
+  const helm = helmProcessSampler(() => operator.pid);
   const started = Date.now();
   // One JSON object per line: kubectl applies a stream of concatenated JSON documents.
   const manifests = codes.map((code) => tenantManifest(code.toLowerCase(), { capsuleCode: code, tier, seedsVersion: '1.0.0', operatorVersion: VERSION }));
@@ -330,6 +331,7 @@ async function provision(run: Run, tier: Tier, concurrency: number): Promise<num
   const { elapsed, pending } = await waitAllActive(codes);
   const wall = (Date.now() - started) / 1000;
   const memory = rssMiB(operator.pid);
+  const pod = helm.stop();
   const cpuAfter = cpuNow(operator);
   const objects = objectsOfTenant(codes[0] ?? '');
   const metricsAfter = await scrape(operator);
@@ -344,6 +346,7 @@ async function provision(run: Run, tier: Tier, concurrency: number): Promise<num
     `milliseconds per saga step run (mean; ensure + verify): ${stepMeans(metricsBefore, metricsAfter)}`,
     `reconciles per tenant (eva_reconcile_total, by result): ${RESULTS.map((r) => `${r} ${((reconcilesAfter[r] - reconcilesBefore[r]) / count).toFixed(1)}`).join(', ')}`,
     `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak; V8 heap in use ${heapUsedMiB.toFixed(0)} MiB`,
+    `with its helm children (what the pod's memory limit holds): ${pod.peakPodMiB.toFixed(0)} MiB peak (sampled every 100 ms; ${pod.processes} helm processes)`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,
     `API objects of one tenant: ${total(objects)} (${show(objects, 1, 0)}); etcd database ${(etcdBytes() / 2 ** 20).toFixed(0)} MiB (${(etcdBefore / 2 ** 20).toFixed(0)} MiB before)`,
     `secret values files left: ${operator.secretFilesLeft().length}`,
@@ -362,7 +365,7 @@ async function steadyState(run: Run, minutes: number): Promise<void> {
   const helm = helmProcessSampler(() => operator.pid);
   const phases = phaseWatcher(new Set(codes));
   await new Promise((resolve) => setTimeout(resolve, minutes * 60_000));
-  const helmProcesses = helm.stop();
+  const helmProcesses = helm.stop().processes;
   const leftActive = phases.stop();
   const seconds = minutes * 60;
   const metricsAfter = await scrape(operator);

@@ -58,24 +58,37 @@ export function objectsOfTenant(code: string): Record<string, number> {
   return counts;
 }
 
-/** Counts the helm processes the operator starts while it runs (sampled every 100 ms). */
-export function helmProcessSampler(operatorPid: () => number): { stop(): number } {
+/**
+ * Samples (every 100 ms) the helm processes the operator starts: how many, and the peak resident
+ * memory of the operator and its helm children together, which is what a pod's memory limit holds.
+ */
+export function helmProcessSampler(operatorPid: () => number): { stop(): { processes: number; peakPodMiB: number } } {
   const seen = new Set<number>();
+  let peakKiB = 0;
+  const rssKiB = (pid: number | string): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   const timer = setInterval(() => {
+    let podKiB = 0;
     for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
       try {
         const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
         const parent = Number(stat.split(') ')[1]?.split(' ')[1]);
-        if (parent === operatorPid() && stat.includes('(helm)')) seen.add(Number(entry));
+        if (parent !== operatorPid() || !stat.includes('(helm)')) continue;
+        seen.add(Number(entry));
+        podKiB += rssKiB(entry);
       } catch {
         // gone between the listing and the read
       }
+    }
+    try {
+      peakKiB = Math.max(peakKiB, podKiB + rssKiB(operatorPid()));
+    } catch {
+      // the operator is restarting
     }
   }, 100);
   return {
     stop: () => {
       clearInterval(timer);
-      return seen.size;
+      return { processes: seen.size, peakPodMiB: peakKiB / 1024 };
     },
   };
 }
