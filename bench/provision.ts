@@ -2,7 +2,7 @@
  * Provisioning benchmark on the local control plane (a benchmark that prints figures, not a test).
  *
  *   npm run bench:provision -- [--tier Starter] [--count 1] [--concurrency 16] [--keep] [--as-image [--memory-limit MiB]]
- *                               [--steady-minutes M] [--restart]
+ *                               [--steady-minutes M] [--restart] [--helm-concurrency N]
  * --as-image runs the operator as the image does: the bundle (`npm run build`) with the Dockerfile's
  * NODE_OPTIONS, the old-space share taken of --memory-limit (the container's limit; default: the
  * chart's resources.limits.memory) as V8 takes it of the cgroup's limit in a pod.
@@ -47,6 +47,8 @@ interface Options {
   asImage: { memoryLimit: number } | undefined;
   steadyMinutes: number;
   restart: boolean;
+  /** HELM_CONCURRENCY for the operator (its default when unset). */
+  helmConcurrency: string | undefined;
 }
 
 function options(): Options {
@@ -60,6 +62,7 @@ function options(): Options {
       'memory-limit': { type: 'string' },
       'steady-minutes': { type: 'string', default: '0' },
       restart: { type: 'boolean', default: false },
+      'helm-concurrency': { type: 'string' },
     },
   });
   const tier = values.tier as Tier;
@@ -73,6 +76,7 @@ function options(): Options {
     asImage: values['as-image'] ? { memoryLimit } : undefined,
     steadyMinutes: Number(values['steady-minutes']),
     restart: values.restart,
+    helmConcurrency: values['helm-concurrency'],
   };
 }
 
@@ -414,13 +418,23 @@ async function restartOperator(run: Run): Promise<void> {
   console.log(`  tenants seen leaving Active: ${leftActive.size}; resident memory ${rssMiB(run.operator.pid).rss.toFixed(0)} MiB`);
 }
 
+function operatorEnv(concurrency: number, helmConcurrency: string | undefined, nodeOptions: string | undefined): Record<string, string> {
+  return {
+    OPERATOR_VERSION: VERSION,
+    MAX_WAVE: '0',
+    RECONCILE_CONCURRENCY: String(concurrency),
+    ...(helmConcurrency !== undefined ? { HELM_CONCURRENCY: helmConcurrency } : {}),
+    ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+  };
+}
+
 async function main(): Promise<void> {
-  const { tier, count, concurrency, keep, asImage, steadyMinutes, restart } = options();
+  const { tier, count, concurrency, keep, asImage, steadyMinutes, restart, helmConcurrency } = options();
   setupCluster();
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
   const runtime = asImage ? imageRuntime(asImage.memoryLimit) : { entry: 'src/cli.ts', nodeOptions: process.env['EVA_OPERATOR_NODE_OPTIONS'] };
   console.log(`operator: node ${runtime.nodeOptions ?? ''} ${runtime.entry}`.replace(/ +/g, ' '));
-  const env = { OPERATOR_VERSION: VERSION, MAX_WAVE: '0', RECONCILE_CONCURRENCY: String(concurrency), ...(runtime.nodeOptions ? { NODE_OPTIONS: runtime.nodeOptions } : {}) };
+  const env = operatorEnv(concurrency, helmConcurrency, runtime.nodeOptions);
   const codes = Array.from({ length: count }, (_, i) => codeFor(i));
   const run: Run = { count, codes, env, entry: runtime.entry, operator: startOperator(env, undefined, runtime.entry) };
   await run.operator.ready();

@@ -42,6 +42,7 @@ describe('loadConfig', () => {
       helmSecretsDir: '/run/helm-secrets',
       metricsPort: 8080,
       driftIntervalSeconds: 300,
+      helmConcurrency: 4,
       maxWave: 3,
       allowNonTmpfsSecrets: false,
     });

@@ -40,6 +40,8 @@ export interface OperatorConfig {
   imagesFile: string;
   helmBinary: string;
   helmSecretsDir: string;
+  /** Helm processes at once (HELM_CONCURRENCY): they share the operator's memory limit. */
+  helmConcurrency: number;
   allowNonTmpfsSecrets: boolean;
   baseDomain: string;
   ingressClass?: string;
@@ -234,6 +236,7 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     imagesFile: env.string('IMAGES_FILE', bundled('/etc/eva-operator/images.txt', 'images.txt')),
     helmBinary: env.string('HELM_BINARY', 'helm'),
     helmSecretsDir: env.string('HELM_SECRETS_DIR', '/run/helm-secrets'),
+    helmConcurrency: env.integer('HELM_CONCURRENCY', 4, 1, 64),
     allowNonTmpfsSecrets: env.boolean('HELM_SECRETS_ALLOW_NON_TMPFS'),
     baseDomain,
     ingressReadyOnCreate: env.boolean('INGRESS_READY_ON_CREATE'),

@@ -47,6 +47,23 @@ describe('Helm (stand-in binary)', () => {
     expect(spawned).toEqual([expected]);
   });
 
+  it('runs at most maxProcesses helm processes at once; the others wait their turn', async () => {
+    /** How many of five 0.3 s helm processes started within the first 100 ms. */
+    const startedAtOnce = async (maxProcesses?: number): Promise<number> => {
+      let started = 0;
+      const fake = fakeHelm({ uninstall: { sleepSeconds: 0.3 } });
+      const helm = new Helm({ binary: fake.binary, ...(maxProcesses ? { maxProcesses } : {}), onSpawn: () => (started += 1) });
+      const all = Promise.all(['a', 'b', 'c', 'd', 'e'].map((r) => helm.uninstall(r, 'n')));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const early = started;
+      await all;
+      expect(fake.calls(), 'every call ran in the end').toHaveLength(5);
+      return early;
+    };
+    expect(await startedAtOnce(2)).toBe(2);
+    expect(await startedAtOnce(), 'positive control: unlimited').toBe(5);
+  });
+
   it('uses Helm 4 flags: --wait=watcher when asked, no --atomic, no --set', async () => {
     const fake = fakeHelm();
     const helm = new Helm({ binary: fake.binary });

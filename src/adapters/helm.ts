@@ -11,6 +11,7 @@
  */
 import { Reason } from '../api/reasons.ts';
 import { execFile } from 'node:child_process';
+import { type BulkheadPolicy, bulkhead } from 'cockatiel';
 import type { Kube } from './kube.ts';
 import { redactSecrets } from '../log.ts';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
@@ -24,6 +25,11 @@ export interface HelmSettings {
   processGraceMs?: number;
   /** Called with the arguments of every helm process before it starts (tests count and inspect them). */
   onSpawn?: (args: readonly string[]) => void;
+  /**
+   * At most this many helm processes at once (the rest wait their turn): each holds about 40 MiB
+   * resident, and they share the operator's memory limit. Unlimited when unset.
+   */
+  maxProcesses?: number;
 }
 
 export interface UpgradeInstallOptions {
@@ -211,10 +217,12 @@ interface ExecFailure {
 export class Helm {
   private readonly settings: HelmSettings;
   private readonly env: NodeJS.ProcessEnv;
+  private readonly processes: BulkheadPolicy;
 
   constructor(settings: HelmSettings) {
     this.settings = settings;
     this.env = helmEnvironment(settings.kubeconfig);
+    this.processes = bulkhead(settings.maxProcesses ?? Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
   }
 
   /** `helm upgrade --install`: installs the release, or upgrades it (also after a failed first install). */
@@ -270,6 +278,10 @@ export class Helm {
   }
 
   private run(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[]): Promise<string> {
+    return this.processes.execute(() => this.spawn(args, helmTimeoutSeconds, sensitive));
+  }
+
+  private spawn(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[]): Promise<string> {
     this.settings.onSpawn?.(args);
     const timeout = helmTimeoutSeconds * 1000 + (this.settings.processGraceMs ?? DEFAULT_GRACE_MS);
     return new Promise((resolve, reject) => {
