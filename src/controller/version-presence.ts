@@ -39,10 +39,17 @@ export interface Absence {
  */
 export function absentOperators(tenants: readonly EvaTenant[], present: ReadonlySet<string>, namespace: string): Absence[] {
   const absences: Absence[] = [];
+  // Per shard, not per tenant: a thousand tenants share a handful of shards.
+  const served = new Map<string, boolean>();
+  const isServed = (shard: string): boolean => {
+    const known = served.get(shard) ?? [...present].some((lease) => lease.endsWith(shardLeaseSuffix(shard)));
+    served.set(shard, known);
+    return known;
+  };
   for (const tenant of tenants) {
     const shard = shardOf(tenant);
     const pin = tenant.spec.operatorVersion;
-    if (shard !== undefined && ![...present].some((lease) => lease.endsWith(shardLeaseSuffix(shard)))) {
+    if (shard !== undefined && !isServed(shard)) {
       const message = `shard ${shard} (label eva.aidonow.com/shard) has no running operator (no live Lease *${shardLeaseSuffix(shard)} in ${namespace}); no operator will act on this tenant until an operator with SHARD=${shard} runs or the label changes`;
       absences.push({ tenant, cause: 'shard', reason: Reason.OperatorShardAbsent, message });
     } else if (pin !== undefined && !present.has(leaseNameForVersion(pin, shard))) {
@@ -59,12 +66,21 @@ export interface PresenceSink {
   setTenantsInAbsentShard(count: number): void;
 }
 
+export interface PresenceOptions {
+  kube: Kube;
+  /** Where the Leases are. */
+  namespace: string;
+  tenants: () => EvaTenant[];
+  metrics: PresenceSink;
+  log: Logger;
+}
+
 export class VersionPresenceReporter {
   private readonly api: CoordinationV1Api;
   private readonly reported = new Map<string, number>();
-  private readonly options: { kube: Kube; namespace: string; tenants: () => EvaTenant[]; metrics: PresenceSink; log: Logger };
+  private readonly options: PresenceOptions;
 
-  constructor(options: { kube: Kube; namespace: string; tenants: () => EvaTenant[]; metrics: PresenceSink; log: Logger }) {
+  constructor(options: PresenceOptions) {
     this.options = options;
     this.api = options.kube.coordination;
   }
