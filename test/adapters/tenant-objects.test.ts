@@ -4,6 +4,7 @@
  * the client's models rename fields: LimitRange `_default`, NetworkPolicy `_from`); drift made by hand
  * shows in the cache; reads from it cost no request; what the steps never read is not held.
  */
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
 import { TenantObjectCache } from '../../src/adapters/tenant-objects.ts';
@@ -15,8 +16,10 @@ import { quotasStep } from '../../src/steps/quotas.ts';
 import { READY, type Step, type TenantScope, type Verdict } from '../../src/steps/step.ts';
 import { testScope } from '../support/fixtures.ts';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../support/kubectl.ts';
+import { runLetters } from '../support/random.ts';
+import { repoRoot } from '../support/tools.ts';
 
-const run = Date.now().toString(36).slice(-4).toUpperCase();
+const run = runLetters();
 let requests = 0;
 const kube = new Kube(loadKubeConfig({ onRequest: () => { requests += 1; } }));
 const objects = new TenantObjectCache({ kube, log: createLogger('silent') });
@@ -56,6 +59,7 @@ async function cachedVerdictMatches(name: string): Promise<{ api: Verdict; cache
 }
 
 beforeAll(async () => {
+  kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
   // Pinned to a version no operator runs: nobody reconciles it.
   kubectlOk(['apply', '-f', '-'], tenantManifest(code.toLowerCase(), { capsuleCode: code, tier: 'Starter', operatorVersion: '0.0.0-cache-test' }));
   scope = testScope({ code, uid: kubectlOk(['get', 'evt', code.toLowerCase(), '-o', 'jsonpath={.metadata.uid}']) });

@@ -19,8 +19,9 @@ import { READY, type TenantScope } from '../../src/steps/step.ts';
 import type { NetworkPolicySettings } from '../../src/config.ts';
 import { testAccounts, testScope } from '../support/fixtures.ts';
 import { startNatsServer, type TestNatsServer } from '../support/nats-server.ts';
+import { runLetters } from '../support/random.ts';
 
-const runId = Date.now().toString(36).slice(-4).toUpperCase().replace(/[^A-Z]/g, 'Q');
+const runId = runLetters();
 const keysNamespace = `eva-test-keys-${runId.toLowerCase()}`;
 let kube: Kube;
 let server: TestNatsServer;

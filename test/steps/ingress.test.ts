@@ -9,8 +9,9 @@ import { ingressStep, type IngressStepDeps } from '../../src/steps/ingress.ts';
 import { READY } from '../../src/steps/step.ts';
 import { testScope } from '../support/fixtures.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
+import { runLetters } from '../support/random.ts';
 
-const run = Date.now().toString(36).slice(-4).toUpperCase().replace(/[^A-Z]/g, 'Q').padEnd(4, 'Q');
+const run = runLetters();
 let kube: Kube;
 const namespaces: string[] = [];
 

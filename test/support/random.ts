@@ -9,3 +9,8 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
+
+/** Four uppercase letters that differ from run to run: capsule codes must be six letters, A to Z. */
+export function runLetters(): string {
+  return Date.now().toString(36).slice(-4).toUpperCase().replace(/[^A-Z]/g, 'Q').padEnd(4, 'Q');
+}
