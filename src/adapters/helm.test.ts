@@ -48,10 +48,10 @@ describe('Helm (stand-in binary)', () => {
   });
 
   it('runs at most maxProcesses helm processes at once; the others wait their turn', async () => {
-    /** How many of five 0.3 s helm processes started within the first 100 ms. */
+    /** How many of five 1 s helm processes started within the first 100 ms (a loaded machine has a second of slack). */
     const startedAtOnce = async (maxProcesses?: number): Promise<number> => {
       let started = 0;
-      const fake = fakeHelm({ uninstall: { sleepSeconds: 0.3 } });
+      const fake = fakeHelm({ uninstall: { sleepSeconds: 1 } });
       const helm = new Helm({ binary: fake.binary, ...(maxProcesses ? { maxProcesses } : {}), onSpawn: () => (started += 1) });
       const all = Promise.all(['a', 'b', 'c', 'd', 'e'].map((r) => helm.uninstall(r, 'n')));
       await new Promise((resolve) => setTimeout(resolve, 100));

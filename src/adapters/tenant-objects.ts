@@ -53,13 +53,14 @@ export interface KubeReads {
 
 const MANAGED = `${LABELS.managedBy}=${MANAGED_BY}`;
 /** helm's release Secrets: the payload is never fetched or decoded. */
-export const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
+const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
 
 interface KindSource<T extends KubernetesObject> {
   /** The collection across namespaces, for the watch. */
   readonly path: string;
   readonly labelSelector: string;
-  readonly listAll: (kube: Kube) => Promise<KubernetesListObject<T>>;
+  /** Every object across namespaces that carries `labelSelector` (the informer's list). */
+  readonly listAll: (kube: Kube, labelSelector: string) => Promise<KubernetesListObject<T>>;
   readonly read: (kube: Kube, namespace: string, name: string) => Promise<T>;
   readonly listIn?: (kube: Kube, namespace: string) => Promise<KubernetesListObject<T>>;
   /** Drops what no step reads, from the cached copy only. */
@@ -77,13 +78,13 @@ const SOURCES: { readonly [K in TenantKind]: KindSource<TenantObjects[K]> } = {
   Namespace: {
     path: '/api/v1/namespaces',
     labelSelector: MANAGED,
-    listAll: (kube) => kube.core.listNamespace({ labelSelector: MANAGED }),
+    listAll: (kube, labelSelector) => kube.core.listNamespace({ labelSelector }),
     read: (kube, _namespace, name) => kube.core.readNamespace({ name }),
   },
   ResourceQuota: {
     path: '/api/v1/resourcequotas',
     labelSelector: MANAGED,
-    listAll: (kube) => kube.core.listResourceQuotaForAllNamespaces({ labelSelector: MANAGED }),
+    listAll: (kube, labelSelector) => kube.core.listResourceQuotaForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.core.readNamespacedResourceQuota({ name, namespace }),
     trim: (quota) => {
       delete quota.status;
@@ -92,7 +93,7 @@ const SOURCES: { readonly [K in TenantKind]: KindSource<TenantObjects[K]> } = {
   LimitRange: {
     path: '/api/v1/limitranges',
     labelSelector: MANAGED,
-    listAll: (kube) => kube.core.listLimitRangeForAllNamespaces({ labelSelector: MANAGED }),
+    listAll: (kube, labelSelector) => kube.core.listLimitRangeForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.core.readNamespacedLimitRange({ name, namespace }),
     trim: (limitRange) => {
       // A watch event is wire JSON (`default`); the list, like every read, the client's model (`_default`).
@@ -105,32 +106,32 @@ const SOURCES: { readonly [K in TenantKind]: KindSource<TenantObjects[K]> } = {
   NetworkPolicy: {
     path: '/apis/networking.k8s.io/v1/networkpolicies',
     labelSelector: MANAGED,
-    listAll: (kube) => kube.networking.listNetworkPolicyForAllNamespaces({ labelSelector: MANAGED }),
+    listAll: (kube, labelSelector) => kube.networking.listNetworkPolicyForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.networking.readNamespacedNetworkPolicy({ name, namespace }),
   },
   ConfigMap: {
     path: '/api/v1/configmaps',
     labelSelector: MANAGED,
-    listAll: (kube) => kube.core.listConfigMapForAllNamespaces({ labelSelector: MANAGED }),
+    listAll: (kube, labelSelector) => kube.core.listConfigMapForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.core.readNamespacedConfigMap({ name, namespace }),
   },
   Secret: {
     path: '/api/v1/secrets',
     // helm's release Secrets carry the release labels too (managed-by among them): they are HelmRelease.
     labelSelector: `${MANAGED},owner!=helm`,
-    listAll: (kube) => kube.core.listSecretForAllNamespaces({ labelSelector: `${MANAGED},owner!=helm` }),
+    listAll: (kube, labelSelector) => kube.core.listSecretForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.core.readNamespacedSecret({ name, namespace }),
   },
   Ingress: {
     path: '/apis/networking.k8s.io/v1/ingresses',
     labelSelector: MANAGED,
-    listAll: (kube) => kube.networking.listIngressForAllNamespaces({ labelSelector: MANAGED }),
+    listAll: (kube, labelSelector) => kube.networking.listIngressForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.networking.readNamespacedIngress({ name, namespace }),
   },
   Deployment: {
     path: '/apis/apps/v1/deployments',
     labelSelector: MODULE_LABEL,
-    listAll: (kube) => kube.apps.listDeploymentForAllNamespaces({ labelSelector: MODULE_LABEL }),
+    listAll: (kube, labelSelector) => kube.apps.listDeploymentForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.apps.readNamespacedDeployment({ name, namespace }),
     listIn: (kube, namespace) => kube.apps.listNamespacedDeployment({ namespace, labelSelector: MODULE_LABEL }),
     trim: (deployment) => {
@@ -141,7 +142,7 @@ const SOURCES: { readonly [K in TenantKind]: KindSource<TenantObjects[K]> } = {
   HelmRelease: {
     path: '/api/v1/secrets',
     labelSelector: `owner=helm,${MANAGED}`,
-    listAll: async (kube) => itemsOf(await kube.core.listSecretForAllNamespaces({ labelSelector: `owner=helm,${MANAGED}` }, METADATA_ONLY)),
+    listAll: async (kube, labelSelector) => itemsOf(await kube.core.listSecretForAllNamespaces({ labelSelector }, METADATA_ONLY)),
     read: (kube, namespace, name) => kube.core.readNamespacedSecret({ name, namespace }),
     // Every helm release in the namespace (also those of others), as `helm list` would see them.
     listIn: async (kube, namespace) => itemsOf(await kube.core.listNamespacedSecret({ namespace, labelSelector: 'owner=helm' }, METADATA_ONLY)),
@@ -154,10 +155,10 @@ const SOURCES: { readonly [K in TenantKind]: KindSource<TenantObjects[K]> } = {
 
 const TENANT_KINDS = Object.keys(SOURCES) as TenantKind[];
 
-function listSource<K extends ListedKind>(kind: K): Required<Pick<KindSource<TenantObjects[K]>, 'listIn'>> {
-  const listIn = SOURCES[kind].listIn;
-  if (listIn === undefined) throw new Error(`no namespace list for ${kind}`);
-  return { listIn };
+function listIn<K extends ListedKind>(kind: K): NonNullable<KindSource<TenantObjects[K]>['listIn']> {
+  const list = SOURCES[kind].listIn;
+  if (list === undefined) throw new Error(`no namespace list for ${kind}`);
+  return list;
 }
 
 /** Straight from the API server, as provisioning needs. */
@@ -165,7 +166,7 @@ export function apiReads(kube: Kube): KubeReads {
   return {
     get: <K extends TenantKind>(kind: K, namespace: string, name: string) =>
       readOptional(() => (SOURCES[kind] as KindSource<TenantObjects[K]>).read(kube, namespace, name)),
-    list: async <K extends ListedKind>(kind: K, namespace: string) => (await listSource(kind).listIn(kube, namespace)).items,
+    list: async <K extends ListedKind>(kind: K, namespace: string) => (await listIn(kind)(kube, namespace)).items,
   };
 }
 
@@ -184,9 +185,12 @@ export class TenantObjectCache {
   private readonly handlers: { kind: TenantKind; event: CacheEvent; handler: (obj: KubernetesObject) => void }[] = [];
   private readonly synced = new Set<TenantKind>();
   private stopped = false;
+  /** For a kind whose cache has not synced. */
+  private readonly fallback: KubeReads;
 
   constructor(options: TenantObjectCacheOptions) {
     this.options = options;
+    this.fallback = apiReads(options.kube);
   }
 
   /** Subscribes before start: the initial list arrives as 'add' events. */
@@ -206,22 +210,17 @@ export class TenantObjectCache {
     this.synced.clear();
   }
 
-  /** Objects held, by kind (what the memory figures relate to). */
-  sizes(): Record<string, number> {
-    return Object.fromEntries([...this.informers].map(([kind, informer]) => [kind, informer.list().length]));
-  }
-
   /** Reads from the caches; from the API for a kind not synced. */
   readonly reads: KubeReads = {
     // An informer of kind K holds objects of kind K only.
     get: async <K extends TenantKind>(kind: K, namespace: string, name: string): Promise<TenantObjects[K] | undefined> => {
       const informer = this.syncedInformer(kind);
-      if (informer === undefined) return apiReads(this.options.kube).get(kind, namespace, name);
+      if (informer === undefined) return this.fallback.get(kind, namespace, name);
       return informer.get(name, namespace || undefined);
     },
     list: async <K extends ListedKind>(kind: K, namespace: string): Promise<TenantObjects[K][]> => {
       const informer = this.syncedInformer(kind);
-      if (informer === undefined) return apiReads(this.options.kube).list(kind, namespace);
+      if (informer === undefined) return this.fallback.list(kind, namespace);
       return informer.list(namespace) as TenantObjects[K][];
     },
   };
@@ -237,7 +236,7 @@ export class TenantObjectCache {
       config: kube.config,
       path: source.path,
       labelSelector: source.labelSelector,
-      list: () => source.listAll(kube),
+      list: () => source.listAll(kube, source.labelSelector),
       trim: (obj) => {
         if (obj.metadata) delete obj.metadata.managedFields;
         source.trim?.(obj);

@@ -3,10 +3,10 @@
  * failed (a NATS outage must not hold back the helm uninstall), then every step verifies that its
  * resources are gone. Only when all are gone may the finalizer come off: zero residue.
  */
+import { LABELS } from '../api/constants.ts';
 import { readOptional } from '../adapters/kube.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
-import { LABELS } from '../steps/names.ts';
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
 import type { StepName, TenantScope } from '../steps/step.ts';
 

@@ -9,6 +9,7 @@
  * signing key, the modules' user key, and the rotation state (a user being retired, revocations).
  * Writes are create-only (two replicas racing keep the winner's keys) or guarded by resourceVersion.
  */
+import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import type { V1Secret } from '@kubernetes/client-node';
 import { Reason } from '../api/reasons.ts';
 import { DependencyError } from '../errors.ts';
@@ -16,7 +17,6 @@ import { type CachingInformer, restartingInformer } from '../adapters/informers.
 import { isConflict, isNotFound, type Kube, MERGE_PATCH, readOptional } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { isPublicKey, NatsKeyError, newSeed, publicKeyOf } from '../adapters/nats-jwt.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 
 export interface AccountKeys {
   /** The account's identity (public key, A...). */

@@ -13,7 +13,7 @@
  * only then forgets the keys, so a crash at any point is retried without orphaning an account.
  */
 import type { V1Secret } from '@kubernetes/client-node';
-import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
+import { LABELS, MANAGED_BY, ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { ACCOUNT_BY_TIER, STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import { canonicalJson } from '../canonical-json.ts';
@@ -22,7 +22,6 @@ import { DependencyError, InputError } from '../errors.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../adapters/nats-jwt.ts';
 import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from './account-keys.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 import { type HeldClaims, modulePermissions, type NatsStepDeps, tenantClaims } from './nats-accounts.ts';
 import { codeInUse, tenantUid } from './ownership.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';

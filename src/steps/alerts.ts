@@ -13,10 +13,9 @@ import { canonicalJson } from '../canonical-json.ts';
 import type { KubernetesObject, V1ConfigMap, V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '../adapters/kube.ts';
-import { GROUP } from '../api/constants.ts';
+import { GROUP, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import type { Logger } from '../log.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 import { STREAM_KINDS, streamName } from './streams.ts';
 

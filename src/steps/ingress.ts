@@ -3,11 +3,11 @@
  * module (to the module's Service, named after its release). Ready once the ingress controller gave
  * it an address, or, with INGRESS_READY_ON_CREATE, as soon as it exists.
  */
+import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
 
 const INGRESS_NAME = 'eva-tenant';
@@ -63,10 +63,10 @@ function routes(spec: V1IngressSpec | undefined, withClass: boolean): string {
 
 const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> => kube.reads.get('Ingress', namespace, INGRESS_NAME);
 
-/** What verify says of the Ingress as read (or as the apply returned it). */
-function judge(current: V1Ingress | undefined, scope: TenantScope, config: IngressStepDeps['config']): Verdict {
+/** What verify says of the Ingress as read (or as the apply returned it) against the desired one. */
+function judge(current: V1Ingress | undefined, desired: V1Ingress, config: IngressStepDeps['config']): Verdict {
   if (!current) return notReady(Reason.IngressMissing, `Ingress ${INGRESS_NAME} does not exist`);
-  if (!routesMatch(current, desiredIngress(scope, config), config)) {
+  if (!routesMatch(current, desired, config)) {
     return notReady(Reason.IngressDrifted, `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
   }
   if (config.ingressReadyOnCreate) return READY;
@@ -85,11 +85,11 @@ async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Pr
   const current = await readIngress(kube, scope.namespace);
   const desired = desiredIngress(scope, config);
   const applied = current && routesMatch(current, desired, config) ? current : await kube.apply(desired);
-  return judge(applied, scope, config);
+  return judge(applied, desired, config);
 }
 
 async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
-  return judge(await readIngress(kube, scope.namespace), scope, config);
+  return judge(await readIngress(kube, scope.namespace), desiredIngress(scope, config), config);
 }
 
 async function remove(scope: TenantScope, { kube }: IngressStepDeps): Promise<void> {

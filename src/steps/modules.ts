@@ -16,9 +16,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
-import { MODULE_LABEL } from '../api/constants.ts';
-
-export { MODULE_LABEL };
+import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
 import { isModuleName, type ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
@@ -28,7 +26,6 @@ import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/ku
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';

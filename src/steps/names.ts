@@ -1,7 +1,4 @@
-/** Names and labels every per-tenant object shares, derived from the capsule code. */
-
-// Defined with the API: the adapters' watch caches select by them too.
-export { LABELS, MANAGED_BY } from '../api/constants.ts';
+/** Names every per-tenant object shares, derived from the capsule code (the labels are in api/constants.ts). */
 
 export const tenantNamespace = (code: string): string => `eva-tenant-${code.toLowerCase()}`;
 export const eventsStream = (code: string): string => `eva-${code}-events`;

@@ -5,10 +5,9 @@
  */
 import { Reason } from '../api/reasons.ts';
 import type { V1Namespace } from '@kubernetes/client-node';
-import { API_VERSION, KIND } from '../api/constants.ts';
+import { API_VERSION, KIND, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { isConflict, type Kube } from '../adapters/kube.ts';
 import { InputError } from '../errors.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
 export interface KubeStepDeps {

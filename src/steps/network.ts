@@ -4,12 +4,12 @@
  * NATS's client port (so not NATS's monitoring port, which shows every account). Enforcement needs a
  * CNI plugin that enforces NetworkPolicy; without one the object is inert.
  */
+import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import type { V1NetworkPolicy, V1NetworkPolicyPeer } from '@kubernetes/client-node';
 import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import type { NetworkPolicySettings } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
 export const NETWORK_POLICY_NAME = 'eva-tenant-isolation';

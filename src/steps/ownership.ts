@@ -3,9 +3,9 @@
  * only the Kubernetes uid tells them apart. Kubernetes objects carry it as a label, NATS objects in
  * their metadata, account key Secrets as a label; the same key everywhere.
  */
+import { LABELS } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { InputError } from '../errors.ts';
-import { LABELS } from './names.ts';
 import type { TenantScope } from './step.ts';
 
 /** Stream/bucket metadata naming the tenant that owns a NATS object: the same keys as our labels. */

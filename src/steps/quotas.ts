@@ -2,11 +2,11 @@
  * NamespaceReady, part 2: the tier's ResourceQuota and the LimitRange with container defaults.
  * Enterprise and Platform have no quota: a quota left over from a lower tier is removed.
  */
+import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
 import { CONTAINER_DEFAULTS, QUOTA_BY_TIER } from '../api/tiers.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
-import { LABELS, MANAGED_BY } from './names.ts';
 import type { KubeStepDeps } from './namespace.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
 
