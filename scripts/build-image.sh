@@ -65,7 +65,7 @@ log() { printf '[build-image %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "needs root (buildah with chroot isolation and vfs storage)"
-for tool in buildah skopeo go; do command -v "$tool" >/dev/null || die "$tool is missing (scripts/ci-prerequisites.sh)"; done
+for tool in buildah skopeo go; do command -v "$tool" >/dev/null || die "$tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"; done
 $verify && { command -v podman >/dev/null || die "podman is missing (or pass --no-verify)"; }
 
 # ---- buildah's configuration: everything under one cache folder, nothing from /etc/containers ----

@@ -27,7 +27,7 @@ log() { printf '[air-gap %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 if [[ "${EVA_AIR_GAP_INSIDE:-}" != 1 ]]; then
   [[ $(id -u) -eq 0 ]] || { log "ERROR: needs root (unshare --net, iptables)"; exit 1; }
   for tool in unshare ip iptables ip6tables iptables-save ip6tables-save getent mount; do
-    command -v "$tool" >/dev/null || { log "ERROR: $tool is missing (scripts/ci-prerequisites.sh installs it)"; exit 1; }
+    command -v "$tool" >/dev/null || { log "ERROR: $tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"; exit 1; }
   done
   # Building the binaries needs the Go module proxy: done (once, cached) out here, never inside.
   "$root/scripts/lib/build-components.sh" >/dev/null

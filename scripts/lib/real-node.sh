@@ -5,7 +5,7 @@
 # docker-registry), all inside ONE network namespace this script creates, with no route out: its
 # links are lo, a veth pair whose both ends stay inside (the node address), and the pods' bridge.
 # Binaries: scripts/lib/build-components.sh (control-plane and node sets, versions.env); runc, the
-# CNI plugins, skopeo and docker-registry from Debian (scripts/ci-prerequisites.sh).
+# CNI plugins, skopeo and docker-registry from Debian (scripts/lib/prerequisites.txt).
 #
 #   scripts/dev-cluster.sh up --real-node     (or scripts/lib/real-node.sh up)   start, wait until ready
 #   scripts/dev-cluster.sh down --real-node   stop everything, leave nothing on the host
@@ -112,7 +112,7 @@ check_prerequisites() {
   [[ $(id -u) -eq 0 ]] || die "needs root (namespaces, cgroups, mounts)"
   local tool
   for tool in unshare nsenter ip iptables runc skopeo docker-registry openssl gzip tar; do
-    command -v "$tool" >/dev/null || die "$tool is missing (scripts/ci-prerequisites.sh installs it)"
+    command -v "$tool" >/dev/null || die "$tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"
   done
   for tool in bridge host-local loopback; do
     [[ -x /usr/lib/cni/$tool ]] || die "/usr/lib/cni/$tool is missing (package containernetworking-plugins)"

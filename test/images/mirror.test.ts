@@ -4,7 +4,7 @@
  * folder). Small OCI images are written by hand (a gzip layer with one file, a config, a manifest and,
  * for one of them, a two-platform index) and pushed to registry 1 with skopeo; the scripts copy them
  * to registry 2 and every digest there must equal the pinned one. Needs skopeo and docker-registry
- * (scripts/ci-prerequisites.sh installs them); not the cluster.
+ * (listed in scripts/lib/prerequisites.txt, installed by scripts/test.sh); not the cluster.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

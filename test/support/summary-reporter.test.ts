@@ -1,0 +1,42 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { closingLine, tallyFile, tallyRun } from './summary-reporter.ts';
+
+describe('tallyFile', () => {
+  it('counts a green file as it is', () => {
+    expect(tallyFile(['passed', 'passed', 'skipped'], false)).toEqual({ passed: 2, failed: 0, skipped: 1 });
+  });
+  it('counts the tests of a file that failed as a whole as failed, not skipped', () => {
+    expect(tallyFile(['skipped', 'skipped', 'skipped'], true)).toEqual({ passed: 0, failed: 3, skipped: 0 });
+  });
+  it('counts a failed file with no tests as one failure', () => {
+    expect(tallyFile([], true)).toEqual({ passed: 0, failed: 1, skipped: 0 });
+  });
+});
+
+describe('tallyRun', () => {
+  it('adds errors outside any test to the failures', () => {
+    expect(tallyRun([{ passed: 3, failed: 0, skipped: 0 }], 2, true)).toEqual({ passed: 3, failed: 2, skipped: 0 });
+  });
+  it('never reads a failed run (a failed global setup) as zero failures', () => {
+    expect(tallyRun([], 0, true)).toEqual({ passed: 0, failed: 1, skipped: 0 });
+  });
+  it('reads a passed run as it is (positive control)', () => {
+    expect(tallyRun([{ passed: 3, failed: 0, skipped: 0 }], 0, false)).toEqual({ passed: 3, failed: 0, skipped: 0 });
+  });
+});
+
+describe('the closing line of a real vitest run', () => {
+  it('says failed for a failing test and for a file whose setup throws', () => {
+    const fixture = join(import.meta.dirname, 'reporter-fixture');
+    const run = spawnSync(process.execPath, [join(process.cwd(), 'node_modules/vitest/vitest.mjs'), 'run', '--config', join(fixture, 'vitest.config.ts')], {
+      encoding: 'utf8',
+      cwd: fixture,
+      env: { ...process.env, CI: 'true' },
+    });
+    const lastLine = run.stdout.trimEnd().split('\n').at(-1);
+    expect(run.status).not.toBe(0);
+    expect(lastLine).toBe(closingLine({ passed: 1, failed: 3, skipped: 0 }));
+  }, 60_000);
+});
