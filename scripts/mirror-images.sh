@@ -28,6 +28,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
 images_file="$root/images.txt"
 registry=""
 archive=""
@@ -101,26 +103,15 @@ fail() { # <image> <reason>
   echo "mirror-images: FAILED: $1: $2" >&2
   failed+=("$1")
 }
-line_re='^([a-z0-9][a-z0-9._:/-]*[a-z0-9]):([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})@sha256:([a-f0-9]{64}|PLACEHOLDER)$'
-
 read_images() { # <file> <name shown in messages>
-  local file=$1 shown=$2 number=0 raw line repository tag digest first path
+  local file=$1 shown=$2 number repository tag digest path lines
   [[ -f $file ]] || { echo "mirror-images: $file not found" >&2; exit 2; }
-  while IFS= read -r raw || [[ -n $raw ]]; do
-    number=$((number + 1))
-    line=${raw%$'\r'}
-    line="${line#"${line%%[![:space:]]*}"}"; line="${line%"${line##*[![:space:]]}"}"
-    [[ -z $line || $line == \#* ]] && continue
-    if ! [[ $line =~ $line_re ]]; then
-      echo "mirror-images: $shown line $number: malformed, expected <registry>/<repository>:<tag>@sha256:<64 hex digits>, got \"$line\"" >&2
-      exit 2
-    fi
-    repository=${BASH_REMATCH[1]} tag=${BASH_REMATCH[2]} digest=${BASH_REMATCH[3]}
-    first=${repository%%/*}
-    if [[ $repository != */* || ( $first != *.* && $first != *:* && $first != localhost ) ]]; then
-      echo "mirror-images: $shown line $number: $repository has no registry host" >&2
-      exit 2
-    fi
+  if ! lines=$(eva_cli images lines --file "$file" --name "$shown" 2>"$work/lines.err"); then
+    sed 's/^/mirror-images: /' "$work/lines.err" >&2
+    exit 2
+  fi
+  while IFS=$'\t' read -r number repository tag digest; do
+    [[ -n $number ]] || continue
     path=${repository#*/}
     if [[ $digest == PLACEHOLDER ]]; then
       if $strict; then
@@ -131,7 +122,7 @@ read_images() { # <file> <name shown in messages>
       continue
     fi
     sources+=("$repository:$tag") digests+=("sha256:$digest") paths+=("$path:$tag")
-  done <"$file"
+  done <<<"$lines"
 }
 
 # ---- the tools -------------------------------------------------------------------------------------

@@ -179,30 +179,11 @@ trap 'rm -rf "$work" ${nats_keys:+"$nats_keys"}' EXIT
 dry=""
 $dry_run && dry=" (dry run: nothing is changed)"
 
-semver_re='^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$'
-
-# Prints -1, 0 or 1 as semver <a> is lower than, equal to or higher than <b> (build metadata ignored;
-# a pre-release sorts below its release; pre-releases compare as text).
-semver_compare() {
-  local a=${1%%+*} b=${2%%+*} ap="" bp="" i
-  [[ $a == *-* ]] && ap=${a#*-} a=${a%%-*}
-  [[ $b == *-* ]] && bp=${b#*-} b=${b%%-*}
-  local -a x y
-  IFS=. read -r -a x <<<"$a"
-  IFS=. read -r -a y <<<"$b"
-  for i in 0 1 2; do
-    if ((x[i] != y[i])); then
-      if ((x[i] > y[i])); then echo 1; else echo -1; fi
-      return
-    fi
-  done
-  if [[ $ap == "$bp" ]]; then echo 0
-  elif [[ -z $ap ]]; then echo 1
-  elif [[ -z $bp ]]; then echo -1
-  elif [[ $ap > $bp ]]; then echo 1
-  else echo -1
-  fi
-}
+# Versions are compared by the operator's own rules (src/versions.ts), through its command.
+# shellcheck source=lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
+semver_valid() { eva_cli semver valid "$1"; }
+semver_compare() { eva_cli semver compare "$1" "$2"; }
 
 # The `spec:` section of a YAML document as the API server serializes it (top-level keys unindented).
 spec_section() { awk '/^[^[:space:]#-]/ { in_spec = ($0 ~ /^spec:/) } in_spec' "$1"; }
@@ -269,7 +250,7 @@ else
     [[ " $bundled_apis " == *" $api "* || " ${newer_apis[*]} " == *" $api "* ]] || newer_apis+=("$api")
   done
   for api in $bundled_apis; do [[ " $live_apis " == *" $api "* ]] || older_apis+=("$api"); done
-  if [[ -n $stamp && ! $stamp =~ $semver_re ]]; then
+  if [[ -n $stamp ]] && ! semver_valid "$stamp"; then
     echo "  CRD      ignoring the annotation $crd_stamp='$stamp' of the installed CRD: not a version"
     stamp=""
   fi
@@ -365,39 +346,10 @@ rendered_images() {
        /^[[:space:]]*(- )?image:[[:space:]]/ { v = $0; sub(/^[[:space:]]*(- )?image:[[:space:]]*/, "", v); gsub(/["'\'']/, "", v); print source "\t" v }' "$1"
 }
 
-# An image's repository without its registry host (Docker's rule: a first part with a dot or a port,
-# or localhost, is a host), or without the mirror, when the values already point there.
-image_path() {
-  local repository=$1 first
-  if [[ $repository == "$registry/"* ]]; then printf '%s' "${repository#"$registry/"}"; return; fi
-  first=${repository%%/*}
-  if [[ $repository == */* && ($first == *.* || $first == *:* || $first == localhost) ]]; then
-    printf '%s' "${repository#*/}"
-  else
-    printf '%s' "$repository"
-  fi
-}
 
-# The images.txt line of an image reference (repository:tag or repository@sha256:...), matched by
-# path and tag (or digest): prints "<path>\t<tag>\t<digest or PLACEHOLDER>".
-catalogue_entry() {
-  local ref=$1 repository tag="" digest="" path line
-  if [[ $ref == *@* ]]; then repository=${ref%@*} digest=${ref#*@sha256:}
-  else repository=${ref%:*} tag=${ref##*:}
-  fi
-  path=$(image_path "$repository")
-  while IFS= read -r line || [[ -n $line ]]; do
-    line=${line%%#*}
-    line=${line//[[:space:]]/}
-    [[ $line =~ ^([a-z0-9][a-z0-9._:/-]*[a-z0-9]):([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})@sha256:([a-f0-9]{64}|PLACEHOLDER)$ ]] || continue
-    [[ $(image_path "${BASH_REMATCH[1]}") == "$path" ]] || continue
-    if [[ -n $tag && ${BASH_REMATCH[2]} == "$tag" ]] || [[ -n $digest && ${BASH_REMATCH[3]} == "$digest" ]]; then
-      printf '%s\t%s\t%s\n' "$path" "${BASH_REMATCH[2]}" "${BASH_REMATCH[3]}"
-      return
-    fi
-  done <"$images_file"
-  return 1
-}
+# The images.txt line of an image reference (repository:tag or repository@sha256:..., also one that
+# already points at the mirror), matched by path and tag (or digest): prints "<path>\t<tag>\t<digest or PLACEHOLDER>".
+catalogue_entry() { eva_cli images find "$1" --file "$images_file" --mirror "$registry" 2>/dev/null; }
 
 if $air_gap; then
   [[ -f $images_file && -r $images_file ]] || die "cannot read the image list $images_file (IMAGES_FILE)"
@@ -496,7 +448,7 @@ else
   (($(wc -l <<<"$deployments") == 1)) ||
     die "several operator Deployments match $operator_selector in $namespace: $(cut -f1 <<<"$deployments" | tr '\n' ' ')"
   IFS=$'\t' read -r deployment operator_version <<<"$deployments"
-  [[ $operator_version =~ $semver_re ]] ||
+  semver_valid "$operator_version" ||
     die "the Deployment $namespace/$deployment has no valid $version_annotation annotation (got '$operator_version')"
   version_source="the annotation $version_annotation of Deployment $namespace/$deployment"
   if $dry_run && [[ $operator_version != "$chart_version" ]]; then

@@ -51,35 +51,30 @@ command -v skopeo >/dev/null 2>&1 || { echo "release-fill-digests: skopeo not fo
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# shellcheck source=lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
 
-line_re='^([a-z0-9][a-z0-9._:/-]*[a-z0-9]):([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})@sha256:PLACEHOLDER$'
+if ! eva_cli images lines --file "$file" >"$work/lines" 2>"$work/lines.err"; then
+  sed 's/^/release-fill-digests: /' "$work/lines.err" >&2
+  exit 2
+fi
 failed=()
-filled=0
-number=0
-: >"$work/out"
-while IFS= read -r raw || [[ -n $raw ]]; do
-  number=$((number + 1))
-  line=${raw%$'\r'}
-  line="${line#"${line%%[![:space:]]*}"}"; line="${line%"${line##*[![:space:]]}"}"
-  if [[ $line == \#* ]] || ! [[ $line =~ $line_re ]] ||
-    { [[ $line != "$OWN_PREFIX"* ]] && ! $third_party; }; then
-    printf '%s\n' "$raw" >>"$work/out"
-    continue
-  fi
-  repository=${BASH_REMATCH[1]} tag=${BASH_REMATCH[2]}
+: >"$work/digests"
+while IFS=$'\t' read -r number repository tag digest; do
+  [[ $digest == PLACEHOLDER ]] || continue
+  [[ $repository == "$OWN_PREFIX"* ]] || $third_party || continue
   if [[ -n $registry ]]; then source="$registry/${repository#*/}:$tag"; else source="$repository:$tag"; fi
   if ! skopeo inspect --raw --retry-times 2 --tls-verify="$tls" "docker://$source" >"$work/manifest" 2>"$work/err" ||
     [[ ! -s $work/manifest ]]; then
     echo "release-fill-digests: FAILED: $repository:$tag (line $number): not found at $source: $(tr '\n' ' ' <"$work/err")" >&2
     failed+=("$repository:$tag")
-    printf '%s\n' "$raw" >>"$work/out"
     continue
   fi
   digest=$(sha256sum <"$work/manifest" | cut -d' ' -f1)
   echo "release-fill-digests: $repository:$tag@sha256:$digest (read from $source)"
-  printf '%s\n' "${raw/@sha256:PLACEHOLDER/@sha256:$digest}" >>"$work/out"
-  filled=$((filled + 1))
-done <"$file"
+  echo "$number sha256:$digest" >>"$work/digests"
+done <"$work/lines"
+filled=$(wc -l <"$work/digests")
 
 if ((${#failed[@]} > 0)); then
   echo "release-fill-digests: ${#failed[@]} image(s) not pushed, $file left unchanged: ${failed[*]}" >&2
@@ -89,6 +84,6 @@ if $dry_run; then
   echo "release-fill-digests: --dry-run: $filled digest(s) found, $file left unchanged"
   exit 0
 fi
-# The file keeps its mode and owner; only its contents change.
-cat "$work/out" >"$file"
+# Only the digests change: every other byte of the file, and its mode, are kept.
+eva_cli images write-digests --file "$file" <"$work/digests"
 echo "release-fill-digests: $filled digest(s) written to $file"

@@ -5,13 +5,15 @@
  *   eva-operator crd      print the EvaTenant CRD (generated from the TypeScript schema)
  *   eva-operator version  print the operator version
  *   eva-operator nats-bootstrap  generate the NATS operator, system account and the operator's Secret
+ *   eva-operator images ... / semver ...  format logic the scripts call (src/release/commands.ts)
+ * The operator and the NATS bootstrap are imported when their command runs, so the small commands
+ * scripts call start fast.
  */
 import { Command } from 'commander';
 import { renderCrdYaml } from './api/crd.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createLogger } from './log.ts';
-import { startOperator } from './operator.ts';
-import { bootstrap, BootstrapRefused, summary } from './nats-bootstrap.ts';
+import { releaseCommands } from './release/commands.ts';
 
 async function run(): Promise<void> {
   let config;
@@ -25,6 +27,7 @@ async function run(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
+  const { startOperator } = await import('./operator.ts');
   const operator = await startOperator(config, log).catch((err: unknown) => {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`eva-operator: ${err.message}\n`);
@@ -82,6 +85,7 @@ program
   .option('--operator-name <name>', 'the NATS operator name', 'eva')
   .option('--force', 'replace an earlier bootstrap in the folder (its accounts are then orphaned)', false)
   .action(async (options: { out: string; namespace: string; secretName: string; operatorName: string; force: boolean }) => {
+    const { bootstrap, BootstrapRefused, summary } = await import('./nats-bootstrap.ts');
     try {
       process.stdout.write(summary(await bootstrap(options), options));
     } catch (err) {
@@ -90,5 +94,7 @@ program
       process.exit(1);
     }
   });
+
+for (const command of releaseCommands()) program.addCommand(command);
 
 await program.parseAsync();

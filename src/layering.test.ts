@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   cli -> operator -> controller -> metrics -> saga -> steps -> adapters -> (errors, config, log, ...) -> api
+ *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> config -> adapters -> (errors, log, versions, ...) -> api
  * A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -15,9 +15,11 @@ const LAYER: Readonly<Record<string, number>> = {
   api: 0,
   'errors.ts': 1,
   'canonical-json.ts': 1,
+  'versions.ts': 1,
   'log.ts': 1,
   'config.ts': 2.5,
   adapters: 2,
+  release: 2.7,
   steps: 3,
   saga: 4,
   metrics: 5,

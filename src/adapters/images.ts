@@ -9,8 +9,9 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { ModuleName } from '../api/modules.ts';
 import { DependencyError, InputError } from '../errors.ts';
+import { compareVersions } from '../versions.ts';
 
-const DIGEST_PLACEHOLDER = 'PLACEHOLDER';
+export const DIGEST_PLACEHOLDER = 'PLACEHOLDER';
 
 export interface CatalogImage {
   /** e.g. ghcr.io/aidonow/orbit-crm (already rewritten for the air-gap registry). */
@@ -27,14 +28,36 @@ export interface ModuleImage {
   digest?: string;
 }
 
-const LINE = /^(?<repository>[a-z0-9][a-z0-9._:/-]*[a-z0-9]):(?<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})@sha256:(?<digest>[a-f0-9]{64}|PLACEHOLDER)$/;
+/** One line's grammar: `<repository>:<tag>`, then `@sha256:<64 hex digits | PLACEHOLDER>` (required by the catalogue). */
+const LINE = /^(?<repository>[a-z0-9][a-z0-9._:/-]*[a-z0-9]):(?<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})(?:@sha256:(?<digest>[a-f0-9]{64}|PLACEHOLDER))?$/;
+
+/** An image line of images.txt as written (blank lines and `#` comments are not image lines). */
+export interface ImageLine {
+  readonly number: number;
+  /** The trimmed text. */
+  readonly text: string;
+  /** The parts; absent when the line does not follow the grammar. */
+  readonly parts?: { readonly repository: string; readonly tag: string; readonly digest?: string };
+}
+
+/** Every image line of the text with its number; the one reader of images.txt's grammar. */
+export function readImageLines(text: string): ImageLine[] {
+  return text.split(/\r?\n/).flatMap((raw, index) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return [];
+    const groups = LINE.exec(line)?.groups;
+    const [repository, tag, digest] = [groups?.['repository'], groups?.['tag'], groups?.['digest']];
+    if (repository === undefined || tag === undefined) return [{ number: index + 1, text: line }];
+    return [{ number: index + 1, text: line, parts: digest === undefined ? { repository, tag } : { repository, tag, digest } }];
+  });
+}
 
 export class ImageCatalogError extends Error {
   override readonly name = 'ImageCatalogError';
 }
 
 /** A first path part with a dot or a port, or `localhost`, is a registry host (Docker's rule). */
-function splitRegistry(repository: string): { registry?: string; path: string } {
+export function splitRegistry(repository: string): { registry?: string; path: string } {
   const slash = repository.indexOf('/');
   const first = slash === -1 ? '' : repository.slice(0, slash);
   if (first.includes('.') || first.includes(':') || first === 'localhost') {
@@ -43,39 +66,16 @@ function splitRegistry(repository: string): { registry?: string; path: string } 
   return { path: repository };
 }
 
-function parseLine(line: string, lineNumber: number, file: string, airGapRegistry?: string): CatalogImage {
-  const groups = LINE.exec(line)?.groups;
-  const repository = groups?.['repository'];
-  const tag = groups?.['tag'];
-  const digest = groups?.['digest'];
-  if (repository === undefined || tag === undefined || digest === undefined) {
+function catalogImage(line: ImageLine, file: string, airGapRegistry?: string): CatalogImage {
+  const parts = line.parts;
+  if (parts?.digest === undefined) {
     throw new ImageCatalogError(
-      `${file} line ${lineNumber}: expected <registry>/<repository>:<tag>@sha256:<64 hex digits or ${DIGEST_PLACEHOLDER}>, got "${line}"`,
+      `${file} line ${String(line.number)}: expected <registry>/<repository>:<tag>@sha256:<64 hex digits or ${DIGEST_PLACEHOLDER}>, got "${line.text}"`,
     );
   }
+  const { repository, tag, digest } = parts;
   const rewritten = airGapRegistry === undefined ? repository : `${airGapRegistry.replace(/\/+$/, '')}/${splitRegistry(repository).path}`;
   return digest === DIGEST_PLACEHOLDER ? { repository: rewritten, tag } : { repository: rewritten, tag, digest: `sha256:${digest}` };
-}
-
-function parseVersion(version: string): { core: number[]; pre: string } {
-  const withoutBuild = version.split('+', 1)[0] ?? '';
-  const dash = withoutBuild.indexOf('-');
-  const core = dash === -1 ? withoutBuild : withoutBuild.slice(0, dash);
-  return { core: core.split('.').map((n) => Number.parseInt(n, 10) || 0), pre: dash === -1 ? '' : withoutBuild.slice(dash + 1) };
-}
-
-/** Semver precedence, for the default choice: the highest release wins; pre-releases sort below it. */
-function compareVersions(a: string, b: string): number {
-  const va = parseVersion(a);
-  const vb = parseVersion(b);
-  for (let i = 0; i < Math.max(va.core.length, vb.core.length); i += 1) {
-    const diff = (va.core[i] ?? 0) - (vb.core[i] ?? 0);
-    if (diff !== 0) return diff;
-  }
-  if (va.pre === vb.pre) return 0;
-  if (va.pre === '') return 1;
-  if (vb.pre === '') return -1;
-  return va.pre < vb.pre ? -1 : 1;
 }
 
 export class ImageCatalog {
@@ -95,15 +95,13 @@ export class ImageCatalog {
   static parse(text: string, source = 'images.txt', airGapRegistry?: string): ImageCatalog {
     const images: CatalogImage[] = [];
     const seen = new Set<string>();
-    text.split(/\r?\n/).forEach((raw, index) => {
-      const line = raw.trim();
-      if (line === '' || line.startsWith('#')) return;
-      const image = parseLine(line, index + 1, source, airGapRegistry);
+    for (const line of readImageLines(text)) {
+      const image = catalogImage(line, source, airGapRegistry);
       const key = `${image.repository}:${image.tag}`;
-      if (seen.has(key)) throw new ImageCatalogError(`${source} line ${index + 1}: ${key} is listed twice`);
+      if (seen.has(key)) throw new ImageCatalogError(`${source} line ${String(line.number)}: ${key} is listed twice`);
       seen.add(key);
       images.push(image);
-    });
+    }
     return new ImageCatalog(images, source);
   }
 

@@ -8,7 +8,6 @@ import { InputError } from '../errors.ts';
 import type { NatsStepDeps } from './nats-accounts.ts';
 import {
   bundledSeedsVersions,
-  compareSemver,
   desiredSeedsVersion,
   readTenantRecord,
   recordStep,
@@ -19,11 +18,6 @@ import { READY } from './step.ts';
 const SEEDS = fileURLToPath(new URL('../../seeds', import.meta.url));
 
 describe('seeds versions (pure)', () => {
-  it('orders by semver precedence, not by text', () => {
-    const sorted = ['1.10.0', '1.2.0', '1.2.0-rc.1', '1.2.0-rc.10', '1.2.0-rc.2', '1.2.0-beta', 'custom', '0.9.9'].sort(compareSemver);
-    expect(sorted).toEqual(['custom', '0.9.9', '1.2.0-beta', '1.2.0-rc.1', '1.2.0-rc.2', '1.2.0-rc.10', '1.2.0', '1.10.0']);
-  });
-
   it('lists bundled version folders newest first', () => {
     const base = mkdtempSync(join(tmpdir(), 'eva-seeds-'));
     for (const v of ['1.2.0', '1.10.0', '1.9.3']) mkdirSync(join(base, v));

@@ -7,6 +7,7 @@
  * It also answers "which seeds version does this tenant want", because the record stores it and the
  * seed step applies it: both must resolve a missing spec.seedsVersion the same way.
  */
+import { compareVersions } from '../versions.ts';
 import { Reason } from '../api/reasons.ts';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -51,40 +52,6 @@ type OwnedFields = Pick<TenantRecord, 'code' | 'tier' | 'uid' | 'modules' | 'see
 
 // ---- seeds versions -------------------------------------------------------------------------------
 
-const SEMVER = /^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$/;
-
-/** Semver precedence (build metadata ignored); non-semver labels sort before every version. */
-export function compareSemver(a: string, b: string): number {
-  const pa = SEMVER.exec(a);
-  const pb = SEMVER.exec(b);
-  if (!pa || !pb) return Number(Boolean(pa)) - Number(Boolean(pb));
-  for (const i of [1, 2, 3]) {
-    const diff = Number(pa[i]) - Number(pb[i]);
-    if (diff !== 0) return diff;
-  }
-  return comparePrerelease(pa[4], pb[4]);
-}
-
-function comparePrerelease(a: string | undefined, b: string | undefined): number {
-  if (a === b) return 0;
-  if (a === undefined) return 1;
-  if (b === undefined) return -1;
-  const ids = (s: string): string[] => s.split('.');
-  const [ia, ib] = [ids(a), ids(b)];
-  for (let i = 0; i < Math.min(ia.length, ib.length); i++) {
-    const diff = compareIdentifier(ia[i] ?? '', ib[i] ?? '');
-    if (diff !== 0) return diff;
-  }
-  return ia.length - ib.length;
-}
-
-function compareIdentifier(a: string, b: string): number {
-  const [na, nb] = [/^\d+$/.test(a), /^\d+$/.test(b)];
-  if (na && nb) return Number(a) - Number(b);
-  if (na !== nb) return na ? -1 : 1;
-  return a < b ? -1 : a > b ? 1 : 0;
-}
-
 /** The version folders under the seeds base path, newest first. */
 export function bundledSeedsVersions(seedsBasePath: string): string[] {
   let names: string[];
@@ -95,7 +62,7 @@ export function bundledSeedsVersions(seedsBasePath: string): string[] {
   }
   return names
     .filter((name) => !name.startsWith('.') && statSync(join(seedsBasePath, name)).isDirectory())
-    .sort((a, b) => compareSemver(b, a));
+    .sort((a, b) => compareVersions(b, a));
 }
 
 export interface DesiredSeedsVersion {

@@ -1,0 +1,74 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { normalizeReference, renderedImages } from './check-images.ts';
+
+const cli = join(import.meta.dirname, '../cli.ts');
+const run = (args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string } =>
+  spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', input });
+
+const work = mkdtempSync(join(tmpdir(), 'eva-release-commands-'));
+afterAll(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+const HEX = 'a'.repeat(64);
+function imagesFile(text: string): string {
+  const file = join(work, `images-${String(Math.random()).slice(2)}.txt`);
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('eva-operator semver', () => {
+  it('orders rc.10 after rc.9 (numeric pre-release identifiers), a release after its pre-releases', () => {
+    expect(run(['semver', 'compare', '1.2.0-rc.10', '1.2.0-rc.9']).stdout).toBe('1\n');
+    expect(run(['semver', 'compare', '1.2.0-rc.9', '1.2.0']).stdout).toBe('-1\n');
+    expect(run(['semver', 'compare', '1.2.0+build.1', '1.2.0']).stdout).toBe('0\n');
+  });
+  it('valid exits 0 for strict semver only', () => {
+    expect(run(['semver', 'valid', '1.4.0-rc.1']).status).toBe(0);
+    expect(run(['semver', 'valid', 'v1.4.0']).status).toBe(1);
+  });
+});
+
+describe('eva-operator images', () => {
+  it('lines prints every image line with its number; comments and blank lines are not image lines', () => {
+    const file = imagesFile(`# header\n\nghcr.io/aidonow/eva-forge:1.0.0@sha256:PLACEHOLDER\ndocker.io/library/nats:2.15.0-alpine@sha256:${HEX}\n`);
+    expect(run(['images', 'lines', '--file', file]).stdout).toBe(`3\tghcr.io/aidonow/eva-forge\t1.0.0\tPLACEHOLDER\n4\tdocker.io/library/nats\t2.15.0-alpine\t${HEX}\n`);
+  });
+  it('lines refuses a malformed line or one without a registry host, naming it (exit 2)', () => {
+    const malformed = run(['images', 'lines', '--file', imagesFile('ghcr.io/aidonow/x:1.0.0@sha256:short\n'), '--name', 'images.txt']);
+    expect(malformed.status).toBe(2);
+    expect(malformed.stderr).toContain('images.txt line 1: malformed');
+    const hostless = run(['images', 'lines', '--file', imagesFile(`library/nats:1@sha256:${HEX}\n`), '--name', 'images.txt']);
+    expect(hostless.stderr).toContain('images.txt line 1: library/nats has no registry host');
+  });
+  it('find matches by path and tag or digest, also a reference already at the mirror; exit 1 when not listed', () => {
+    const file = imagesFile(`docker.io/library/nats:2.15.0-alpine@sha256:${HEX}\n`);
+    expect(run(['images', 'find', 'docker.io/library/nats:2.15.0-alpine', '--file', file]).stdout).toBe(`library/nats\t2.15.0-alpine\t${HEX}\n`);
+    expect(run(['images', 'find', `other.io/library/nats@sha256:${HEX}`, '--file', file]).stdout).toBe(`library/nats\t2.15.0-alpine\t${HEX}\n`);
+    expect(run(['images', 'find', '127.0.0.1:5999/m/library/nats:2.15.0-alpine', '--file', file, '--mirror', '127.0.0.1:5999/m']).status).toBe(0);
+    expect(run(['images', 'find', 'docker.io/library/nats:9.9.9', '--file', file]).status).toBe(1);
+  });
+  it('write-digests fills only the named PLACEHOLDER lines and keeps every other byte', () => {
+    const text = `# keep me\nghcr.io/aidonow/a:1.0.0@sha256:PLACEHOLDER\nghcr.io/aidonow/b:1.0.0@sha256:PLACEHOLDER\n`;
+    const file = imagesFile(text);
+    expect(run(['images', 'write-digests', '--file', file], `2 sha256:${HEX}\n`).status).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe(text.replace('a:1.0.0@sha256:PLACEHOLDER', `a:1.0.0@sha256:${HEX}`));
+    const refused = run(['images', 'write-digests', '--file', file], `2 sha256:${HEX}\n`);
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('line 2 has no PLACEHOLDER digest');
+  });
+});
+
+describe('check-images helpers', () => {
+  it('makes Docker defaults explicit', () => {
+    expect(normalizeReference('node')).toEqual({ repository: 'docker.io/library/node', tag: 'latest', digest: '' });
+    expect(normalizeReference(`index.docker.io/library/golang:1.26@sha256:${HEX}`)).toEqual({ repository: 'docker.io/library/golang', tag: '1.26', digest: `sha256:${HEX}` });
+    expect(normalizeReference('localhost:5000/x/y:2')).toEqual({ repository: 'localhost:5000/x/y', tag: '2', digest: '' });
+  });
+  it('reads every image: of a rendered manifest once', () => {
+    expect(renderedImages('spec:\n  image: "a:1"\n  - image: b:2\n  image: a:1\n')).toEqual(['a:1', 'b:2']);
+  });
+});

@@ -1,0 +1,139 @@
+/**
+ * The `eva-operator` subcommands that scripts call for format logic, so each format has one reader
+ * (bash keeps the process, namespace and mount plumbing):
+ *   images check [--release] [--root DIR]     images.txt against the charts, Dockerfile and versions.env
+ *   images lines [--file F]                   every image line as <number> TAB <repository> TAB <tag> TAB <digest hex | PLACEHOLDER>
+ *   images find <reference> [--file F] [--mirror R]  the line of a reference, by path (registry or mirror aside) and tag or digest
+ *   images write-digests [--file F]           fills PLACEHOLDER digests from "<line number> sha256:<hex>" lines on stdin
+ *   semver valid <version> / semver compare <a> <b>   exit 0 or 1 / prints -1, 0 or 1
+ * Exit status: 0 done, 1 the check found problems (or a version is not semver), 2 a usage or input error.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../adapters/images.ts';
+import { compareVersions, isSemver } from '../versions.ts';
+import { CheckUsageError, checkImages } from './check-images.ts';
+
+class InputProblem extends Error {
+  override readonly name = 'InputProblem';
+}
+
+const fail = (prefix: string, message: string, status: number): never => {
+  process.stderr.write(`${prefix}${message}\n`);
+  process.exit(status);
+};
+
+/** Image lines that follow the grammar, have a registry host and a digest; anything else is an InputProblem. */
+function catalogueLines(file: string, shownAs = file): Array<ImageLine & { parts: { repository: string; tag: string; digest: string } }> {
+  return readImageLines(readFileSync(file, 'utf8')).map((line) => {
+    const where = `${shownAs} line ${String(line.number)}`;
+    const parts = line.parts;
+    if (parts?.digest === undefined) throw new InputProblem(`${where}: malformed, expected <registry>/<repository>:<tag>@sha256:<64 hex digits>, got "${line.text}"`);
+    if (!parts.repository.includes('/') || splitRegistry(parts.repository).registry === undefined) throw new InputProblem(`${where}: ${parts.repository} has no registry host`);
+    return { ...line, parts: { repository: parts.repository, tag: parts.tag, digest: parts.digest } };
+  });
+}
+
+function imagesCommand(): Command {
+  const images = new Command('images').description('read and check images.txt (the image catalogue)');
+  images
+    .command('check')
+    .description('check images.txt against the charts, the Dockerfile and versions.env (HELM: the helm binary)')
+    .option('--release', 'every digest must be filled in (no PLACEHOLDER)', false)
+    .option('--root <dir>', 'the checkout to check', process.cwd())
+    .action((options: { release: boolean; root: string }) => {
+      try {
+        const report = checkImages(options.root, { release: options.release, helm: process.env['HELM'] ?? 'helm' });
+        for (const w of report.warnings) process.stderr.write(`check-images: warning: ${w}\n`);
+        for (const p of report.problems) process.stderr.write(`check-images: ERROR: ${p}\n`);
+        if (report.problems.length > 0) fail('check-images: ', `${String(report.problems.length)} problem(s)`, 1);
+        process.stdout.write(`${report.summary}\n`);
+      } catch (err) {
+        if (err instanceof CheckUsageError) fail('check-images: ', err.message, 2);
+        throw err;
+      }
+    });
+  images
+    .command('lines')
+    .description('print every image line: number, repository, tag, digest (hex or PLACEHOLDER), tab-separated')
+    .option('--file <file>', 'the images file', 'images.txt')
+    .option('--name <name>', 'the name of the file in messages (default: its path)')
+    .action((options: { file: string; name?: string }) => {
+      guarded(() => {
+        const rows = catalogueLines(options.file, options.name).map(({ number, parts }) => `${String(number)}\t${parts.repository}\t${parts.tag}\t${parts.digest}\n`);
+        process.stdout.write(rows.join(''));
+      });
+    });
+  images
+    .command('find <reference>')
+    .description('print the line of <repository>:<tag> or <repository>@sha256:<hex> as path, tag, digest (exit 1: not listed)')
+    .option('--file <file>', 'the images file', 'images.txt')
+    .option('--mirror <registry>', 'a registry (host[:port][/prefix]) the reference may already point at')
+    .action((reference: string, options: { file: string; mirror?: string }) => {
+      guarded(() => {
+        const at = reference.indexOf('@sha256:');
+        const [repository, tag, digest] = at === -1
+          ? [reference.slice(0, reference.lastIndexOf(':')), reference.slice(reference.lastIndexOf(':') + 1), undefined]
+          : [reference.slice(0, at), undefined, reference.slice(at + '@sha256:'.length)];
+        const mirror = options.mirror?.replace(/\/+$/, '');
+        const path = mirror && repository.startsWith(`${mirror}/`) ? repository.slice(mirror.length + 1) : splitRegistry(repository).path;
+        const found = catalogueLines(options.file).find(({ parts }) =>
+          splitRegistry(parts.repository).path === path && (parts.tag === tag || parts.digest === digest));
+        if (found === undefined) process.exit(1);
+        process.stdout.write(`${path}\t${found.parts.tag}\t${found.parts.digest}\n`);
+      });
+    });
+  images
+    .command('write-digests')
+    .description('fill PLACEHOLDER digests, from "<line number> sha256:<64 hex>" lines on stdin (the file keeps its mode and owner)')
+    .option('--file <file>', 'the images file', 'images.txt')
+    .action((options: { file: string }) => {
+      guarded(() => {
+        writeDigests(options.file, readFileSync(0, 'utf8'));
+      });
+    });
+  return images;
+}
+
+function writeDigests(file: string, pairs: string): void {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  for (const pair of pairs.split('\n').filter((l) => l.trim() !== '')) {
+    const m = /^(\d+)\s+sha256:([a-f0-9]{64})$/.exec(pair.trim());
+    if (!m) throw new InputProblem(`expected "<line number> sha256:<64 hex digits>", got "${pair}"`);
+    const index = Number(m[1]) - 1;
+    const line = lines[index] ?? '';
+    if (!line.includes(`@sha256:${DIGEST_PLACEHOLDER}`)) throw new InputProblem(`${file} line ${m[1] ?? ''} has no PLACEHOLDER digest`);
+    lines[index] = line.replace(`@sha256:${DIGEST_PLACEHOLDER}`, `@sha256:${m[2] ?? ''}`);
+  }
+  // Rewritten in place, as the release step always did: the file keeps its mode and owner.
+  writeFileSync(file, lines.join('\n'));
+}
+
+function guarded(action: () => void): void {
+  try {
+    action();
+  } catch (err) {
+    if (err instanceof InputProblem) fail('', err.message, 2);
+    if (err instanceof Error && 'code' in err && err.code === 'ENOENT') fail('', err.message, 2);
+    throw err;
+  }
+}
+
+function semverCommand(): Command {
+  const semver = new Command('semver').description('semver precedence, as the operator orders versions');
+  semver
+    .command('valid <version>')
+    .description('exit 0 when <version> is semver, else 1')
+    .action((version: string) => {
+      process.exit(isSemver(version) ? 0 : 1);
+    });
+  semver
+    .command('compare <a> <b>')
+    .description('print -1, 0 or 1 as <a> is lower than, equal to or higher than <b> (build metadata ignored)')
+    .action((a: string, b: string) => {
+      process.stdout.write(`${String(Math.sign(compareVersions(a, b)))}\n`);
+    });
+  return semver;
+}
+
+export const releaseCommands = (): Command[] => [imagesCommand(), semverCommand()];
