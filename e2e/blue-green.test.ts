@@ -22,7 +22,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FINALIZER, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../src/api/constants.ts';
-import { tenantNamespace } from '../src/steps/names.ts';
+import { tenantNamespace } from '../src/tenancy/names.ts';
 import { type AuditEvent, auditLogPath, auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';

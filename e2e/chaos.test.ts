@@ -13,7 +13,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { Tier } from '../src/api/constants.ts';
-import { tenantNamespace } from '../src/steps/names.ts';
+import { tenantNamespace } from '../src/tenancy/names.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { helmProcesses } from './support/helm.ts';

@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> config -> adapters -> (errors, log, versions, ...) -> api
+ *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> tenancy -> (errors, log, versions, ...) -> api
  * A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -16,9 +16,11 @@ const LAYER: Readonly<Record<string, number>> = {
   'errors.ts': 1,
   'canonical-json.ts': 1,
   'versions.ts': 1,
+  tenancy: 1.5,
   'log.ts': 1,
   'config.ts': 2.5,
   adapters: 2,
+  nats: 2.6,
   release: 2.7,
   steps: 3,
   saga: 4,

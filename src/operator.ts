@@ -25,8 +25,8 @@ import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
 import type { Logger } from './log.ts';
 import { OperatorMetrics, startMetricsServer } from './metrics/metrics.ts';
-import { KubeAccountKeyStore } from './steps/account-keys.ts';
-import { NatsAccounts } from './steps/nats-accounts.ts';
+import { KubeAccountKeyStore } from './nats/account-keys.ts';
+import { NatsAccounts } from './nats/accounts.ts';
 import { type OperatorDeps, WAKE_ON } from './steps/registry.ts';
 
 export interface RunningOperator {

@@ -8,7 +8,7 @@ import { expect } from 'vitest';
 import type { Tier } from '../../src/api/constants.ts';
 import { MODULES_BY_TIER } from '../../src/api/modules.ts';
 import { LABELS } from '../../src/api/constants.ts';
-import { tenantNamespace } from '../../src/steps/names.ts';
+import { tenantNamespace } from '../../src/tenancy/names.ts';
 import { kubectlOk } from '../../test/support/kubectl.ts';
 import { tool } from '../../test/support/tools.ts';
 import type { HelmRelease } from './helm.ts';

@@ -6,11 +6,11 @@
  */
 import { connect, jwtAuthenticator, NatsError, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection } from 'nats';
 import { parseCreds, signUser, newSeed } from '../../src/adapters/nats-jwt.ts';
-import { keysFromSecret } from '../../src/steps/account-keys.ts';
-import { inboxPrefix } from '../../src/steps/names.ts';
+import { keysFromSecret } from '../../src/nats/account-keys.ts';
+import { inboxPrefix } from '../../src/tenancy/names.ts';
 import { kubectl } from '../../test/support/kubectl.ts';
 import { testAccounts } from '../../test/support/fixtures.ts';
-import type { NatsAccounts } from '../../src/steps/nats-accounts.ts';
+import type { NatsAccounts } from '../../src/nats/accounts.ts';
 
 export interface NatsTarget {
   readonly url: string;

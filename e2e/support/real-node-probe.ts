@@ -9,7 +9,7 @@
  */
 import { connect, jwtAuthenticator, NatsError } from 'nats';
 import { parseCreds } from '../../src/adapters/nats-jwt.ts';
-import { eventsStream, inboxPrefix } from '../../src/steps/names.ts';
+import { eventsStream, inboxPrefix } from '../../src/tenancy/names.ts';
 
 export interface Heartbeat {
   readonly module: string;

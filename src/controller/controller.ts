@@ -9,7 +9,7 @@ import type { EvaTenant } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
-import { tenantNamespace } from '../steps/names.ts';
+import { tenantNamespace } from '../tenancy/names.ts';
 import type { WakeOn } from '../steps/step.ts';
 import type { Reason } from '../api/reasons.ts';
 import { type Action, classifyError, errorPolicy } from './actions.ts';

@@ -8,7 +8,8 @@ import { readOptional } from '../adapters/kube.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
-import type { StepName, TenantScope } from '../steps/step.ts';
+import type { StepName } from '../steps/step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 /** Provisioning backwards; 'revoke' has nothing of its own (the account goes whole). */
 export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];

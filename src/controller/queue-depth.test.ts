@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { testAccounts, testScope, useNatsServer, withAccount } from '../../test/support/fixtures.ts';
-import type { TenantScope } from '../steps/step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 import { OperatorMetrics } from '../metrics/metrics.ts';
 import { refreshQueueDepth } from './queue-depth.ts';
 import { streamName, streamsStep } from '../steps/streams.ts';

@@ -4,10 +4,10 @@
  * must never make that check fail, so every NATS failure becomes `false` instead of an error.
  */
 import type { NatsSession } from '../adapters/nats.ts';
-import type { NatsAccounts } from '../steps/nats-accounts.ts';
+import type { NatsAccounts } from '../nats/accounts.ts';
 import { JS_ERR, jsErrCode } from '../adapters/nats.ts';
 import type { OperatorMetrics } from '../metrics/metrics.ts';
-import type { TenantScope } from '../steps/step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 import { STREAM_KINDS, streamName } from '../steps/streams.ts';
 
 export type QueueDepthSink = Pick<OperatorMetrics, 'setQueueDepth' | 'forgetQueueDepth'>;

@@ -7,7 +7,8 @@ import type { OperatorMetricsSink } from './metrics-sink.ts';
 import { type DecommissionResult, decommission } from './decommission.ts';
 import { refreshQueueDepth } from './queue-depth.ts';
 import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
-import type { DriftReport, StepName, StepOutcome, TenantScope } from '../steps/step.ts';
+import type { DriftReport, StepName, StepOutcome } from '../steps/step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export interface TenantSteps {
   runStep(step: StepName, scope: TenantScope): Promise<StepOutcome>;

@@ -21,10 +21,12 @@ import type { AccountClaims } from '../adapters/nats-jwt.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../adapters/nats-jwt.ts';
-import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from './account-keys.ts';
-import { type HeldClaims, modulePermissions, type NatsStepDeps, tenantClaims } from './nats-accounts.ts';
-import { codeInUse, tenantUid } from './ownership.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from '../nats/account-keys.ts';
+import { type HeldClaims, modulePermissions, tenantClaims } from '../nats/accounts.ts';
+import type { NatsStepDeps } from './step.ts';
+import { codeInUse, tenantUid } from '../tenancy/ownership.ts';
+import { notReady, READY, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export type AccountStepDeps = NatsStepDeps & { readonly kube: Kube };
 

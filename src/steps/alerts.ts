@@ -16,7 +16,8 @@ import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '.
 import { GROUP, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import type { Logger } from '../log.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { notReady, READY, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 import { STREAM_KINDS, streamName } from './streams.ts';
 
 export interface AlertStepDeps {

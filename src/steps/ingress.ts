@@ -8,7 +8,8 @@ import { Reason } from '../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
+import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;

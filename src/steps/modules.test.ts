@@ -25,7 +25,7 @@ import {
   valuesFileContent,
   valuesHash,
 } from './modules.ts';
-import type { TenantScope } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 import { testScope } from '../../test/support/fixtures.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));

@@ -28,7 +28,8 @@ import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
+import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;

@@ -8,7 +8,8 @@ import type { V1Namespace } from '@kubernetes/client-node';
 import { API_VERSION, KIND, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { isConflict, type Kube } from '../adapters/kube.ts';
 import { InputError } from '../errors.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { notReady, READY, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export interface KubeStepDeps {
   kube: Kube;

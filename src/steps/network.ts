@@ -10,7 +10,8 @@ import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import type { NetworkPolicySettings } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { notReady, READY, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export const NETWORK_POLICY_NAME = 'eva-tenant-isolation';
 

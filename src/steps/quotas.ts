@@ -8,7 +8,8 @@ import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
 import { CONTAINER_DEFAULTS, QUOTA_BY_TIER } from '../api/tiers.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import type { KubeStepDeps } from './namespace.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { notReady, READY, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 const QUOTA_NAME = 'eva-tier-quota';
 const LIMIT_RANGE_NAME = 'eva-container-defaults';

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { testScope, useNatsServer } from '../../test/support/fixtures.ts';
 import { InputError } from '../errors.ts';
-import type { NatsStepDeps } from './nats-accounts.ts';
+import type { NatsStepDeps } from './step.ts';
 import {
   bundledSeedsVersions,
   desiredSeedsVersion,

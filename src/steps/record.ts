@@ -15,13 +15,14 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { KV } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
-import type { NatsStepDeps } from './nats-accounts.ts';
-import { codeInUse, tenantUid } from './ownership.ts';
+import type { NatsStepDeps } from './step.ts';
+import { codeInUse, tenantUid } from '../tenancy/ownership.ts';
 import { TIERS } from '../api/constants.ts';
 import { MODULES } from '../api/modules.ts';
 import { StringEnum } from '../api/schema-kinds.ts';
 import { DependencyError } from '../errors.ts';
-import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
+import { READY, notReady, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export const TENANTS_BUCKET = 'eva-tenants';
 const TENANTS_HISTORY = 5;

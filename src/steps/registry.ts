@@ -14,13 +14,14 @@ import { Reason } from '../api/reasons.ts';
 import { ingressStep } from './ingress.ts';
 import { modulesStep } from './modules.ts';
 import { namespaceStep } from './namespace.ts';
-import type { NatsAccounts } from './nats-accounts.ts';
+import type { NatsAccounts } from '../nats/accounts.ts';
 import { networkStep } from './network.ts';
 import { quotasStep } from './quotas.ts';
 import { recordStep } from './record.ts';
 import { revokeStep } from './revoke.ts';
 import { seedStep } from './seed.ts';
-import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type TenantScope, type Verdict, type WakeOn } from './step.ts';
+import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type Verdict, type WakeOn } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 import { streamsStep } from './streams.ts';
 
 /** Everything any step may use; each step declares (and receives) only the part it needs. */

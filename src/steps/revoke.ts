@@ -6,9 +6,11 @@
  * completed by the next ensure (and the drift check sees an account JWT without it).
  */
 import { Reason } from '../api/reasons.ts';
-import { type AccountKeys, accountKeysName } from './account-keys.ts';
-import { type NatsStepDeps, tenantClaims } from './nats-accounts.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict } from './step.ts';
+import { type AccountKeys, accountKeysName } from '../nats/account-keys.ts';
+import type { NatsStepDeps } from './step.ts';
+import { tenantClaims } from '../nats/accounts.ts';
+import { notReady, READY, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 /** The keys once the retiring user is revoked (as of `now`, unix seconds). */
 export function revoked(keys: AccountKeys, user: string, now: number): AccountKeys {

@@ -19,14 +19,15 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
-import type { NatsStepDeps } from './nats-accounts.ts';
-import { dataBucket } from './names.ts';
-import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './ownership.ts';
+import type { NatsStepDeps } from './step.ts';
+import { dataBucket } from '../tenancy/names.ts';
+import { codeInUse, ownerMetadata, ownerOf, tenantUid } from '../tenancy/ownership.ts';
 import { MODULES, type ModuleName } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { bundledSeedsVersions, desiredSeedsVersion, readTenantRecord, type StoredRecord, writeTenantRecord } from './record.ts';
-import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
+import { READY, notReady, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 
 /** KV key -> value (any JSON). */

@@ -5,11 +5,10 @@
  * `remove` undoes `ensure` (and tolerates `ensure` never having run); `verifyRemoved` only reads.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { EvaTenant } from '../api/evatenant.ts';
 import type { TenantKind, TenantObjects } from '../adapters/tenant-objects.ts';
-import type { ModuleName } from '../api/modules.ts';
 import type { Reason } from '../api/reasons.ts';
-import type { Logger } from '../log.ts';
+import type { NatsAccounts } from '../nats/accounts.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export const STEP_NAMES = ['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
@@ -29,20 +28,6 @@ export type StepOutcome = { kind: 'done' } | { kind: 'pending'; reason: Reason; 
 export type DriftReport =
   | { inSync: true }
   | { inSync: false; step: StepName; reason: Reason; message: string; unavailable: boolean };
-
-/** Everything a step may know about the tenant it works on. */
-export interface TenantScope {
-  readonly tenant: EvaTenant;
-  /** The capsule code, e.g. ABCDEF. */
-  readonly code: string;
-  /** eva-tenant-<code lowercased>. */
-  readonly namespace: string;
-  /** The modules the tenant's tier calls for. */
-  readonly modules: readonly ModuleName[];
-  readonly log: Logger;
-  /** Aborted when the operator shuts down: finish the current call, start nothing new. */
-  readonly signal: AbortSignal;
-}
 
 /**
  * Objects a step waits on (controller-runtime's Owns()): the controller's watch caches see them across
@@ -72,4 +57,10 @@ export interface Step<Deps> {
   verify(scope: TenantScope, deps: Deps): Promise<Verdict>;
   remove(scope: TenantScope, deps: Deps): Promise<void>;
   verifyRemoved(scope: TenantScope, deps: Deps): Promise<Verdict>;
+}
+
+/** What the NATS-backed steps (account, streams, record, seed, revoke) receive. */
+export interface NatsStepDeps {
+  readonly nats: NatsAccounts;
+  readonly seedsBasePath: string;
 }

@@ -4,7 +4,8 @@ import { testScope, useNatsServer, withAccount } from '../../test/support/fixtur
 import type { NatsSession } from '../adapters/nats.ts';
 import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
-import { READY, type TenantScope } from './step.ts';
+import { READY } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 import { desiredStreamConfig, streamDrift, streamName, streamsStep } from './streams.ts';
 
 describe('stream configuration (pure)', () => {

@@ -7,12 +7,13 @@
 import { Reason } from '../api/reasons.ts';
 import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
-import type { NatsStepDeps } from './nats-accounts.ts';
+import type { NatsStepDeps } from './step.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
-import { commandsStream, eventsStream } from './names.ts';
-import { codeInUse, ownerMetadata, ownerOf, tenantUid } from './ownership.ts';
-import { READY, notReady, type Step, type TenantScope, type Verdict } from './step.ts';
+import { commandsStream, eventsStream } from '../tenancy/names.ts';
+import { codeInUse, ownerMetadata, ownerOf, tenantUid } from '../tenancy/ownership.ts';
+import { READY, notReady, type Step, type Verdict } from './step.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 export const STREAM_KINDS = ['events', 'commands'] as const;
 export type StreamKind = (typeof STREAM_KINDS)[number];

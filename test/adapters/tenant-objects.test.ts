@@ -13,7 +13,8 @@ import { alertRulesFileKey, alertRulesName, alertsStep } from '../../src/steps/a
 import { namespaceStep } from '../../src/steps/namespace.ts';
 import { type NetworkStepDeps, networkStep } from '../../src/steps/network.ts';
 import { quotasStep } from '../../src/steps/quotas.ts';
-import { READY, type Step, type TenantScope, type Verdict } from '../../src/steps/step.ts';
+import { READY, type Step, type Verdict } from '../../src/steps/step.ts';
+import type { TenantScope } from '../../src/tenancy/scope.ts';
 import { testScope } from '../support/fixtures.ts';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../support/kubectl.ts';
 import { runLetters } from '../support/random.ts';

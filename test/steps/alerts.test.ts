@@ -18,7 +18,8 @@ import {
   prometheusRulesSupported,
   type RuleGroup,
 } from '../../src/steps/alerts.ts';
-import { READY, type TenantScope } from '../../src/steps/step.ts';
+import { READY } from '../../src/steps/step.ts';
+import type { TenantScope } from '../../src/tenancy/scope.ts';
 import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
 import { testScope } from '../support/fixtures.ts';
 

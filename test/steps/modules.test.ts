@@ -21,7 +21,8 @@ import { formatCreds, newSeed, publicKeyOf, signUser } from '../../src/adapters/
 import { NATS_CREDENTIALS_SECRET } from '../../src/steps/account.ts';
 import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
 import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
-import type { TenantScope, Verdict } from '../../src/steps/step.ts';
+import type { TenantScope } from '../../src/tenancy/scope.ts';
+import type { Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
 import { testScope } from '../support/fixtures.ts';
 

@@ -34,9 +34,9 @@ import {
 } from '../adapters/nats-jwt.ts';
 import { NatsSystem } from '../adapters/nats-system.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, REGISTRY_KEYS, type StoredAccountKeys } from './account-keys.ts';
-import { commandsStream, dataBucket, eventsStream, inboxPrefix, kvStream, tenantSubjects } from './names.ts';
-import { codeInUse, tenantUid } from './ownership.ts';
-import type { TenantScope } from './step.ts';
+import { commandsStream, dataBucket, eventsStream, inboxPrefix, kvStream, tenantSubjects } from '../tenancy/names.ts';
+import { codeInUse, tenantUid } from '../tenancy/ownership.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 /** The operator's own users live this long; a reconnect after that mints a new one. */
 const OPERATOR_USER_SECONDS = 3600;
@@ -298,10 +298,4 @@ export class NatsAccounts {
   private timings(): NonNullable<NatsAccountsOptions['timings']> {
     return this.options.timings ?? {};
   }
-}
-
-/** What the NATS-backed steps (account, streams, record, seed, revoke) receive. */
-export interface NatsStepDeps {
-  readonly nats: NatsAccounts;
-  readonly seedsBasePath: string;
 }

@@ -6,7 +6,7 @@
 import { LABELS } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { InputError } from '../errors.ts';
-import type { TenantScope } from './step.ts';
+import type { TenantScope } from './scope.ts';
 
 /** Stream/bucket metadata naming the tenant that owns a NATS object: the same keys as our labels. */
 const OWNER_UID_METADATA = LABELS.tenantUid;
