@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, KIND, LABELS, MANAGED_BY } from '../../src/api/constants.ts';
+import { API_VERSION, FINALIZER, FORCE_DECOMMISSION_ANNOTATION, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../../src/api/constants.ts';
 import { type CommandResult, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
 import { repoRoot } from '../support/tools.ts';
 import { runLetters } from '../support/random.ts';
@@ -149,7 +149,7 @@ beforeAll(async () => {
   kubectlOk(['create', '-f', '-'], JSON.stringify(namespace(TENANT_NAMESPACE, TENANT_LABELS)));
   kubectlOk(['create', '-f', '-'], JSON.stringify(namespace(FOREIGN_NAMESPACE)));
   kubectlOk(['apply', '-f', '-'], rendered);
-  applyTenant(TENANT, { capsuleCode: `ZA${runLetters()}`, tier: 'Starter', seedsVersion: '1.0.0', wave: 1, operatorVersion: '0.0.0-admission-probe' });
+  applyTenant(TENANT, { capsuleCode: `ZA${runLetters()}`, tier: 'Starter', seedsVersion: '1.0.0', wave: 1, operatorVersion: '0.0.0-admission-probe' }, { team: 'probe' });
   await untilRefusal(true);
 }, 120_000);
 
@@ -246,8 +246,14 @@ describe('with RBAC as wide as cluster-admin (a ClusterRoleBinding of the test):
     expectPolicyRefusal(createAsOperator(event({ apiVersion: 'v1', kind: 'Pod', name: 'x', namespace: 'default' })), 'Event about a Pod');
   });
 
-  it('EvaTenants: metadata patched, never the spec; never created or deleted', () => {
-    expectAllowed(asOperator(['label', 'evt', TENANT, 'probe=yes']), 'a label on an EvaTenant');
+  it('EvaTenants: only the metadata the operator keeps, never the spec; never created or deleted', () => {
+    expectAllowed(asOperator(['label', 'evt', TENANT, `${WAVE_LABEL}=2`, '--overwrite']), 'the wave label');
+    expectAllowed(asOperator(['annotate', 'evt', TENANT, `${OWNER_ANNOTATION}=9.9.9`]), 'the owner-version annotation');
+    expectAllowed(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify({ metadata: { finalizers: [FINALIZER] } })]), 'its finalizer');
+    expectPolicyRefusal(asOperator(['label', 'evt', TENANT, `${SHARD_LABEL}=elsewhere`]), 'the shard label (hands the tenant over)');
+    expectPolicyRefusal(asOperator(['label', 'evt', TENANT, 'team-']), 'removing a label');
+    expectPolicyRefusal(asOperator(['annotate', 'evt', TENANT, `${FORCE_DECOMMISSION_ANNOTATION}=all`]), 'the force-decommission annotation');
+    expectPolicyRefusal(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify({ metadata: { finalizers: ['example.com/other'] } })]), 'another finalizer');
     expectPolicyRefusal(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify({ spec: { tier: 'Platform' } })]), 'a spec change');
     expectPolicyRefusal(asOperator(['delete', 'evt', TENANT]), 'deleting an EvaTenant');
     const another = { apiVersion: API_VERSION, kind: KIND, metadata: meta(`${TENANT}x`), spec: { capsuleCode: `ZA${runLetters()}`, tier: 'Starter', seedsVersion: '1.0.0', wave: 1 } };

@@ -19,6 +19,8 @@ import { type EnvVar, helm, type HelmResult, type KubeObject, parseManifest } fr
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../../e2e/support/operator.ts';
 import { applyTenant, waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
 import { leaseNameForVersion } from '../../src/controller/lease.ts';
+import { FINALIZER, GROUP, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, PLURAL, WAVE_LABEL } from '../../src/api/constants.ts';
+import { tenantNamespace } from '../../src/steps/names.ts';
 import { natsBootstrapFiles } from '../support/fixtures.ts';
 import { type AuditEvent, auditOffset, auditWritesSince } from '../support/audit.ts';
 
@@ -609,6 +611,13 @@ describe('admission policy (templates/admission-policy.yaml; proven on the API s
     };
     check(policyOf(await render()), FULLNAME);
     check(policyOf(await render(['--set', `nats.url=${NATS_URL}`, '--set', 'serviceAccount.name=eva-robot'])), 'eva-robot');
+  });
+
+  it('names the labels, annotation, finalizer and namespace prefix src/api and src/steps use', async () => {
+    const text = JSON.stringify(policyOf(await render()).spec);
+    for (const name of [`'${LABELS.managedBy}'`, `'${MANAGED_BY}'`, `'${WAVE_LABEL}'`, `'${OWNER_ANNOTATION}'`, `'${FINALIZER}'`, `'${GROUP}'`, `'${PLURAL}'`, `'${tenantNamespace('')}'`, `'${KIND}'`]) {
+      expect(text, name).toContain(name);
+    }
   });
 
   it('admissionPolicy.enabled=false renders neither the policy nor its binding', async () => {
