@@ -27,8 +27,8 @@ const OPERATOR = `system:serviceaccount:${RELEASE_NAMESPACE}:${FULLNAME}`;
 /** A namespace as the operator makes it (src/steps/namespace.ts): managed-by and Pod Security restricted. */
 const TENANT_NAMESPACE = `eva-tenant-adm${runId}`;
 const TENANT_LABELS = { [LABELS.managedBy]: MANAGED_BY, 'pod-security.kubernetes.io/enforce': 'restricted' };
-/** Somebody else's namespace, for deletes and relabelling. */
-const FOREIGN_NAMESPACE = `eva-adm-foreign-${runId}`;
+/** Somebody else's namespace (named like a tenant's, not labelled like one), for deletes and relabelling. */
+const FOREIGN_NAMESPACE = `eva-tenant-foreign${runId}`;
 const WIDENED = `${FULLNAME}-probe-cluster-admin`;
 const TENANT = `adm${runId}`;
 
@@ -223,11 +223,16 @@ describe('with RBAC as wide as cluster-admin (a ClusterRoleBinding of the test):
   it('namespaces: no other name, no namespace without Pod Security restricted, no adopting or deleting a foreign one', () => {
     expectPolicyRefusal(createAsOperator(namespace(`kube-x${runId}`, TENANT_LABELS)), 'a labelled namespace not named eva-tenant-*');
     expectPolicyRefusal(createAsOperator(namespace(`eva-tenant-y${runId}`, { [LABELS.managedBy]: MANAGED_BY })), 'a managed namespace without Pod Security');
-    expectPolicyRefusal(asOperator(['label', 'namespace', FOREIGN_NAMESPACE, `${LABELS.managedBy}=${MANAGED_BY}`]), 'adopting a foreign namespace');
+    const adopt = ['label', 'namespace', FOREIGN_NAMESPACE, `${LABELS.managedBy}=${MANAGED_BY}`, 'pod-security.kubernetes.io/enforce=restricted'];
+    expectPolicyRefusal(asOperator(adopt), 'adopting a foreign namespace');
     expectPolicyRefusal(asOperator(['label', 'namespace', 'default', `${LABELS.managedBy}=${MANAGED_BY}`]), 'adopting default');
     expectPolicyRefusal(asOperator(['label', 'namespace', TENANT_NAMESPACE, 'pod-security.kubernetes.io/enforce=privileged', '--overwrite']), 'lifting Pod Security');
     expectPolicyRefusal(asOperator(['delete', 'namespace', FOREIGN_NAMESPACE]), 'deleting a foreign namespace');
-    // Positive controls: relabelling and deleting its own tenant namespace.
+    // Positive controls: relabelling and deleting its own tenant namespace; restoring the managed-by
+    // label of a namespace it made (tenant-uid label) after someone removed it.
+    kubectlOk(['label', 'namespace', FOREIGN_NAMESPACE, `${LABELS.tenantUid}=probe`]);
+    expectAllowed(asOperator(adopt), 'restoring the label');
+    kubectlOk(['label', 'namespace', FOREIGN_NAMESPACE, `${LABELS.tenantUid}-`]);
     expectAllowed(asOperator(['label', 'namespace', TENANT_NAMESPACE, `${LABELS.tier}=Starter`]), 'relabelling a tenant namespace');
     expectAllowed(asOperator(['delete', 'namespace', TENANT_NAMESPACE]), 'deleting a tenant namespace');
   });

@@ -615,7 +615,7 @@ describe('admission policy (templates/admission-policy.yaml; proven on the API s
 
   it('names the labels, annotation, finalizer and namespace prefix src/api and src/steps use', async () => {
     const text = JSON.stringify(policyOf(await render()).spec);
-    for (const name of [`'${LABELS.managedBy}'`, `'${MANAGED_BY}'`, `'${WAVE_LABEL}'`, `'${OWNER_ANNOTATION}'`, `'${FINALIZER}'`, `'${GROUP}'`, `'${PLURAL}'`, `'${tenantNamespace('')}'`, `'${KIND}'`]) {
+    for (const name of [`'${LABELS.managedBy}'`, `'${LABELS.tenantUid}'`, `'${MANAGED_BY}'`, `'${WAVE_LABEL}'`, `'${OWNER_ANNOTATION}'`, `'${FINALIZER}'`, `'${GROUP}'`, `'${PLURAL}'`, `'${tenantNamespace('')}'`, `'${KIND}'`]) {
       expect(text, name).toContain(name);
     }
   });
