@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { HeartbeatReport } from './support/real-node-probe.ts';
-import { inNodeOk, kube, kubeJson, kubeOk, NATS_URL, type PodView, podReady, pods, REGISTRY, realNodeState, runScript, until } from './support/real-node.ts';
+import { inNodeOk, kube, kubeJson, kubeOk, NATS_URL, type PodView, podReady, pods, REGISTRY, realNodeState, type Result, runScript, until } from './support/real-node.ts';
 
 const OPERATOR_NS = 'eva-system';
 const CUSTOMER = 'rnode';
@@ -160,6 +160,17 @@ describe('real node: the operator image and chart, real module pods', () => {
     const r = kube(['apply', '-f', '-'], JSON.stringify(pod));
     expect(r.status).not.toBe(0);
     expect(r.stderr).toMatch(/violates PodSecurity "restricted/);
+  });
+
+  it('confines the operator identity by the chart admission policy: refused in kube-system, allowed in its tenant namespace (positive control)', () => {
+    const asOperator = (namespace: string): Result => kube(['--as', `system:serviceaccount:${OPERATOR_NS}:eva-operator`, 'create', '--dry-run=server', '-f', '-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'confinement-probe', namespace }, data: { x: 'y' } }));
+    const refused = asOperator('kube-system');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain("ValidatingAdmissionPolicy 'eva-operator-write-confinement'");
+    const allowed = asOperator(tenantNs(CUSTOMER_CODE));
+    expect(allowed.stderr).toBe('');
+    expect(allowed.status).toBe(0);
   });
 
   it('hands over to the standby when the leader pod is deleted; a tenant applied afterwards reaches Active', async () => {

@@ -19,7 +19,10 @@ import { type EnvVar, helm, type HelmResult, type KubeObject, parseManifest } fr
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../../e2e/support/operator.ts';
 import { applyTenant, waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
 import { leaseNameForVersion } from '../../src/controller/lease.ts';
+import { FINALIZER, GROUP, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, PLURAL, WAVE_LABEL } from '../../src/api/constants.ts';
+import { tenantNamespace } from '../../src/steps/names.ts';
 import { natsBootstrapFiles } from '../support/fixtures.ts';
+import { type AuditEvent, auditOffset, auditWritesSince } from '../support/audit.ts';
 
 const chartDir = join(repoRoot, 'charts/eva-operator');
 const NAMESPACE = 'eva-system';
@@ -191,6 +194,7 @@ describe('helm lint --strict', () => {
   it.each([
     ['nats.enabled=true', QUICK_START_NATS],
     ['nats.url', ['--set', `nats.url=${NATS_URL}`]],
+    ['admissionPolicy.enabled=false', ['--set', `nats.url=${NATS_URL}`, '--set', 'admissionPolicy.enabled=false']],
     ['serviceMonitor and every optional setting', ['--set', `nats.url=${NATS_URL}`, '--set', 'metrics.serviceMonitor.enabled=true', '--set', 'ingressClass=eva-lb', '--set', 'airGapRegistry=registry.internal:5000']],
   ])('lints cleanly with %s', async (_name, args) => {
     const result = await helm(['lint', '--strict', chartDir, ...args]);
@@ -234,6 +238,8 @@ describe('helm template: defaults', () => {
         `RoleBinding/${FULLNAME}-leader-election`,
         `Service/${FULLNAME}-metrics`,
         `ServiceAccount/${FULLNAME}`,
+        `ValidatingAdmissionPolicy/${FULLNAME}-write-confinement`,
+        `ValidatingAdmissionPolicyBinding/${FULLNAME}-write-confinement`,
       ].sort(),
     );
   });
@@ -570,6 +576,56 @@ describe('RBAC', () => {
   });
 });
 
+describe('admission policy (templates/admission-policy.yaml; proven on the API server by admission-policy.test.ts)', () => {
+  interface Policy extends KubeObject {
+    spec: {
+      failurePolicy: string;
+      matchConditions: { name: string; expression: string }[];
+      matchConstraints: { resourceRules: { resources: string[]; operations: string[] }[] };
+      variables: { name: string; expression: string }[];
+    };
+  }
+  interface PolicyBinding extends KubeObject {
+    spec: { policyName: string; validationActions: string[]; matchResources?: unknown };
+  }
+  const policyOf = (objects: readonly KubeObject[]): Policy => objects.find((o) => o.kind === 'ValidatingAdmissionPolicy') as Policy;
+
+  it('binds the policy with Deny to every request, fails closed, and matches every resource and subresource written', async () => {
+    const objects = await render();
+    const policy = policyOf(objects);
+    const binding = objects.find((o): o is PolicyBinding => o.kind === 'ValidatingAdmissionPolicyBinding');
+    expect(policy.apiVersion).toBe('admissionregistration.k8s.io/v1');
+    expect(binding?.spec).toEqual({ policyName: policy.metadata.name, validationActions: ['Deny'] });
+    expect(policy.spec.failurePolicy).toBe('Fail');
+    expect(policy.spec.matchConstraints.resourceRules).toEqual([
+      { apiGroups: ['*'], apiVersions: ['*'], resources: ['*/*'], operations: ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] },
+    ]);
+  });
+
+  it('judges only the chart ServiceAccount (also a named one), and knows the release namespace', async () => {
+    const check = (policy: Policy, serviceAccount: string): void => {
+      expect(policy.spec.matchConditions).toEqual([
+        { name: 'operator-service-account', expression: `request.userInfo.username == "system:serviceaccount:${NAMESPACE}:${serviceAccount}"` },
+      ]);
+      expect(policy.spec.variables.find((v) => v.name === 'releaseNamespaceWrite')?.expression).toContain(`variables.requestNamespace == "${NAMESPACE}"`);
+    };
+    check(policyOf(await render()), FULLNAME);
+    check(policyOf(await render(['--set', `nats.url=${NATS_URL}`, '--set', 'serviceAccount.name=eva-robot'])), 'eva-robot');
+  });
+
+  it('names the labels, annotation, finalizer and namespace prefix src/api and src/steps use', async () => {
+    const text = JSON.stringify(policyOf(await render()).spec);
+    for (const name of [`'${LABELS.managedBy}'`, `'${LABELS.tenantUid}'`, `'${MANAGED_BY}'`, `'${WAVE_LABEL}'`, `'${OWNER_ANNOTATION}'`, `'${FINALIZER}'`, `'${GROUP}'`, `'${PLURAL}'`, `'${tenantNamespace('')}'`, `'${KIND}'`]) {
+      expect(text, name).toContain(name);
+    }
+  });
+
+  it('admissionPolicy.enabled=false renders neither the policy nor its binding', async () => {
+    const objects = await render(['--set', `nats.url=${NATS_URL}`, '--set', 'admissionPolicy.enabled=false']);
+    expect(objects.filter((o) => o.apiVersion.startsWith('admissionregistration.k8s.io'))).toEqual([]);
+  });
+});
+
 // ---- on the local control plane ---------------------------------------------------------------------
 
 const runId = `${String(process.pid)}-${randomBytes(3).toString('hex')}`;
@@ -610,6 +666,18 @@ function serviceAccountKubeconfig(dir: string, namespace: string, serviceAccount
   };
   writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
   return file;
+}
+
+/** Audited writes as sorted "<where> <group>/<resource>[/<subresource>] <verb>" lines with their counts. */
+function writeTable(writes: readonly AuditEvent[], namespaces: Record<string, string>): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const { verb, objectRef: ref = {} } of writes) {
+    const namespace = ref.resource === 'namespaces' ? undefined : ref.namespace;
+    const where = namespace === undefined ? 'cluster' : (namespaces[namespace] ?? `namespace ${namespace}`);
+    const line = `${where} ${ref.apiGroup ?? 'core'}/${ref.resource ?? '?'}${ref.subresource ? `/${ref.subresource}` : ''} ${verb}`;
+    counts.set(line, (counts.get(line) ?? 0) + 1);
+  }
+  return [...counts].sort(([a], [b]) => a.localeCompare(b));
 }
 
 describe('on the local control plane', () => {
@@ -682,7 +750,9 @@ describe('on the local control plane', () => {
       rmSync(dir, { recursive: true, force: true });
     }, 300_000);
 
-    it('provisions a Starter tenant to Active and decommissions it, with no request forbidden', async () => {
+    it('provisions a Starter tenant to Active and decommissions it, with no request forbidden, under the admission policy', async () => {
+      expect(kubectl(['get', 'validatingadmissionpolicybinding', `${liveFullname}-write-confinement`]).status, 'the chart installs its admission policy').toBe(0);
+      const since = auditOffset();
       applyTenant(tenant, { capsuleCode: code, tier: 'Starter', seedsVersion: '1.0.0', wave: 1, operatorVersion: version });
       const active = await waitForPhase(tenant, 'Active', 240_000);
       for (const type of ['NamespaceReady', 'Provisioned', 'SeedLoaded', 'ModulesDeployed', 'IngressReady', 'Ready']) {
@@ -696,15 +766,29 @@ describe('on the local control plane', () => {
       expect(await waitForGone(tenant, 240_000), `EvaTenant ${tenant} was not removed`).toBe(true);
       expect(kubectl(['get', 'namespace', `eva-tenant-${tenant}`]).status).not.toBe(0);
       const logs = operator?.logs() ?? '';
-      expect(logs, 'a request was forbidden: the chart RBAC misses a permission').not.toMatch(/forbidden|HTTP-Code: 403/i);
+      expect(logs, 'a request was forbidden: the chart RBAC or admission policy misses a permission').not.toMatch(/forbidden|HTTP-Code: 403/i);
+
+      // What the operator and its helm processes wrote, where (the audit log records no Leases or Events).
+      const writes = auditWritesSince(since).filter((w) => w.user?.username === `system:serviceaccount:${liveNamespace}:${liveFullname}`);
+      const table = writeTable(writes, { [`eva-tenant-${tenant}`]: 'tenant namespace', [liveNamespace]: 'release namespace' });
+      console.info(`[operator-chart] the operator's writes for one Starter tenant, provisioned and decommissioned:\n${table.map(([line, count]) => `  ${line} x${String(count)}`).join('\n')}`);
+      expect(writes.filter((w) => w.responseStatus?.code === 403), 'refused writes').toEqual([]);
+      const lines = table.map(([line]) => line);
+      expect(lines.filter((line) => !/^(cluster (core\/namespaces|eva\.aidonow\.com\/evatenants(\/status)?)|tenant namespace .*|release namespace core\/secrets) /.test(line))).toEqual([]);
+      // Each part of the policy is exercised: the tenant namespace, the NATS account keys, the EvaTenant.
+      for (const part of ['cluster core/namespaces create', 'cluster core/namespaces delete', 'cluster eva.aidonow.com/evatenants patch', 'cluster eva.aidonow.com/evatenants/status update', 'release namespace core/secrets create', 'tenant namespace core/secrets create']) {
+        expect(lines, part).toContain(part);
+      }
     }, 600_000);
   });
 
-  it('uninstalls cleanly: cluster-scoped RBAC and the events Role go, the CRD stays', async () => {
+  it('uninstalls cleanly: cluster-scoped RBAC, the admission policy and the events Role go, the CRD stays', async () => {
     helmOk(await helm(['uninstall', liveRelease, '--namespace', liveNamespace, '--wait', '--timeout', '120s']), 'helm uninstall');
     installed = false;
     expect(kubectl(['get', 'clusterrole', liveFullname]).status).not.toBe(0);
     expect(kubectl(['get', 'clusterrolebinding', liveFullname]).status).not.toBe(0);
+    expect(kubectl(['get', 'validatingadmissionpolicy', `${liveFullname}-write-confinement`]).status).not.toBe(0);
+    expect(kubectl(['get', 'validatingadmissionpolicybinding', `${liveFullname}-write-confinement`]).status).not.toBe(0);
     expect(kubectl(['get', 'role', '-n', 'default', `${liveFullname}-events`]).status).not.toBe(0);
     expect(kubectl(['get', 'crd', 'evatenants.eva.aidonow.com']).status).toBe(0);
     kubectlOk(['delete', 'namespace', liveNamespace, '--wait=true', '--timeout=120s']);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 
 export interface AuditEvent {
   verb: string;
+  user?: { username?: string };
   userAgent?: string;
   requestURI?: string;
   requestReceivedTimestamp: string;
