@@ -20,7 +20,7 @@ import { type OperatorProcess, removeSecretsDir, startOperator } from '../../e2e
 import { applyTenant, waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
 import { leaseNameForVersion } from '../../src/controller/lease.ts';
 import { FINALIZER, GROUP, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, PLURAL, WAVE_LABEL } from '../../src/api/constants.ts';
-import { tenantNamespace } from '../../src/steps/names.ts';
+import { tenantNamespace } from '../../src/tenancy/names.ts';
 import { natsBootstrapFiles } from '../support/fixtures.ts';
 import { type AuditEvent, auditOffset, auditWritesSince } from '../support/audit.ts';
 
