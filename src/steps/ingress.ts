@@ -10,7 +10,7 @@ import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
 
-const INGRESS_NAME = 'eva-tenant';
+export const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;
 
 export interface IngressStepDeps {

@@ -28,7 +28,7 @@ import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
-import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
+import { isHibernated, notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
@@ -101,8 +101,11 @@ export function moduleValues({ module, scope, deps, credentials, natsRevision }:
     seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
   };
   const nats = { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision };
+  // Hibernation goes through helm like any value (the release owns replicas; no second writer), and
+  // wins over the tenant's own replicaCount.
+  const hibernation = isHibernated(scope) ? { replicaCount: 0 } : {};
   return {
-    plain: { ...deepMerge(operator, user), nats },
+    plain: { ...deepMerge(operator, user), ...hibernation, nats },
     secret: { credentials: { ...credentials } },
   };
 }

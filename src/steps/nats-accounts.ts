@@ -36,7 +36,7 @@ import { NatsSystem } from '../adapters/nats-system.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, REGISTRY_KEYS, type StoredAccountKeys } from './account-keys.ts';
 import { commandsStream, dataBucket, eventsStream, inboxPrefix, kvStream, tenantSubjects } from './names.ts';
 import { codeInUse, tenantUid } from './ownership.ts';
-import type { TenantScope } from './step.ts';
+import { isHibernated, type TenantScope } from './step.ts';
 
 /** The operator's own users live this long; a reconnect after that mints a new one. */
 const OPERATOR_USER_SECONDS = 3600;
@@ -72,13 +72,30 @@ function tenantLimits(scope: TenantScope): AccountLimits {
   };
 }
 
-export function tenantClaims(scope: TenantScope, keys: AccountKeys): AccountClaims {
+/**
+ * A revocation time no user JWT is issued after (9999-12-31T23:59:59Z): NATS refuses every JWT of a
+ * user revoked at or after its issue time, so the modules' user is refused whatever credentials it
+ * holds, until the entry goes. Kept out of the stored revocations: resuming only drops it.
+ */
+export const REFUSED_UNTIL_RESUMED = 253_402_300_799;
+
+/**
+ * The revocations to sign: the stored ones, plus the modules' current user while the tenant must not
+ * connect (hibernated, or decommissioned with its data retained). The account, its JetStream data and
+ * the operator's own (freshly minted) users stay as they are, so nothing is lost and resuming is one push.
+ */
+function revocationsOf(keys: AccountKeys, refuseModules: boolean): Readonly<Record<string, number>> {
+  if (!refuseModules || keys.userSeed === undefined) return keys.revocations;
+  return { ...keys.revocations, [publicKeyOf(keys.userSeed, 'user')]: REFUSED_UNTIL_RESUMED };
+}
+
+export function tenantClaims(scope: TenantScope, keys: AccountKeys, refuseModules = isHibernated(scope)): AccountClaims {
   return {
     account: keys.account,
     name: scope.code,
     signingKeys: [publicKeyOf(keys.signingSeed, 'account')],
     limits: tenantLimits(scope),
-    revocations: keys.revocations,
+    revocations: revocationsOf(keys, refuseModules),
     tags: ['eva-tenant', `tier:${scope.tenant.spec.tier.toLowerCase()}`],
   };
 }

@@ -73,3 +73,26 @@ export interface Step<Deps> {
   remove(scope: TenantScope, deps: Deps): Promise<void>;
   verifyRemoved(scope: TenantScope, deps: Deps): Promise<Verdict>;
 }
+
+/**
+ * spec.lifecycle Suspended (hibernation): everything the tenant owns is kept, but its modules run no
+ * replica, its Ingress is withdrawn and NATS refuses its modules' credentials. The steps' ensure and
+ * verify read it, so the drift check keeps a hibernated tenant hibernated instead of "repairing" it.
+ */
+export const isHibernated = (scope: TenantScope): boolean => scope.tenant.spec.lifecycle === 'Suspended';
+
+/** spec.dataRetention Retain: decommissioning keeps the NATS account (disabled), streams and seed bucket. */
+export const retainsData = (scope: TenantScope): boolean => scope.tenant.spec.dataRetention === 'Retain';
+
+/** A step whose objects are withdrawn while the tenant hibernates (the Ingress): ensure removes, verify wants them gone. */
+export function withdrawnWhileHibernated<Deps>(step: Step<Deps>): Step<Deps> {
+  return {
+    ...step,
+    ensure: async (scope, deps) => {
+      if (!isHibernated(scope)) return step.ensure(scope, deps);
+      await step.remove(scope, deps);
+      return step.verifyRemoved(scope, deps);
+    },
+    verify: (scope, deps) => (isHibernated(scope) ? step.verifyRemoved(scope, deps) : step.verify(scope, deps)),
+  };
+}
