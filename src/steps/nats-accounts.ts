@@ -35,7 +35,7 @@ import {
 import { NatsSystem } from '../adapters/nats-system.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, REGISTRY_KEYS, type StoredAccountKeys } from './account-keys.ts';
 import { commandsStream, dataBucket, eventsStream, inboxPrefix, kvStream, tenantSubjects } from './names.ts';
-import { codeInUse, tenantUid } from './ownership.ts';
+import { codeInUse, isOwnOrRestored } from './ownership.ts';
 import { isHibernated, type TenantScope } from './step.ts';
 
 /** The operator's own users live this long; a reconnect after that mints a new one. */
@@ -234,7 +234,7 @@ export class NatsAccounts {
   /** The tenant's account keys, if the tenant has an account (another tenant's with the same code is refused). */
   async tenantKeys(scope: TenantScope): Promise<StoredAccountKeys | undefined> {
     const stored = await this.keys.read(accountKeysName(scope.code));
-    if (stored !== undefined && stored.owner !== tenantUid(scope)) throw codeInUse(scope, `NATS account ${stored.keys.account}`, stored.owner);
+    if (stored !== undefined && !isOwnOrRestored(scope, stored.owner)) throw codeInUse(scope, `NATS account ${stored.keys.account}`, stored.owner);
     return stored;
   }
 
