@@ -169,9 +169,10 @@ const atRest = (view: SagaView): boolean => view.stage === 'active' || view.stag
  * and Ready is False with reason Suspended, since nothing serves. Before it rests, as allConditions.
  */
 export function hibernatedConditions(view: SagaView): Record<string, ConditionState> {
-  if (!atRest(view)) return allConditions(view);
+  const all = allConditions(view);
+  if (!atRest(view)) return all;
   return {
-    ...desiredConditions(view),
+    ...all,
     Provisioned: { status: 'True', reason: Reason.NatsCredentialsRefused, message: "NATS account, streams and tenant record are kept; the modules' credentials are refused" },
     ModulesDeployed: { status: 'True', reason: Reason.ScaledToZero, message: 'every module release is deployed with zero replicas' },
     IngressReady: { status: 'True', reason: Reason.IngressWithdrawn, message: 'the tenant Ingress is withdrawn: nothing is served' },
