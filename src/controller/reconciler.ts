@@ -74,7 +74,7 @@ export class TenantReconciler {
 
   private async provision(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
     const { steps, metrics } = this.ctx;
-    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log, steps.observe && ((fresh) => steps.observe?.(scope, fresh) ?? Promise.reject(new Error('no observer'))));
+    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log, (fresh) => steps.observe(scope, fresh));
     const event: SagaEvent = { type: provisionedSpecChanged(tenant) ? 'SPEC_CHANGED' : 'RECONCILE' };
     const result = await runSaga(persistedSnapshotOf(tenant), event, {
       runStep: (step) => steps.runStep(step, scope),

@@ -18,7 +18,7 @@ export interface TenantSteps {
   /** Whether a step waiting on the world is woken by a watch (and can be polled slowly). */
   isWatched(step: StepName): boolean;
   /** status.modules and status.url; `fresh` reads the API, else the watch caches. */
-  observe?(scope: TenantScope, fresh: boolean): Promise<ObservedTenant>;
+  observe(scope: TenantScope, fresh: boolean): Promise<ObservedTenant>;
 }
 
 export function operatorSteps(deps: OperatorDeps, metrics: OperatorMetricsSink): TenantSteps {
