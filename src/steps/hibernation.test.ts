@@ -45,6 +45,9 @@ describe('hibernation (spec.lifecycle Suspended)', () => {
     expect(tenantClaims(scopeFor(), keys).revocations).toEqual({ UOLD: 10 });
     expect(tenantClaims(scopeFor(), keys, true).revocations).toEqual({ UOLD: 10, [user]: REFUSED_UNTIL_RESUMED });
     expect(new Date(REFUSED_UNTIL_RESUMED * 1000).toISOString()).toBe('9999-12-31T23:59:59.000Z');
+    // Mid-rotation, the user being retired is refused too.
+    const rotating = { ...keys, retiringUser: 'URETIRING' };
+    expect(tenantClaims(scopeFor({ lifecycle: 'Suspended' }), rotating).revocations).toEqual({ UOLD: 10, [user]: REFUSED_UNTIL_RESUMED, URETIRING: REFUSED_UNTIL_RESUMED });
   });
 
   it('shows Suspended once at rest, with Ready False, and Provisioning while it gets there', () => {

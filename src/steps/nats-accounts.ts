@@ -85,8 +85,10 @@ export const REFUSED_UNTIL_RESUMED = 253_402_300_799;
  * the operator's own (freshly minted) users stay as they are, so nothing is lost and resuming is one push.
  */
 function revocationsOf(keys: AccountKeys, refuseModules: boolean): Readonly<Record<string, number>> {
-  if (!refuseModules || keys.userSeed === undefined) return keys.revocations;
-  return { ...keys.revocations, [publicKeyOf(keys.userSeed, 'user')]: REFUSED_UNTIL_RESUMED };
+  if (!refuseModules) return keys.revocations;
+  // A user a rotation is retiring is still the modules' until step revoke: refused as well.
+  const users = [keys.userSeed === undefined ? undefined : publicKeyOf(keys.userSeed, 'user'), keys.retiringUser].filter((u) => u !== undefined);
+  return { ...keys.revocations, ...Object.fromEntries(users.map((user) => [user, REFUSED_UNTIL_RESUMED])) };
 }
 
 export function tenantClaims(scope: TenantScope, keys: AccountKeys, refuseModules = isHibernated(scope)): AccountClaims {
