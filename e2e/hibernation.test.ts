@@ -27,6 +27,7 @@ const VERSION = '9.5.0';
 const DRIFT_INTERVAL_SECONDS = 3;
 const HIBERNATE = 'HIBERN';
 const RETAIN = 'RETAIN';
+const KEPT = 'RETKEP';
 const MODULES = MODULES_BY_TIER.Starter;
 const ACTIVE_MS = 240_000;
 const CASE_MS = 900_000;
@@ -171,20 +172,21 @@ describe('hibernation and data retention', () => {
     target = { url: nats.url };
     operator = startOperator(env());
     await operator.ready();
-    for (const code of [HIBERNATE, RETAIN]) {
+    for (const code of [HIBERNATE, RETAIN, KEPT]) {
       if (pinnedVersion(nameOf(code)) !== VERSION) continue;
       kubectl(['delete', 'evt', nameOf(code), '--wait=false']);
       expect(await waitForGone(nameOf(code), 240_000), `leftover ${code}`).toBe(true);
     }
     tenant(HIBERNATE);
     tenant(RETAIN, { dataRetention: 'Retain' });
+    tenant(KEPT, { dataRetention: 'Retain' });
   }, 600_000);
 
   afterAll(async () => {
-    for (const code of [HIBERNATE, RETAIN]) {
+    for (const code of [HIBERNATE, RETAIN, KEPT]) {
       if (pinnedVersion(nameOf(code)) === VERSION) kubectl(['delete', 'evt', nameOf(code), '--wait=false']);
     }
-    for (const code of [HIBERNATE, RETAIN]) await waitForGone(nameOf(code), 300_000);
+    for (const code of [HIBERNATE, RETAIN, KEPT]) await waitForGone(nameOf(code), 300_000);
     console.log(`hibernation figures:\n  ${figures.join('\n  ')}`);
     await operator.stop();
     removeSecretsDir(operator);
@@ -276,5 +278,22 @@ describe('hibernation and data retention', () => {
     expect(await waitForGone(nameOf(RETAIN), ACTIVE_MS)).toBe(true);
     expect(tenantAccount(RETAIN)).toBeUndefined();
     expect(await refused(RETAIN, credentials)).toBe(true);
+  }, CASE_MS);
+
+  it('keeps a Decommissioned tenant’s data with Retain and gives it back when set Active again', async () => {
+    await waitActive(KEPT);
+    const credentials = moduleCredentials(KEPT);
+    const sent = ['kept-object-1'];
+    await publishAsModule(KEPT, sent);
+    patchTenantSpec(nameOf(KEPT), { lifecycle: 'Decommissioned' });
+    await waitForTenant(nameOf(KEPT), 'Decommissioned', (t) => t.phase === 'Decommissioned', ACTIVE_MS);
+    const states = (getJson(['evt', nameOf(KEPT)]) as { status?: { decommission?: Record<string, string> } } | undefined)?.status?.decommission;
+    expect(states).toMatchObject({ seed: 'Retained', streams: 'Retained', account: 'Retained', record: 'Removed', modules: 'Removed', namespace: 'Removed' });
+    expect(await refused(KEPT, credentials)).toBe(true);
+    expect(await streamNames(KEPT, target)).toEqual([`KV_eva-${KEPT}-data`, `eva-${KEPT}-commands`, `eva-${KEPT}-events`]);
+    const backAt = Date.now();
+    patchTenantSpec(nameOf(KEPT), { lifecycle: 'Active' });
+    note(`Decommissioned (Retain) -> Active again: ${String(await waitActive(KEPT, backAt))} ms`);
+    expect(await readAsModule(KEPT, sent.length)).toEqual(sent);
   }, CASE_MS);
 });
