@@ -44,7 +44,7 @@ export const ROTATE_NATS_CREDENTIALS_ANNOTATION = `${GROUP}/rotate-nats-credenti
 export const TIERS = ['Starter', 'Customer', 'Enterprise', 'Platform'] as const;
 export type Tier = (typeof TIERS)[number];
 
-export const LIFECYCLES = ['Active', 'Decommissioned'] as const;
+export const LIFECYCLES = ['Active', 'Suspended', 'Decommissioned'] as const;
 export type Lifecycle = (typeof LIFECYCLES)[number];
 
 export const PHASES = [
@@ -55,6 +55,7 @@ export const PHASES = [
   'Decommissioning',
   'Decommissioned',
   'Failed',
+  'Suspended',
 ] as const;
 export type Phase = (typeof PHASES)[number];
 
@@ -74,6 +75,16 @@ export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
 export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
 
 export const WAVES = { min: 1, max: 3 } as const;
+
+/** What decommissioning does with the tenant's NATS data: Delete (zero residue) or Retain it, account disabled. */
+export const DATA_RETENTIONS = ['Delete', 'Retain'] as const;
+export type DataRetention = (typeof DATA_RETENTIONS)[number];
+/**
+ * On a new EvaTenant: the uid of the deleted EvaTenant whose retained NATS data (account, streams,
+ * seed bucket) it takes over. Naming the uid is deliberate: a reused capsule code alone never hands
+ * one customer's data to another.
+ */
+export const RESTORE_FROM_ANNOTATION = `${GROUP}/restore-from-uid`;
 
 /** Six uppercase letters: compact, unambiguous and safe in DNS labels, stream and release names. */
 export const CAPSULE_CODE_PATTERN = '^[A-Z]{6}$';

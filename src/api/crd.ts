@@ -30,6 +30,7 @@ const printerColumns = [
   { name: 'Wave', type: 'integer', jsonPath: '.spec.wave' },
   { name: 'Owner', type: 'string', jsonPath: annotationPath(OWNER_ANNOTATION), description: 'Operator version that owns the tenant' },
   { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+  { name: 'URL', type: 'string', jsonPath: '.status.url' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
 ];
 

@@ -7,6 +7,7 @@ import {
   type API_VERSION,
   CAPSULE_CODE_PATTERN,
   CONDITION_STATUSES,
+  DATA_RETENTIONS,
   type KIND,
   LIFECYCLES,
   PHASES,
@@ -35,8 +36,16 @@ export const EvaTenantSpecSchema = Type.Object(
     tier: StringEnum(TIERS, { description: 'Sizing tier: quotas, stream limits and the set of modules.' }),
     lifecycle: Type.Optional(
       StringEnum(LIFECYCLES, {
-        description: 'Active provisions the tenant; Decommissioned removes everything but keeps this object.',
+        description:
+          'Active provisions the tenant; Suspended hibernates it (modules scaled to zero, Ingress withdrawn, NATS credentials refused, all data kept); Decommissioned removes everything but keeps this object.',
         default: 'Active',
+      }),
+    ),
+    dataRetention: Type.Optional(
+      StringEnum(DATA_RETENTIONS, {
+        description:
+          'On decommission or delete: Delete removes every trace; Retain keeps the NATS account (disabled, credentials refused), streams and seed bucket for a later restore or purge.',
+        default: 'Delete',
       }),
     ),
     operatorVersion: Type.Optional(
@@ -85,6 +94,14 @@ export const ConditionSchema = Type.Object({
   observedGeneration: Type.Optional(Type.Integer({ minimum: 0 })),
 });
 
+export const ModuleStatusSchema = Type.Object({
+  chartVersion: Type.Optional(Type.String({ description: 'The chart version of the deployed release.' })),
+  readyReplicas: Type.Integer({ minimum: 0 }),
+  replicas: Type.Integer({ minimum: 0, description: 'Replicas the Deployment asks for (0 while Suspended).' }),
+  valuesDigest: Type.Optional(Type.String({ description: 'Digest of the chart and values last applied.' })),
+  message: Type.String({ maxLength: 1024 }),
+});
+
 export const EvaTenantStatusSchema = Type.Object(
   {
     phase: Type.Optional(StringEnum(PHASES)),
@@ -106,6 +123,10 @@ export const EvaTenantStatusSchema = Type.Object(
     saga: Type.Optional(
       FreeFormObject({ description: 'The persisted saga snapshot, so a restarted operator resumes where it was.' }),
     ),
+    url: Type.Optional(Type.String({ description: 'Where the tenant is served (from its Ingress: https when it has TLS); absent while it has none.' })),
+    modules: Type.Optional(
+      StringKeyedMap(ModuleStatusSchema, { description: 'Per module of the tier: its release and Deployment as last observed.' }),
+    ),
     decommission: Type.Optional(
       StringKeyedMap(Type.String(), {
         description: 'Per decommission step: Removed, or why it is not removed yet.',
@@ -119,6 +140,7 @@ export type EvaTenantSpecInput = Static<typeof EvaTenantSpecSchema>;
 /** A spec after API-server defaulting: defaulted fields are always present. */
 export type EvaTenantSpec = EvaTenantSpecInput & Required<Pick<EvaTenantSpecInput, 'lifecycle' | 'wave'>>;
 export type EvaTenantStatus = Static<typeof EvaTenantStatusSchema>;
+export type ModuleStatus = Static<typeof ModuleStatusSchema>;
 export type Condition = Static<typeof ConditionSchema>;
 
 /** The metadata fields the operator reads, as they arrive over the wire (timestamps are strings). */

@@ -15,6 +15,12 @@ export const Reason = {
   ReleasesDeployed: 'ReleasesDeployed',
   IngressAdmitted: 'IngressAdmitted',
   Provisioned: 'Provisioned',
+  /** Hibernation (spec.lifecycle Suspended) and data retention. */
+  Suspended: 'Suspended',
+  ScaledToZero: 'ScaledToZero',
+  IngressWithdrawn: 'IngressWithdrawn',
+  NatsCredentialsRefused: 'NatsCredentialsRefused',
+  Retained: 'Retained',
 
   // -- catch-alls for errors that carry no reason ---------------------------------------------------
   StepFailed: 'StepFailed',

@@ -7,14 +7,29 @@ import { LABELS } from '../api/constants.ts';
 import { readOptional } from '../adapters/kube.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
+import { retainedAccount } from '../steps/account.ts';
 import { STEPS, type OperatorDeps } from '../steps/registry.ts';
-import type { StepName } from '../steps/step.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
+import { READY, type Step, type StepName } from '../steps/step.ts';
+import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 
 /** Provisioning backwards; 'revoke' has nothing of its own (the account goes whole). */
 export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];
 
 const REMOVED = 'Removed';
+/** The state of a step whose data spec.dataRetention Retain keeps: as final as Removed. */
+const RETAINED = 'Retained';
+
+type Removal = Pick<Step<OperatorDeps>, 'remove' | 'verifyRemoved'>;
+const KEPT: Removal = { remove: () => Promise.resolve(), verifyRemoved: () => Promise.resolve(READY) };
+/**
+ * With spec.dataRetention Retain, what these steps do instead of removing: streams and seed bucket
+ * stay, the account stays on NATS disabled (its modules' user refused) with its keys. Everything else
+ * (record, releases, namespace...) goes as with Delete.
+ */
+const RETAINING: Partial<Record<StepName, Removal>> = { seed: KEPT, streams: KEPT, account: retainedAccount };
+
+const removalOf = (step: StepName, scope: TenantScope): Removal => (retainsData(scope) ? (RETAINING[step] ?? STEPS[step]) : STEPS[step]);
+const doneState = (step: StepName, scope: TenantScope): string => (retainsData(scope) && RETAINING[step] !== undefined ? RETAINED : REMOVED);
 
 /** Steps named in the force annotation; unknown names are returned apart so they can be reported. */
 export function forcedSteps(annotation: string | undefined): { skip: Set<StepName>; unknown: string[] } {
@@ -40,7 +55,7 @@ function describe(err: unknown): string {
 
 async function removeStep(step: StepName, scope: TenantScope, deps: OperatorDeps): Promise<string | undefined> {
   try {
-    await STEPS[step].remove(scope, deps);
+    await removalOf(step, scope).remove(scope, deps);
     return undefined;
   } catch (err) {
     scope.log.warn({ step, err }, 'decommission step failed; continuing with the next');
@@ -50,8 +65,8 @@ async function removeStep(step: StepName, scope: TenantScope, deps: OperatorDeps
 
 async function verifyStep(step: StepName, scope: TenantScope, deps: OperatorDeps): Promise<string> {
   try {
-    const verdict = await STEPS[step].verifyRemoved(scope, deps);
-    return verdict.ready ? REMOVED : `${verdict.reason}: ${verdict.message}`;
+    const verdict = await removalOf(step, scope).verifyRemoved(scope, deps);
+    return verdict.ready ? doneState(step, scope) : `${verdict.reason}: ${verdict.message}`;
   } catch (err) {
     return describe(err);
   }
@@ -96,9 +111,9 @@ export async function decommission(scope: TenantScope, deps: OperatorDeps, skip:
     else if (alone !== undefined) states[step] = alone;
     else {
       const verified = await verifyStep(step, scope, deps);
-      states[step] = verified === REMOVED ? REMOVED : (failures.get(step) ?? verified);
+      states[step] = verified === doneState(step, scope) ? verified : (failures.get(step) ?? verified);
     }
   }
-  const complete = Object.values(states).every((s) => s.startsWith(REMOVED));
+  const complete = Object.values(states).every((s) => s.startsWith(REMOVED) || s === RETAINED);
   return { states, complete };
 }

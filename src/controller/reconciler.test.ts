@@ -42,6 +42,8 @@ function fakeSteps(outcome: (step: StepName) => StepOutcome | Error = () => ({ k
     },
     afterActive: () => Promise.resolve(),
     isWatched: () => false,
+    // Not observed here: the writer keeps what status had (tested in e2e/hibernation.test.ts).
+    observe: () => Promise.reject(new Error('no observation in these tests')),
   };
   return steps;
 }

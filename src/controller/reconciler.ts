@@ -5,13 +5,13 @@
  */
 import { MODULES_BY_TIER } from '../api/modules.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { FORCE_DECOMMISSION_ANNOTATION, type Phase } from '../api/constants.ts';
+import { FORCE_DECOMMISSION_ANNOTATION, type Phase, RESTORE_FROM_ANNOTATION } from '../api/constants.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Logger, tenantLogger } from '../log.ts';
 import type { OperatorMetricsSink } from './metrics-sink.ts';
 import { runSaga } from '../saga/driver.ts';
 import type { SagaEvent } from '../saga/machine.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
+import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 import { tenantNamespace } from '../tenancy/names.ts';
 import { forcedSteps } from './decommission.ts';
 import { decideOwnership, type OperatorSelf, ownerValue, removeFinalizer, syncMetadata } from './metadata.ts';
@@ -74,7 +74,7 @@ export class TenantReconciler {
 
   private async provision(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
     const { steps, metrics } = this.ctx;
-    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log);
+    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log, (fresh) => steps.observe(scope, fresh));
     const event: SagaEvent = { type: provisionedSpecChanged(tenant) ? 'SPEC_CHANGED' : 'RECONCILE' };
     const result = await runSaga(persistedSnapshotOf(tenant), event, {
       runStep: (step) => steps.runStep(step, scope),
@@ -107,12 +107,19 @@ export class TenantReconciler {
       return { kind: 'backoff' };
     }
     this.ctx.metrics.forgetTenant(scope.code);
-    if (phaseBefore !== 'Decommissioned') await writer.event('Normal', 'DeprovisionComplete', `every resource of tenant ${scope.code} is gone`);
+    if (phaseBefore !== 'Decommissioned') await writer.event('Normal', 'DeprovisionComplete', completeMessage(scope));
     // Deleted: the finalizer comes off last. Kept (lifecycle Decommissioned): the CR stays, empty.
     if (tenant.metadata.deletionTimestamp !== undefined) await removeFinalizer(this.ctx.tenants, writer.current);
     else if (phaseBefore !== 'Decommissioned') await writer.write(decommissionStatus(tenant, 'Decommissioned', result.states));
     return DONE;
   }
+}
+
+/** What DeprovisionComplete says; with retained data, how to get it back (the uid is the key to it). */
+function completeMessage(scope: TenantScope): string {
+  if (!retainsData(scope)) return `every resource of tenant ${scope.code} is gone`;
+  const uid = scope.tenant.metadata.uid ?? '';
+  return `tenant ${scope.code} is decommissioned; its NATS account (disabled), streams and seed bucket are retained: restore with an EvaTenant of capsule code ${scope.code} annotated ${RESTORE_FROM_ANNOTATION}=${uid} (docs/lifecycle.md)`;
 }
 
 /** Forcing past a step is an exceptional human decision: it is always recorded in an Event. */

@@ -2,7 +2,8 @@
  * Serialises the status writes and events of one reconcile, always on the latest resourceVersion. An
  * unchanged status is not written; events are an audit trail, so a failed event write is logged only.
  */
-import type { EvaTenant } from '../api/evatenant.ts';
+import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
+import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
 import type { SagaView } from '../saga/conditions.ts';
 import type { SagaEmitted } from '../saga/machine.ts';
@@ -17,6 +18,17 @@ const EVENT_OF_STEP: Partial<Record<StepName, string>> = {
   ingress: 'IngressProvisioned',
 };
 
+/** Reads what status.modules and status.url show; `fresh`: from the API, not the watch caches. */
+export type Observe = (fresh: boolean) => Promise<ObservedTenant>;
+
+/** status.modules and status.url as stored, so a write that observes nothing new keeps them. */
+function observedPart(status: EvaTenantStatus | undefined): Partial<ObservedTenant> {
+  const part: Partial<ObservedTenant> = {};
+  if (status?.modules !== undefined) part.modules = status.modules;
+  if (status?.url !== undefined) part.url = status.url;
+  return part;
+}
+
 export class StatusWriter {
   current: EvaTenant;
   becameActiveAfterSeconds: number | undefined;
@@ -24,11 +36,15 @@ export class StatusWriter {
   private readonly log: Logger;
   private pendingEvents: Promise<void> = Promise.resolve();
   private lastProblem: string | undefined;
+  private readonly observe: Observe | undefined;
+  /** A step ran in this reconcile: the caches may lag behind its writes, so observe from the API. */
+  private provisioned = false;
 
-  constructor(store: TenantStore, tenant: EvaTenant, log: Logger) {
+  constructor(store: TenantStore, tenant: EvaTenant, log: Logger, observe?: Observe) {
     this.store = store;
     this.current = tenant;
     this.log = log;
+    this.observe = observe;
     const problem = tenant.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'False');
     this.lastProblem = problem?.reason;
   }
@@ -37,9 +53,25 @@ export class StatusWriter {
     // The drift check is transient: persisting it would turn every idle check into a write.
     if (view.stage === 'checking') return;
     this.warnOnNewProblem(view);
-    const status = buildStatus(this.current, view, persisted, new Date());
+    const status = { ...buildStatus(this.current, view, persisted, new Date()), ...(await this.observation(view)) };
     if (sameStatus(this.current.status, status)) return;
     await this.write(status);
+  }
+
+  /**
+   * Observed once the saga rests (not at every step), folded into the write the transition makes
+   * anyway; an observation that cannot be read keeps the stored one rather than failing the write.
+   */
+  private async observation(view: SagaView): Promise<Partial<ObservedTenant>> {
+    const kept = observedPart(this.current.status);
+    if (view.stage === 'provisioning') this.provisioned = true;
+    if (this.observe === undefined || view.stage === 'provisioning') return kept;
+    try {
+      return await this.observe(this.provisioned);
+    } catch (err) {
+      this.log.debug({ err }, 'could not observe modules and ingress; status keeps the last observation');
+      return kept;
+    }
   }
 
   async write(status: EvaTenant['status']): Promise<void> {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { PROVISIONING_CONDITIONS, ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
-import { allConditions, mergeConditions, phaseOf, type SagaView } from '../saga/conditions.ts';
+import { allConditions, hibernatedConditions, hibernatedPhase, mergeConditions, phaseOf, type SagaView } from '../saga/conditions.ts';
 
 function elapsedSince(start: string, now: Date): number {
   return Math.max(0, Math.round((now.getTime() - Date.parse(start)) / 10) / 100);
@@ -26,9 +26,11 @@ function timings(previous: EvaTenantStatus, view: SagaView, conditions: EvaTenan
 
 export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknown, now: Date): EvaTenantStatus {
   const previous = tenant.status ?? {};
-  const conditions = mergeConditions(previous.conditions ?? [], allConditions(view), now.toISOString(), tenant.metadata.generation);
+  const hibernated = tenant.spec.lifecycle === 'Suspended';
+  const desired = hibernated ? hibernatedConditions(view) : allConditions(view);
+  const conditions = mergeConditions(previous.conditions ?? [], desired, now.toISOString(), tenant.metadata.generation);
   const status: EvaTenantStatus = {
-    phase: phaseOf(view),
+    phase: hibernated ? hibernatedPhase(view) : phaseOf(view),
     conditions,
     ...timings(previous, view, conditions, now),
     saga: { snapshot: persisted, specDigest: provisionedSpecDigest(tenant) },

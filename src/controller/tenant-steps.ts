@@ -9,6 +9,7 @@ import { refreshQueueDepth } from './queue-depth.ts';
 import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
 import type { DriftReport, StepName, StepOutcome } from '../steps/step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
+import { type ObservedTenant, observeTenant } from '../steps/observed.ts';
 
 export interface TenantSteps {
   runStep(step: StepName, scope: TenantScope): Promise<StepOutcome>;
@@ -17,6 +18,8 @@ export interface TenantSteps {
   afterActive(scope: TenantScope): Promise<void>;
   /** Whether a step waiting on the world is woken by a watch (and can be polled slowly). */
   isWatched(step: StepName): boolean;
+  /** status.modules and status.url; `fresh` reads the API, else the watch caches. */
+  observe(scope: TenantScope, fresh: boolean): Promise<ObservedTenant>;
 }
 
 export function operatorSteps(deps: OperatorDeps, metrics: OperatorMetricsSink): TenantSteps {
@@ -33,5 +36,6 @@ export function operatorSteps(deps: OperatorDeps, metrics: OperatorMetricsSink):
       await refreshQueueDepth(scope, deps.nats, metrics);
     },
     isWatched: isWatchedStep,
+    observe: (scope, fresh) => observeTenant(scope, fresh || deps.driftReads === undefined ? deps.kube : deps.kube.withReads(deps.driftReads)),
   };
 }

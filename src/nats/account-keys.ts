@@ -45,8 +45,11 @@ export interface AccountKeyStore {
   read(name: string): Promise<StoredAccountKeys | undefined>;
   /** Creates the entry, or returns the one a concurrent writer created first (its keys win). */
   create(name: string, owner: string, keys: AccountKeys): Promise<StoredAccountKeys>;
-  /** Replaces the keys if nobody wrote since `stored` was read; else DependencyError (retry re-reads). */
-  update(name: string, stored: StoredAccountKeys, keys: AccountKeys): Promise<StoredAccountKeys>;
+  /**
+   * Replaces the keys (and the owner, when given: a restore takes retained keys over) if nobody wrote
+   * since `stored` was read; else DependencyError (retry re-reads).
+   */
+  update(name: string, stored: StoredAccountKeys, keys: AccountKeys, owner?: string): Promise<StoredAccountKeys>;
   /** Deletes the entry if `owner` owns it; absent is fine. */
   remove(name: string, owner: string): Promise<void>;
 }
@@ -187,9 +190,10 @@ export class KubeAccountKeyStore implements AccountKeyStore {
     }
   }
 
-  async update(name: string, stored: StoredAccountKeys, keys: AccountKeys): Promise<StoredAccountKeys> {
+  async update(name: string, stored: StoredAccountKeys, keys: AccountKeys, owner?: string): Promise<StoredAccountKeys> {
     if (keys.account !== stored.keys.account) throw new Error(`Secret ${name}: an account's identity never changes`);
-    const body = { metadata: { resourceVersion: stored.version }, data: secretData(keys) };
+    const labels = owner === undefined ? {} : { labels: { [LABELS.tenantUid]: owner } };
+    const body = { metadata: { resourceVersion: stored.version, ...labels }, data: secretData(keys) };
     try {
       return keysFromSecret(this.remember(name, await this.kube.core.patchNamespacedSecret({ name, namespace: this.namespace, body }, MERGE_PATCH)));
     } catch (err) {

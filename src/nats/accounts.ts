@@ -35,8 +35,8 @@ import {
 import { NatsSystem } from '../adapters/nats-system.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, REGISTRY_KEYS, type StoredAccountKeys } from './account-keys.ts';
 import { commandsStream, dataBucket, eventsStream, inboxPrefix, kvStream, tenantSubjects } from '../tenancy/names.ts';
-import { codeInUse, tenantUid } from '../tenancy/ownership.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
+import { codeInUse, isOwnOrRestored } from '../tenancy/ownership.ts';
+import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
 
 /** The operator's own users live this long; a reconnect after that mints a new one. */
 const OPERATOR_USER_SECONDS = 3600;
@@ -72,13 +72,32 @@ function tenantLimits(scope: TenantScope): AccountLimits {
   };
 }
 
-export function tenantClaims(scope: TenantScope, keys: AccountKeys): AccountClaims {
+/**
+ * A revocation time no user JWT is issued after (9999-12-31T23:59:59Z): NATS refuses every JWT of a
+ * user revoked at or after its issue time, so the modules' user is refused whatever credentials it
+ * holds, until the entry goes. Kept out of the stored revocations: resuming only drops it.
+ */
+export const REFUSED_UNTIL_RESUMED = 253_402_300_799;
+
+/**
+ * The revocations to sign: the stored ones, plus the modules' current user while the tenant must not
+ * connect (hibernated, or decommissioned with its data retained). The account, its JetStream data and
+ * the operator's own (freshly minted) users stay as they are, so nothing is lost and resuming is one push.
+ */
+function revocationsOf(keys: AccountKeys, refuseModules: boolean): Readonly<Record<string, number>> {
+  if (!refuseModules) return keys.revocations;
+  // A user a rotation is retiring is still the modules' until step revoke: refused as well.
+  const users = [keys.userSeed === undefined ? undefined : publicKeyOf(keys.userSeed, 'user'), keys.retiringUser].filter((u) => u !== undefined);
+  return { ...keys.revocations, ...Object.fromEntries(users.map((user) => [user, REFUSED_UNTIL_RESUMED])) };
+}
+
+export function tenantClaims(scope: TenantScope, keys: AccountKeys, refuseModules = isHibernated(scope)): AccountClaims {
   return {
     account: keys.account,
     name: scope.code,
     signingKeys: [publicKeyOf(keys.signingSeed, 'account')],
     limits: tenantLimits(scope),
-    revocations: keys.revocations,
+    revocations: revocationsOf(keys, refuseModules),
     tags: ['eva-tenant', `tier:${scope.tenant.spec.tier.toLowerCase()}`],
   };
 }
@@ -217,7 +236,7 @@ export class NatsAccounts {
   /** The tenant's account keys, if the tenant has an account (another tenant's with the same code is refused). */
   async tenantKeys(scope: TenantScope): Promise<StoredAccountKeys | undefined> {
     const stored = await this.keys.read(accountKeysName(scope.code));
-    if (stored !== undefined && stored.owner !== tenantUid(scope)) throw codeInUse(scope, `NATS account ${stored.keys.account}`, stored.owner);
+    if (stored !== undefined && !isOwnOrRestored(scope, stored.owner)) throw codeInUse(scope, `NATS account ${stored.keys.account}`, stored.owner);
     return stored;
   }
 

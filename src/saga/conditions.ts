@@ -161,3 +161,28 @@ export function allConditions(view: SagaView): Record<string, ConditionState> {
   const five = desiredConditions(view);
   return { ...five, Ready: readyState(five) };
 }
+
+const atRest = (view: SagaView): boolean => view.stage === 'active' || view.stage === 'checking';
+
+/**
+ * A hibernated tenant (spec.lifecycle Suspended) at rest: the conditions say how each part is kept,
+ * and Ready is False with reason Suspended, since nothing serves. Before it rests, as allConditions.
+ */
+export function hibernatedConditions(view: SagaView): Record<string, ConditionState> {
+  const all = allConditions(view);
+  if (!atRest(view)) return all;
+  return {
+    ...all,
+    Provisioned: { status: 'True', reason: Reason.NatsCredentialsRefused, message: "NATS account, streams and tenant record are kept; the modules' credentials are refused" },
+    ModulesDeployed: { status: 'True', reason: Reason.ScaledToZero, message: 'every module release is deployed with zero replicas' },
+    IngressReady: { status: 'True', reason: Reason.IngressWithdrawn, message: 'the tenant Ingress is withdrawn: nothing is served' },
+    Ready: {
+      status: 'False',
+      reason: Reason.Suspended,
+      message: 'hibernated (spec.lifecycle: Suspended): modules at zero replicas, Ingress withdrawn, NATS credentials refused, all data kept; set spec.lifecycle: Active to resume',
+    },
+  };
+}
+
+/** The phase of a hibernated tenant: Suspended once at rest, as phaseOf while it gets there. */
+export const hibernatedPhase = (view: SagaView): Phase => (atRest(view) ? 'Suspended' : phaseOf(view));

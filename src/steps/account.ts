@@ -46,6 +46,11 @@ const rotationAsked = (scope: TenantScope): string | undefined =>
 
 async function ensureKeys(scope: TenantScope, deps: AccountStepDeps): Promise<StoredAccountKeys> {
   const existing = await deps.nats.tenantKeys(scope);
+  if (existing !== undefined && existing.owner !== tenantUid(scope)) {
+    // Retained by a deleted tenant whose uid this one's restore annotation names: taken over.
+    scope.log.info({ step: 'account', account: existing.keys.account, from: existing.owner }, 'retained NATS account restored');
+    return deps.nats.keys.update(accountKeysName(scope.code), existing, existing.keys, tenantUid(scope));
+  }
   if (existing !== undefined) return existing;
   const created = await deps.nats.keys.create(accountKeysName(scope.code), tenantUid(scope), newAccountKeys(true, rotationAsked(scope)));
   // A lost race for the code: the winner's keys came back.
@@ -210,14 +215,18 @@ async function removeCredentialsSecret(scope: TenantScope, kube: Kube): Promise<
   await deleteIgnoringNotFound(() => kube.core.deleteNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
 }
 
-async function remove(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
-  let stored: StoredAccountKeys | undefined;
+/** The tenant's keys for remove and verifyRemoved; undefined when it has none or the code's account is another tenant's. */
+async function ownKeys(scope: TenantScope, deps: AccountStepDeps): Promise<StoredAccountKeys | undefined> {
   try {
-    stored = await deps.nats.tenantKeys(scope);
+    return await deps.nats.tenantKeys(scope);
   } catch (err) {
-    if (err instanceof InputError) return; // the code's account is another tenant's
+    if (err instanceof InputError) return undefined;
     throw err;
   }
+}
+
+async function remove(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
+  const stored = await ownKeys(scope, deps);
   await removeCredentialsSecret(scope, deps.kube);
   if (stored === undefined) return;
   const { keys } = stored;
@@ -229,7 +238,8 @@ async function remove(scope: TenantScope, deps: AccountStepDeps): Promise<void> 
   });
   if (deleted === true) await deps.nats.deleteAccount(keys.account);
   await assertGone(scope, deps, keys);
-  await deps.nats.keys.remove(accountKeysName(scope.code), tenantUid(scope));
+  // tenantKeys vouched for the owner (this tenant, or the one it restores).
+  await deps.nats.keys.remove(accountKeysName(scope.code), stored.owner);
   scope.log.info({ step: 'account', account: keys.account }, 'NATS account deleted');
 }
 
@@ -238,24 +248,54 @@ async function assertGone(scope: TenantScope, deps: AccountStepDeps, keys: Accou
   if ((await deps.nats.serverClaims(keys.account)) !== undefined) {
     throw new DependencyError(Reason.AccountPresent, `NATS still holds account ${keys.account} after its deletion`);
   }
+  await assertModulesRefused(scope, deps, keys);
+}
+
+async function verifyRemoved(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
+  const secret = await readCredentialsSecret(deps.kube, scope);
+  if (isOurs(secret, scope)) return notReady(Reason.NatsCredentialsPresent, `Secret ${NATS_CREDENTIALS_SECRET} still exists`);
+  const stored = await ownKeys(scope, deps);
+  if (stored !== undefined) return notReady(Reason.AccountKeysPresent, `account ${stored.keys.account} is not deleted yet (its keys remain)`);
+  return READY;
+}
+
+// ---- decommissioned with its data retained (spec.dataRetention Retain) --------------------------------
+
+async function assertModulesRefused(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys): Promise<void> {
   const { jwt, seed } = parseCreds(await deps.nats.moduleCredentials(scope, keys));
   if (await deps.nats.accepts({ jwt, seed })) {
     throw new DependencyError(Reason.NatsCredentialsStillAccepted, `NATS still accepts the modules' credentials of account ${keys.account}`);
   }
 }
 
-async function verifyRemoved(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
-  const secret = await readCredentialsSecret(deps.kube, scope);
-  if (isOurs(secret, scope)) return notReady(Reason.NatsCredentialsPresent, `Secret ${NATS_CREDENTIALS_SECRET} still exists`);
-  let stored: StoredAccountKeys | undefined;
-  try {
-    stored = await deps.nats.tenantKeys(scope);
-  } catch (err) {
-    if (err instanceof InputError) return READY;
-    throw err;
+/**
+ * Instead of remove: the account stays on the server with its JetStream data, its modules' user
+ * refused, and its keys stay where they are (a restore or a purge signs with them); only the modules'
+ * Secret goes with the namespace.
+ */
+async function disable(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
+  const stored = await ownKeys(scope, deps);
+  await removeCredentialsSecret(scope, deps.kube);
+  if (stored === undefined) return;
+  const { keys } = stored;
+  if (await deps.nats.ensureAccount(tenantClaims(scope, keys, true))) {
+    scope.log.info({ step: 'account', account: keys.account }, 'NATS account disabled; its data is retained');
   }
-  if (stored !== undefined) return notReady(Reason.AccountKeysPresent, `account ${stored.keys.account} is not deleted yet (its keys remain)`);
+  await assertModulesRefused(scope, deps, keys);
+}
+
+async function verifyDisabled(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
+  if (isOurs(await readCredentialsSecret(deps.kube, scope), scope)) return notReady(Reason.NatsCredentialsPresent, `Secret ${NATS_CREDENTIALS_SECRET} still exists`);
+  const stored = await ownKeys(scope, deps);
+  if (stored === undefined) return READY;
+  const { keys } = stored;
+  if (!deps.nats.matches(await deps.nats.serverClaims(keys.account), tenantClaims(scope, keys, true))) {
+    return notReady(Reason.AccountDrifted, `account ${keys.account} is not disabled on NATS yet`);
+  }
   return READY;
 }
+
+/** The account step's remove and verifyRemoved when the tenant's data is retained. */
+export const retainedAccount: Pick<Step<AccountStepDeps>, 'remove' | 'verifyRemoved'> = { remove: disable, verifyRemoved: verifyDisabled };
 
 export const accountStep: Step<AccountStepDeps> = { name: 'account', ensure, verify, remove, verifyRemoved };

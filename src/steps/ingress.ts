@@ -11,7 +11,7 @@ import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
-const INGRESS_NAME = 'eva-tenant';
+export const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;
 
 export interface IngressStepDeps {

@@ -29,7 +29,7 @@ import { DependencyError, InputError, messageOf, problemOf, type StepError } fro
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
+import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
@@ -102,8 +102,11 @@ export function moduleValues({ module, scope, deps, credentials, natsRevision }:
     seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
   };
   const nats = { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision };
+  // Hibernation goes through helm like any value (the release owns replicas; no second writer), and
+  // wins over the tenant's own replicaCount.
+  const hibernation = isHibernated(scope) ? { replicaCount: 0 } : {};
   return {
-    plain: { ...deepMerge(operator, user), nats },
+    plain: { ...deepMerge(operator, user), ...hibernation, nats },
     secret: { credentials: { ...credentials } },
   };
 }

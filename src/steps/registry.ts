@@ -20,7 +20,7 @@ import { quotasStep } from './quotas.ts';
 import { recordStep } from './record.ts';
 import { revokeStep } from './revoke.ts';
 import { seedStep } from './seed.ts';
-import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type Verdict, type WakeOn } from './step.ts';
+import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type Verdict, type WakeOn, withdrawnWhileHibernated } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { streamsStep } from './streams.ts';
 
@@ -47,7 +47,7 @@ export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
   seed: seedStep,
   modules: modulesStep,
   revoke: revokeStep,
-  ingress: ingressStep,
+  ingress: withdrawnWhileHibernated(ingressStep),
 };
 
 /** What the controller watches to wake tenants up (see controller/wakeups.ts). */

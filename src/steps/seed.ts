@@ -21,7 +21,7 @@ import type { KV } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
 import type { NatsStepDeps } from './step.ts';
 import { dataBucket } from '../tenancy/names.ts';
-import { codeInUse, ownerMetadata, ownerOf, tenantUid } from '../tenancy/ownership.ts';
+import { codeInUse, isOwnOrRestored, ownerMetadata, ownerOf, tenantUid } from '../tenancy/ownership.ts';
 import { MODULES, type ModuleName } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
 import { DependencyError, InputError } from '../errors.ts';
@@ -180,10 +180,12 @@ async function openDataBucket(scope: TenantScope, session: NatsSession): Promise
   const kv = await session.kv(bucket, { history: 1, metadata: ownerMetadata(scope), max_bytes: bucketBytes(scope) });
   const { config } = (await kv.status()).streamInfo;
   const owner = ownerOf(config.metadata);
-  if (owner !== undefined && owner !== tenantUid(scope)) throw codeInUse(scope, `bucket ${bucket}`, owner);
-  if (config.max_bytes !== bucketBytes(scope)) {
-    await session.jsm.streams.update(config.name, { ...config, max_bytes: bucketBytes(scope) });
-    scope.log.info({ step: 'seed', bucket, maxBytes: bucketBytes(scope) }, 'seed bucket resized for the tier');
+  if (owner !== undefined && !isOwnOrRestored(scope, owner)) throw codeInUse(scope, `bucket ${bucket}`, owner);
+  // A restored bucket (retained from a deleted tenant) is stamped with its new owner.
+  const restamp = owner !== undefined && owner !== tenantUid(scope);
+  if (config.max_bytes !== bucketBytes(scope) || restamp) {
+    await session.jsm.streams.update(config.name, { ...config, max_bytes: bucketBytes(scope), metadata: { ...config.metadata, ...ownerMetadata(scope) } });
+    scope.log.info({ step: 'seed', bucket, maxBytes: bucketBytes(scope), restored: restamp }, 'seed bucket resized for the tier or restored');
   }
   return kv;
 }
@@ -278,12 +280,11 @@ async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdi
 }
 
 async function removeSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
-  const uid = tenantUid(scope);
   await deps.nats.runInTenantIfAny(scope, async (session) => {
     const kv = await session.existingKv(dataBucket(scope.code));
     if (!kv) return;
     const owner = ownerOf((await kv.status()).metadata);
-    if (owner !== undefined && owner !== uid) return;
+    if (owner !== undefined && !isOwnOrRestored(scope, owner)) return;
     try {
       await kv.destroy();
     } catch (err) {
@@ -293,11 +294,10 @@ async function removeSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void>
 }
 
 async function verifySeedRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  const uid = tenantUid(scope);
   const verdict = await deps.nats.runInTenantIfAny(scope, async (session) => {
     const kv = await session.existingKv(dataBucket(scope.code));
     const owner = kv ? ownerOf((await kv.status()).metadata) : undefined;
-    if (kv && (owner === undefined || owner === uid)) {
+    if (kv && (owner === undefined || isOwnOrRestored(scope, owner))) {
       return notReady(Reason.SeedBucketPresent, `bucket ${dataBucket(scope.code)} still exists`);
     }
     return READY;

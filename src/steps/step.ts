@@ -8,7 +8,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { TenantKind, TenantObjects } from '../adapters/tenant-objects.ts';
 import type { Reason } from '../api/reasons.ts';
 import type { NatsAccounts } from '../nats/accounts.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
+import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
 
 export const STEP_NAMES = ['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
@@ -63,4 +63,17 @@ export interface Step<Deps> {
 export interface NatsStepDeps {
   readonly nats: NatsAccounts;
   readonly seedsBasePath: string;
+}
+
+/** A step whose objects are withdrawn while the tenant hibernates (the Ingress): ensure removes, verify wants them gone. */
+export function withdrawnWhileHibernated<Deps>(step: Step<Deps>): Step<Deps> {
+  return {
+    ...step,
+    ensure: async (scope, deps) => {
+      if (!isHibernated(scope)) return step.ensure(scope, deps);
+      await step.remove(scope, deps);
+      return step.verifyRemoved(scope, deps);
+    },
+    verify: (scope, deps) => (isHibernated(scope) ? step.verifyRemoved(scope, deps) : step.verify(scope, deps)),
+  };
 }

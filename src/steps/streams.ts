@@ -11,7 +11,7 @@ import type { NatsStepDeps } from './step.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { commandsStream, eventsStream } from '../tenancy/names.ts';
-import { codeInUse, ownerMetadata, ownerOf, tenantUid } from '../tenancy/ownership.ts';
+import { codeInUse, isOwnOrRestored, ownerMetadata, ownerOf } from '../tenancy/ownership.ts';
 import { READY, notReady, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
@@ -123,7 +123,7 @@ async function reconcile(
   desired: OwnedStreamConfig,
 ): Promise<void> {
   const owner = ownerOf(actual.metadata);
-  if (owner !== undefined && owner !== tenantUid(scope)) throw codeInUse(scope, `stream ${desired.name}`, owner);
+  if (owner !== undefined && !isOwnOrRestored(scope, owner)) throw codeInUse(scope, `stream ${desired.name}`, owner);
   const drift = streamDrift(actual, desired);
   if (drift.length === 0) return;
   const frozen = drift.filter((field) => IMMUTABLE.has(field));
@@ -180,13 +180,12 @@ async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Ve
 }
 
 async function removeStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
-  const uid = tenantUid(scope);
   await deps.nats.runInTenantIfAny(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const name = streamName(scope.code, kind);
       const actual = await info(session, name);
       const owner = ownerOf(actual?.config.metadata);
-      if (!actual || (owner !== undefined && owner !== uid)) continue;
+      if (!actual || (owner !== undefined && !isOwnOrRestored(scope, owner))) continue;
       await deleteIfPresent(session, name);
     }
   });
@@ -201,12 +200,11 @@ async function deleteIfPresent(session: NatsSession, name: string): Promise<void
 }
 
 async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  const uid = tenantUid(scope);
   const verdict = await deps.nats.runInTenantIfAny(scope, async (session) => {
     for (const kind of STREAM_KINDS) {
       const actual = await info(session, streamName(scope.code, kind));
       const owner = ownerOf(actual?.config.metadata);
-      if (actual && (owner === undefined || owner === uid)) {
+      if (actual && (owner === undefined || isOwnOrRestored(scope, owner))) {
         return notReady(Reason.StreamPresent, `stream ${actual.config.name} still exists`);
       }
     }

@@ -3,7 +3,7 @@
  * only the Kubernetes uid tells them apart. Kubernetes objects carry it as a label, NATS objects in
  * their metadata, account key Secrets as a label; the same key everywhere.
  */
-import { LABELS } from '../api/constants.ts';
+import { LABELS, RESTORE_FROM_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { InputError } from '../errors.ts';
 import type { TenantScope } from './scope.ts';
@@ -20,6 +20,15 @@ export function tenantUid(scope: TenantScope): string {
   }
   return uid;
 }
+
+/** The uid of a deleted tenant whose retained NATS data this tenant takes over (its annotation), if any. */
+export const restoredUid = (scope: TenantScope): string | undefined => scope.tenant.metadata.annotations?.[RESTORE_FROM_ANNOTATION] || undefined;
+
+/**
+ * Whether an owner uid found on a NATS object or account keys is this tenant: its own uid, or the
+ * uid its restore annotation names (the object is then re-stamped with its own uid).
+ */
+export const isOwnOrRestored = (scope: TenantScope, owner: string): boolean => owner === tenantUid(scope) || owner === restoredUid(scope);
 
 export function ownerMetadata(scope: TenantScope): Record<string, string> {
   return { [OWNER_UID_METADATA]: tenantUid(scope), [CAPSULE_CODE_METADATA]: scope.code };

@@ -20,3 +20,13 @@ export interface TenantScope {
   /** Aborted when the operator shuts down: finish the current call, start nothing new. */
   readonly signal: AbortSignal;
 }
+
+/**
+ * spec.lifecycle Suspended (hibernation): everything the tenant owns is kept, but its modules run no
+ * replica, its Ingress is withdrawn and NATS refuses its modules' credentials. The steps' ensure and
+ * verify read it, so the drift check keeps a hibernated tenant hibernated instead of "repairing" it.
+ */
+export const isHibernated = (scope: TenantScope): boolean => scope.tenant.spec.lifecycle === 'Suspended';
+
+/** spec.dataRetention Retain: decommissioning keeps the NATS account (disabled), streams and seed bucket. */
+export const retainsData = (scope: TenantScope): boolean => scope.tenant.spec.dataRetention === 'Retain';

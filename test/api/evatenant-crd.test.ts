@@ -28,17 +28,17 @@ describe('EvaTenant CRD on the API server', () => {
     expect(codes.sort()).toEqual(['ACMECO', 'BETAIN', 'GLOBEX', 'PLATFM']);
   });
 
-  it('shows code, tier, phase, wave, owner, ready and age columns', () => {
+  it('shows code, tier, phase, wave, owner, ready, url and age columns', () => {
     const header = kubectlOk(['get', 'evt']).split('\n')[0] ?? '';
-    expect(header.split(/\s+/).filter(Boolean)).toEqual(['NAME', 'CODE', 'TIER', 'PHASE', 'WAVE', 'OWNER', 'READY', 'AGE']);
+    expect(header.split(/\s+/).filter(Boolean)).toEqual(['NAME', 'CODE', 'TIER', 'PHASE', 'WAVE', 'OWNER', 'READY', 'URL', 'AGE']);
     const shortName = kubectlOk(['get', 'eva', '-o', 'name']);
     expect(shortName).toContain('evatenant.eva.aidonow.com/acmeco');
   });
 
-  it('applies defaults (lifecycle Active, wave 1)', () => {
+  it('applies defaults (lifecycle Active, wave 1, dataRetention Delete)', () => {
     expect(applyTenant('defaults', { capsuleCode: 'DEFAUL', tier: 'Starter' }).status).toBe(0);
-    const out = kubectlOk(['get', 'evt', 'defaults', '-o', 'jsonpath={.spec.lifecycle}/{.spec.wave}']);
-    expect(out).toBe('Active/1');
+    const out = kubectlOk(['get', 'evt', 'defaults', '-o', 'jsonpath={.spec.lifecycle}/{.spec.wave}/{.spec.dataRetention}']);
+    expect(out).toBe('Active/1/Delete');
   });
 
   it.each([
@@ -51,6 +51,8 @@ describe('EvaTenant CRD on the API server', () => {
     ['a non-semver operatorVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', operatorVersion: 'v1.2' }, 'spec.operatorVersion'],
     ['an unknown module in versions', { capsuleCode: 'ABCDEF', tier: 'Starter', versions: { 'no-such': '1.0.0' } }, 'spec.versions'],
     ['a path in seedsVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', seedsVersion: '../../etc' }, 'spec.seedsVersion'],
+    ['an unknown lifecycle', { capsuleCode: 'ABCDEF', tier: 'Starter', lifecycle: 'Paused' }, 'spec.lifecycle'],
+    ['an unknown dataRetention', { capsuleCode: 'ABCDEF', tier: 'Starter', dataRetention: 'Keep' }, 'spec.dataRetention'],
   ])('rejects %s with a message naming the field', (_label, spec, field) => {
     const result = applyTenant('invalid', spec);
     expect(result.status).not.toBe(0);

@@ -95,9 +95,9 @@ export class MemoryAccountKeyStore implements AccountKeyStore {
     return Promise.resolve(this.put(name, owner, keys));
   }
 
-  update(name: string, stored: StoredAccountKeys, keys: AccountKeys): Promise<StoredAccountKeys> {
+  update(name: string, stored: StoredAccountKeys, keys: AccountKeys, owner = stored.owner): Promise<StoredAccountKeys> {
     if (this.entries.get(name)?.version !== stored.version) return Promise.reject(new Error(`${name} changed meanwhile`));
-    return Promise.resolve(this.put(name, stored.owner, keys));
+    return Promise.resolve(this.put(name, owner, keys));
   }
 
   remove(name: string, owner: string): Promise<void> {
