@@ -16,7 +16,7 @@ export interface AuditEvent {
   responseStatus?: { code?: number };
 }
 
-const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+export const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 export function auditLogPath(): string {
   return join(process.env['KUBECONFIG'] ?? '', '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
@@ -34,6 +34,11 @@ export function auditOffset(): number {
 
 /** The writes audited since `offset` (a log shorter than that was recreated: read whole). */
 export function auditWritesSince(offset: number): AuditEvent[] {
+  return auditEventsSince(offset).filter((event) => WRITE_VERBS.has(event.verb));
+}
+
+/** Every request audited since `offset` (reads only where the cluster's audit policy records them). */
+export function auditEventsSince(offset: number): AuditEvent[] {
   const fd = openSync(auditLogPath(), 'r');
   let text: string;
   try {
@@ -49,8 +54,7 @@ export function auditWritesSince(offset: number): AuditEvent[] {
   for (const line of text.split('\n')) {
     if (!line.startsWith('{')) continue;
     try {
-      const event = JSON.parse(line) as AuditEvent;
-      if (WRITE_VERBS.has(event.verb)) events.push(event);
+      events.push(JSON.parse(line) as AuditEvent);
     } catch {
       // the last line may be half written
     }
