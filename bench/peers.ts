@@ -24,7 +24,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { auditEventsSince, auditOffset, WRITE_VERBS } from '../test/support/audit.ts';
+import { auditEventsFrom, WRITE_VERBS } from '../test/support/audit.ts';
 import { checkout, portOffset, removeCluster, useCluster, type ClusterSettings } from '../test/support/cluster-setup.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { fluxVersions } from './peers-flux.ts';
@@ -139,14 +139,14 @@ function clientName(userAgent = ''): string {
   return clientOf(userAgent);
 }
 
-function countByClient(offset: number): Pick<Measured, 'requests' | 'writes' | 'calls'> {
+function countByClient(since: Date): Pick<Measured, 'requests' | 'writes' | 'calls'> {
   const requests: Record<string, number> = {};
   const writes: Record<string, number> = {};
   const calls: Record<string, number> = {};
   const add = (counts: Record<string, number>, key: string): void => {
     counts[key] = (counts[key] ?? 0) + 1;
   };
-  for (const event of auditEventsSince(offset)) {
+  for (const event of auditEventsFrom(since)) {
     const client = clientName(event.userAgent);
     add(requests, client);
     if (WRITE_VERBS.has(event.verb)) add(writes, client);
@@ -161,7 +161,6 @@ async function measure(system: SystemName, count: number, prepared: PreparedSyst
   const parent = prepared.parentOfChildren();
   const operatorPid = parent === undefined ? undefined : prepared.processes()[parent];
   const pod = operatorPid === undefined ? undefined : helmProcessSampler(() => operatorPid);
-  const offset = auditOffset();
   const cpuBefore = cpuOf(pids(), parent);
   const started = Date.now();
   await prepared.start();
@@ -172,7 +171,7 @@ async function measure(system: SystemName, count: number, prepared: PreparedSyst
   const podPeak = pod?.stop().peakPodMiB;
   if (parent !== undefined && podPeak !== undefined) peakMiB[`${parent} with helm children (sampled)`] = podPeak;
   await new Promise((resolve) => setTimeout(resolve, 2_000)); // audit lines are written when requests complete
-  return { system, count, releases: count * MODULES.length, wall, notReady, cpu, peakMiB, ...countByClient(offset) };
+  return { system, count, releases: count * MODULES.length, wall, notReady, cpu, peakMiB, ...countByClient(new Date(started)) };
 }
 
 async function runOnce(system: SystemName, count: number, settings: RunSettings): Promise<Measured> {
