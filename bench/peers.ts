@@ -150,7 +150,8 @@ function countByClient(since: Date): Pick<Measured, 'requests' | 'writes' | 'cal
     const client = clientName(event.userAgent);
     add(requests, client);
     if (WRITE_VERBS.has(event.verb)) add(writes, client);
-    const { resource = '-', subresource } = event.objectRef ?? {};
+    // A request without an object is discovery (/api, /apis, /version...): its path says which.
+    const { resource = event.requestURI?.split('?')[0] ?? '-', subresource } = event.objectRef ?? {};
     add(calls, `${client} ${event.verb} ${resource}${subresource === undefined ? '' : `/${subresource}`}`);
   }
   return { requests, writes, calls };
