@@ -107,7 +107,7 @@ interface AuditLine {
   objectRef?: { resource?: string; namespace?: string; name?: string; subresource?: string };
 }
 
-function clientOf(userAgent = ''): string {
+export function clientOf(userAgent = ''): string {
   if (userAgent.startsWith('Helm/')) return 'helm';
   if (userAgent.startsWith('kubectl/')) return 'kubectl';
   if (userAgent.startsWith('kube-') || userAgent.startsWith('kwok')) return 'control-plane';
@@ -142,7 +142,7 @@ function auditWrites(offset: number, codes: Set<string>): Record<string, number>
 }
 
 /** CPU seconds (user + system) of a process and of its reaped children, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): { own: number; children: number } {
+export function cpuSeconds(pid: number): { own: number; children: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   const ticks = (i: number): number => Number(fields[i - 3] ?? 0);
   const hz = 100; // USER_HZ on Linux
@@ -185,7 +185,7 @@ function cpuReport(before: Record<string, number>, after: Record<string, number>
     .join(', ');
 }
 
-function rssMiB(pid: number): { rss: number; peak: number } {
+export function rssMiB(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (field: string): number => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
   return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
@@ -259,7 +259,7 @@ function reconcileCounts(metrics: string): Record<(typeof RESULTS)[number], numb
 }
 
 /** The chart's operator memory limit in MiB (values.yaml resources.limits.memory, e.g. 384Mi or 1Gi). */
-function chartMemoryLimitMiB(): number {
+export function chartMemoryLimitMiB(): number {
   const values = parse(readFileSync(join(repoRoot, 'charts/eva-operator/values.yaml'), 'utf8')) as { resources: { limits: { memory: string } } };
   const match = /^(\d+)(Mi|Gi)$/.exec(values.resources.limits.memory);
   if (!match) throw new Error(`cannot read the chart's memory limit ${values.resources.limits.memory}`);
@@ -270,7 +270,7 @@ function chartMemoryLimitMiB(): number {
  * The image's runtime: the bundle, and the Dockerfile's NODE_OPTIONS with the old-space percentage
  * applied to `memoryLimit` (V8 applies it to the cgroup's limit in a pod; this process has none).
  */
-function imageRuntime(memoryLimit: number): { entry: string; nodeOptions: string } {
+export function imageRuntime(memoryLimit: number): { entry: string; nodeOptions: string } {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
   const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
   const options = /NODE_OPTIONS="([^"]*)"/.exec(dockerfile)?.[1];
@@ -295,7 +295,7 @@ function applyAsync(manifests: string): Promise<void> {
 }
 
 /** Applies the tenants in slices of 100, four at once: one kubectl with a thousand objects outlasts its timeout. */
-async function applyInSlices(manifests: readonly string[]): Promise<void> {
+export async function applyInSlices(manifests: readonly string[]): Promise<void> {
   const slices: string[] = [];
   for (let i = 0; i < manifests.length; i += 100) slices.push(manifests.slice(i, i + 100).join('\n'));
   for (let i = 0; i < slices.length; i += 4) await Promise.all(slices.slice(i, i + 4).map(applyAsync));
@@ -418,7 +418,7 @@ async function restartOperator(run: Run): Promise<void> {
   console.log(`  tenants seen leaving Active: ${leftActive.size}; resident memory ${rssMiB(run.operator.pid).rss.toFixed(0)} MiB`);
 }
 
-function operatorEnv(concurrency: number, helmConcurrency: string | undefined, nodeOptions: string | undefined): Record<string, string> {
+export function operatorEnv(concurrency: number, helmConcurrency: string | undefined, nodeOptions: string | undefined): Record<string, string> {
   return {
     OPERATOR_VERSION: VERSION,
     MAX_WAVE: '0',

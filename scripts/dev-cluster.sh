@@ -15,6 +15,7 @@
 #                                   kubelet restarts a static pod (etcd, kube-apiserver, kube-controller-manager,
 #                                   kube-scheduler, kwok-controller, nats-server); the fault test uses it
 #   scripts/dev-cluster.sh up|down|env|status --real-node   a real node instead (scripts/lib/real-node.sh)
+# EVA_DEV_CLUSTER_AUDIT_POLICY at `up`: another audit policy (bench/peers.ts records reads as well).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,7 +67,7 @@ options:
   securePort: true
   kubeAuthorization: true
   kubeAdmission: true
-  kubeAuditPolicy: $here/audit-policy.yaml
+  kubeAuditPolicy: ${EVA_DEV_CLUSTER_AUDIT_POLICY:-$here/audit-policy.yaml}
   etcdBinary: $bin/etcd
   kubeApiserverBinary: $bin/kube-apiserver
   kubeControllerManagerBinary: $bin/kube-controller-manager

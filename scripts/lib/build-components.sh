@@ -5,6 +5,8 @@
 #                  kubectl, kwok, kwokctl, helm, nats-server      -> <cache>/bin-<key>/
 #   node:          a real node (scripts/lib/real-node.sh): kubelet, kube-proxy, containerd,
 #                  containerd-shim-runc-v2, ctr, and a static pause binary -> <cache>/node-<key>/
+#   flux:          the peer benchmark (bench/peers.ts): Flux's source-controller and helm-controller,
+#                  and their CRDs as their module zips ship them (crds/)  -> <cache>/flux-<key>/
 #
 # Output: a cache folder OUTSIDE the checkout, so fresh clones (CI) reuse it. Its key hashes only the
 # versions.env variables that set uses (name=value lines, in a fixed order) and the set's recipe
@@ -12,8 +14,8 @@
 # rebuild the other. A half-finished build never looks finished: everything is built into a
 # temporary folder that is renamed at the end.
 #
-# Usage: build-components.sh [control-plane|node]   -> prints the set's folder (builds it first if needed)
-#        build-components.sh --key [control-plane|node]   -> prints the folder without building
+# Usage: build-components.sh [control-plane|node|flux]   -> prints the set's folder (builds it first if needed)
+#        build-components.sh --key [control-plane|node|flux]   -> prints the folder without building
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -35,7 +37,10 @@ case "$set_name" in
   node)
     key_vars=(GO_TOOLCHAIN KUBERNETES_VERSION CONTAINERD_VERSION)
     build_recipe=1 prefix=node lock=node-build.lock ;;
-  *) echo "usage: $0 [--key] [control-plane|node]" >&2; exit 2 ;;
+  flux)
+    key_vars=(GO_TOOLCHAIN FLUX_SOURCE_CONTROLLER_VERSION FLUX_HELM_CONTROLLER_VERSION FLUX_PKG_ARTIFACT_VERSION)
+    build_recipe=1 prefix=flux lock=flux-build.lock ;;
+  *) echo "usage: $0 [--key] [control-plane|node|flux]" >&2; exit 2 ;;
 esac
 key_input() {
   local v
@@ -149,6 +154,23 @@ build_pause() {
   strip "$out/pause"
 }
 
+build_flux_controller() { # <name> <version> [go mod edit flags...]
+  # The module zip has no api/ folder, so its `replace .../api => ./api` is dropped (the api module
+  # at the version go.mod requires comes from the proxy); the copy is writable, the cache is not.
+  local name=$1 version=$2; shift 2
+  local src dir="$work/$name"
+  log "flux $name v$version: downloading"
+  src=$(go mod download -json "github.com/fluxcd/$name@v$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [[ -d $src ]] || { echo "build-components: no module folder for $name v$version" >&2; exit 1; }
+  cp -r "$src" "$dir"
+  chmod -R u+w "$dir"
+  (cd "$dir" && go mod edit "-dropreplace=github.com/fluxcd/$name/api" "$@")
+  mkdir -p "$out/crds"
+  cp "$dir"/config/crd/bases/*.yaml "$out/crds/"
+  log "flux $name v$version: building"
+  (cd "$dir" && GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath -ldflags "-s -w" -o "$out/$name" .)
+}
+
 case "$set_name" in
   control-plane)
     build_kubernetes kube-apiserver kube-controller-manager kube-scheduler kubectl
@@ -162,6 +184,12 @@ case "$set_name" in
     build_kubernetes kubelet kube-proxy
     build_containerd
     build_pause ;;
+  flux)
+    # fluxcd/pkg/artifact v0.18.3 (source-controller's go.mod) is not served by the proxy here;
+    # FLUX_PKG_ARTIFACT_VERSION pins one that is.
+    build_flux_controller source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" \
+      "-replace=github.com/fluxcd/pkg/artifact=github.com/fluxcd/pkg/artifact@v$FLUX_PKG_ARTIFACT_VERSION"
+    build_flux_controller helm-controller "$FLUX_HELM_CONTROLLER_VERSION" ;;
 esac
 
 elapsed=$(( $(date +%s) - started ))

@@ -4,8 +4,8 @@
  * Leases and Events are not recorded). Every local client authenticates as the same admin user, so
  * the User-Agent tells them apart.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 export interface AuditEvent {
   verb: string;
@@ -17,7 +17,7 @@ export interface AuditEvent {
   responseStatus?: { code?: number };
 }
 
-const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+export const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 export function auditLogPath(): string {
   return join(process.env['KUBECONFIG'] ?? '', '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
@@ -35,6 +35,11 @@ export function auditOffset(): number {
 
 /** The writes audited since `offset` (a log shorter than that was recreated: read whole). */
 export function auditWritesSince(offset: number): AuditEvent[] {
+  return auditEventsSince(offset).filter((event) => WRITE_VERBS.has(event.verb));
+}
+
+/** Every request audited since `offset` (reads only where the cluster's audit policy records them). */
+export function auditEventsSince(offset: number): AuditEvent[] {
   const fd = openSync(auditLogPath(), 'r');
   let text: string;
   try {
@@ -46,12 +51,27 @@ export function auditWritesSince(offset: number): AuditEvent[] {
   } finally {
     closeSync(fd);
   }
+  return parseAuditLines(text);
+}
+
+/**
+ * Every request audited at or after `since`, from the log and the files the API server rotated it
+ * into (audit-<time>.log next to it, at 100 MB): for a cluster made for one run, whose files are all its own.
+ */
+export function auditEventsFrom(since: Date): AuditEvent[] {
+  const dir = dirname(auditLogPath());
+  const files = readdirSync(dir).filter((name) => /^audit.*\.log$/.test(name));
+  return files
+    .flatMap((name) => parseAuditLines(readFileSync(join(dir, name), 'utf8')))
+    .filter((event) => new Date(event.requestReceivedTimestamp) >= since);
+}
+
+function parseAuditLines(text: string): AuditEvent[] {
   const events: AuditEvent[] = [];
   for (const line of text.split('\n')) {
     if (!line.startsWith('{')) continue;
     try {
-      const event = JSON.parse(line) as AuditEvent;
-      if (WRITE_VERBS.has(event.verb)) events.push(event);
+      events.push(JSON.parse(line) as AuditEvent);
     } catch {
       // the last line may be half written
     }

@@ -22,8 +22,8 @@ const script = join(repoRoot, 'scripts/dev-cluster.sh');
  * two engineers) never share, stop or recreate each other's. NATS ports from the same hash, away from
  * the dev cluster's 14222/18222: 24222-25221 and 28222-29221.
  */
-const checkout = createHash('sha256').update(repoRoot).digest('hex').slice(0, 8);
-const portOffset = Number.parseInt(checkout.slice(0, 4), 16) % 1000;
+export const checkout = createHash('sha256').update(repoRoot).digest('hex').slice(0, 8);
+export const portOffset = Number.parseInt(checkout.slice(0, 4), 16) % 1000;
 
 /** Where the suite's control plane lives, and its NATS ports. */
 export const TEST_CLUSTER = {
@@ -44,13 +44,26 @@ function exportedVariables(envScript: string): Record<string, string> {
   return vars;
 }
 
-export default function setup(): void {
+/** A control plane's state folder and NATS ports, and how scripts/dev-cluster.sh makes it (EVA_DEV_CLUSTER_*). */
+export type ClusterSettings = Readonly<Record<string, string>> & { EVA_DEV_CLUSTER_DIR: string; EVA_NATS_PORT: string; EVA_NATS_MONITOR_PORT: string };
+
+/** Brings up (or reuses) the control plane `settings` name and exports its environment into this process. */
+export function useCluster(settings: ClusterSettings): void {
   // Children (quickstart.sh, dev-cluster.sh from tests) find the same plane through these.
-  Object.assign(process.env, TEST_CLUSTER);
-  console.info(`[cluster-setup] the suite's control plane: ${TEST_CLUSTER.EVA_DEV_CLUSTER_DIR} (NATS ${TEST_CLUSTER.EVA_NATS_PORT}/${TEST_CLUSTER.EVA_NATS_MONITOR_PORT})`);
+  Object.assign(process.env, settings);
   execFileSync('bash', [script, 'up'], { stdio: ['ignore', 'inherit', 'inherit'] });
   const envScript = execFileSync('bash', [script, 'env'], { encoding: 'utf8' });
   const vars = exportedVariables(envScript);
   Object.assign(process.env, vars);
   process.env['PATH'] = `${vars['EVA_TOOLS_DIR'] ?? ''}:${process.env['PATH'] ?? ''}`;
+}
+
+/** Stops the control plane in `dir` and removes its state (never call it on a plane this process did not make). */
+export function removeCluster(dir: string): void {
+  execFileSync('bash', [script, 'down'], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, EVA_DEV_CLUSTER_DIR: dir } });
+}
+
+export default function setup(): void {
+  console.info(`[cluster-setup] the suite's control plane: ${TEST_CLUSTER.EVA_DEV_CLUSTER_DIR} (NATS ${TEST_CLUSTER.EVA_NATS_PORT}/${TEST_CLUSTER.EVA_NATS_MONITOR_PORT})`);
+  useCluster(TEST_CLUSTER);
 }
