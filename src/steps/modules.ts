@@ -29,6 +29,7 @@ import { DependencyError, InputError, messageOf, problemOf, type StepError } fro
 import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type TenantScope, type Verdict, wakeOn } from './step.ts';
+import { imageReference, withRenderGuard } from './render-guard-run.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
@@ -36,7 +37,7 @@ export interface ModuleStepDeps {
   images: ImageCatalog;
   config: Pick<
     OperatorConfig,
-    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint'
+    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard'
   >;
 }
 
@@ -332,7 +333,10 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
     log,
   });
   const started = Date.now();
-  await deps.helm.upgradeInstall({
+  // The catalogue's image, not the merged values': helm applies nothing else (steps/render-guard.ts).
+  const image = imageReference(deps.images.resolveModule(desired.module, scope.tenant.spec.versions?.[desired.module]));
+  const policy = { namespace: scope.namespace, release: desired.module, images: [image] };
+  await withRenderGuard(deps.config.renderGuard, policy, (postRenderer) => deps.helm.upgradeInstall({
     release: desired.module,
     namespace: scope.namespace,
     chart: desired.chart,
@@ -345,7 +349,8 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
     },
     timeoutSeconds: HELM_TIMEOUT_SECONDS,
     sensitive: secretStrings(desired.values),
-  });
+    postRenderer,
+  }));
   log.info({ previousRevision: current?.version, ms: Date.now() - started }, current === undefined ? 'module installed' : 'module upgraded');
 }
 

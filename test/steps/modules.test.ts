@@ -24,6 +24,7 @@ import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
 import type { TenantScope, Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
 import { testScope } from '../support/fixtures.ts';
+import { renderGuardSettings } from '../../src/config.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
 const natsCreds = async (): Promise<string> => {
@@ -42,7 +43,7 @@ const namespaces: string[] = [];
 function deps(): ModuleStepDeps {
   return {
     kube,
-    helm: new Helm({ binary: tool('helm'), kubeconfig: process.env['KUBECONFIG'], onSpawn: recordSpawn }),
+    helm: new Helm({ binary: tool('helm'), kubeconfig: process.env['KUBECONFIG'], pluginsDir: renderGuardSettings().pluginsDir, onSpawn: recordSpawn }),
     images: ImageCatalog.fromFile(imagesFile),
     config: {
       chartBasePath: join(repoRoot, 'charts'),
@@ -50,6 +51,7 @@ function deps(): ModuleStepDeps {
       helmSecretsDir: secretsDir,
       allowNonTmpfsSecrets: false,
       moduleOtelEndpoint: 'http://otel-collector.eva-system:4318',
+      renderGuard: renderGuardSettings(),
     },
   };
 }
