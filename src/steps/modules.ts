@@ -336,7 +336,7 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
   // The catalogue's image, not the merged values': helm applies nothing else (steps/render-guard.ts).
   const image = imageReference(deps.images.resolveModule(desired.module, scope.tenant.spec.versions?.[desired.module]));
   const policy = { namespace: scope.namespace, release: desired.module, images: [image] };
-  await withRenderGuard(deps.config.renderGuard, policy, (postRenderer) => deps.helm.upgradeInstall({
+  const guard = await withRenderGuard(deps.config.renderGuard, policy, (postRenderer) => deps.helm.upgradeInstall({
     release: desired.module,
     namespace: scope.namespace,
     chart: desired.chart,
@@ -351,7 +351,7 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
     sensitive: secretStrings(desired.values),
     postRenderer,
   }));
-  log.info({ previousRevision: current?.version, ms: Date.now() - started }, current === undefined ? 'module installed' : 'module upgraded');
+  log.info({ previousRevision: current?.version, ms: Date.now() - started, guardMs: guard?.ms, guardCpuMs: guard?.cpuMs }, current === undefined ? 'module installed' : 'module upgraded');
 }
 
 async function uninstallRelease(scope: TenantScope, deps: ModuleStepDeps, release: ReleaseRecord): Promise<void> {

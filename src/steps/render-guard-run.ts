@@ -17,7 +17,7 @@ import type { ModuleImage } from '../adapters/images.ts';
 import { Reason } from '../api/reasons.ts';
 import type { RenderGuardSettings } from '../config.ts';
 import { InputError } from '../errors.ts';
-import { type Refusal, refusalMessage, type RenderPolicy } from './render-guard.ts';
+import { type GuardReport, refusalMessage, type RenderPolicy } from './render-guard.ts';
 
 /** The plugin's name (helm-plugins/eva-render-guard/plugin.yaml). */
 export const RENDER_GUARD_PLUGIN = 'eva-render-guard';
@@ -26,24 +26,26 @@ export const RENDER_GUARD_PLUGIN = 'eva-render-guard';
 export const imageReference = (image: ModuleImage): string =>
   image.digest !== undefined && image.digest !== '' ? `${image.repository}@${image.digest}` : `${image.repository}:${image.tag}`;
 
-function readRefusals(reportFile: string): Refusal[] | undefined {
-  let text: string;
+function readReport(reportFile: string): GuardReport | undefined {
   try {
-    text = readFileSync(reportFile, 'utf8');
+    return JSON.parse(readFileSync(reportFile, 'utf8')) as GuardReport;
   } catch {
     return undefined;
   }
-  const refusals = (JSON.parse(text) as { refusals?: Refusal[] }).refusals;
-  return Array.isArray(refusals) && refusals.length > 0 ? refusals : undefined;
 }
 
 /**
- * Runs `apply` (one helm call) with the guard as its post-renderer. A refusal becomes InputError
- * RenderRejected; any other failure (the guard could not start, helm failed) stays what it was.
+ * Runs `apply` (one helm call) with the guard as its post-renderer and returns what the guard cost.
+ * A refusal becomes InputError RenderRejected; any other failure (the guard could not start or
+ * judge, helm failed) stays what it was.
  */
-export async function withRenderGuard(settings: RenderGuardSettings, policy: RenderPolicy, apply: (postRenderer: PostRenderer) => Promise<void>): Promise<void> {
+export async function withRenderGuard(
+  settings: RenderGuardSettings,
+  policy: RenderPolicy,
+  apply: (postRenderer: PostRenderer) => Promise<void>,
+): Promise<GuardReport['cost'] | undefined> {
   const dir = mkdtempSync(join(tmpdir(), 'eva-render-guard-'));
-  const reportFile = join(dir, 'refusals.json');
+  const reportFile = join(dir, 'report.json');
   try {
     await apply({
       plugin: RENDER_GUARD_PLUGIN,
@@ -54,9 +56,10 @@ export async function withRenderGuard(settings: RenderGuardSettings, policy: Ren
         EVA_RENDER_GUARD_REPORT: reportFile,
       },
     });
+    return readReport(reportFile)?.cost;
   } catch (err) {
-    const refusals = readRefusals(reportFile);
-    if (refusals === undefined) throw err;
+    const refusals = readReport(reportFile)?.refusals ?? [];
+    if (refusals.length === 0) throw err;
     throw new InputError(Reason.RenderRejected, refusalMessage(refusals), { cause: err });
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -44,19 +44,21 @@ describe('the render guard', () => {
     expect(refusals(stream(configMap({ namespace: 'kube-system' })))).toEqual([`ConfigMap/kube-system/orbit-crm-config: only namespace ${NS} is allowed`]);
   });
 
-  it('refuses every kind a module does not own, cluster-scoped ones included, naming kind/namespace/name', () => {
+  it('refuses every kind a module does not own, cluster-scoped ones included, naming kind/[namespace/]name as written', () => {
     const foreign = [
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'pwned' } },
       { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'pwned' }, roleRef: { name: 'cluster-admin' } },
       { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'orbit-crm' } },
       { apiVersion: 'v1', kind: 'List', metadata: {}, items: [configMap({ namespace: 'kube-system' })] },
       { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'orbit-crm' } },
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'orbit-crm', namespace: NS } },
     ];
     expect(refusals(stream(...chartObjects(), ...foreign))).toEqual([
-      `Namespace/${NS}/pwned: v1 Namespace is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
-      `ClusterRoleBinding/${NS}/pwned: rbac.authorization.k8s.io/v1 ClusterRoleBinding is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
-      `Ingress/${NS}/orbit-crm: networking.k8s.io/v1 Ingress is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
-      `List/${NS}/<no name>: v1 List is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
+      `Namespace/pwned: v1 Namespace is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
+      `ClusterRoleBinding/pwned: rbac.authorization.k8s.io/v1 ClusterRoleBinding is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
+      `Ingress/orbit-crm: networking.k8s.io/v1 Ingress is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
+      `List/<no name>: v1 List is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
+      `Pod/orbit-crm: v1 Pod is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
       `Pod/${NS}/orbit-crm: v1 Pod is not a kind a module may own (apps/v1 Deployment, v1 Service, v1 ConfigMap, v1 Secret)`,
     ]);
   });

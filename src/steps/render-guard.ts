@@ -39,6 +39,13 @@ export interface Refusal {
   readonly message: string;
 }
 
+/** What the guard process leaves for the operator (EVA_RENDER_GUARD_REPORT). */
+export interface GuardReport {
+  readonly refusals: readonly Refusal[];
+  /** The guard process: wall time from its start, and CPU time, in milliseconds. */
+  readonly cost: { readonly ms: number; readonly cpuMs: number };
+}
+
 export type GuardVerdict = { readonly allowed: true; readonly output: string } | { readonly allowed: false; readonly refusals: readonly Refusal[] };
 
 type Json = Record<string, unknown>;
@@ -58,10 +65,14 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 const field = (value: unknown, ...path: string[]): unknown => path.reduce<unknown>((v, key) => (isObject(v) ? v[key] : undefined), value);
 
-/** kind/namespace/name as helm would apply the object (no namespace: the release's). */
+/**
+ * kind/namespace/name as helm would apply the object: an owned kind without a namespace goes to the
+ * release's; any other kind is named as written (kind/name when it has none: it may be cluster-scoped).
+ */
 function describe(object: Json, policy: RenderPolicy): string {
-  const namespace = text(field(object, 'metadata', 'namespace')) || policy.namespace;
-  return `${text(object['kind']) || '<no kind>'}/${namespace}/${text(field(object, 'metadata', 'name')) || '<no name>'}`;
+  const owned = OWNED_KINDS[`${text(object['apiVersion'])} ${text(object['kind'])}`] !== undefined;
+  const namespace = text(field(object, 'metadata', 'namespace')) || (owned ? policy.namespace : '');
+  return [text(object['kind']) || '<no kind>', namespace, text(field(object, 'metadata', 'name')) || '<no name>'].filter((part) => part !== '').join('/');
 }
 
 /** Every image of the object's pod template (init, regular and ephemeral containers). */

@@ -39,9 +39,12 @@ const foldersBefore = new Set(guardFolders());
 describe('the render guard plugin under the real helm', () => {
   it('lets the chart through: helm prints the objects the guard checked', async () => {
     let out = '';
-    await withRenderGuard(settings, POLICY, async (postRenderer) => {
+    const cost = await withRenderGuard(settings, POLICY, async (postRenderer) => {
       out = await template(postRenderer);
     });
+    // The guard reports what its process cost (logged with each release; bench:provision sums it).
+    expect(cost?.ms).toBeGreaterThan(0);
+    expect(cost?.cpuMs).toBeGreaterThan(0);
     expect(out.match(/^\{"apiVersion".*$/gm)?.map((line) => (JSON.parse(line) as { kind: string }).kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Secret', 'Service']);
   });
 
