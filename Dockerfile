@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 #
-# The eva-operator image: the compiled operator on Node.js 24 LTS, the pinned helm CLI it drives, the
-# bundled module charts, seed data and images.txt.
+# The eva-operator image: the compiled operator on Node.js 24 LTS, the pinned helm CLI it drives with
+# its render guard plugin, the bundled module charts, seed data and images.txt.
 #
 #   docker build -t ghcr.io/aidonow/eva-operator:0.1.0 .
 #   scripts/build-image.sh        (no daemon: buildah; local bases where the public ones cannot be pulled)
@@ -44,6 +44,10 @@ COPY src ./src
 # One bundled module (dist/cli.js): the runtime needs no node_modules.
 RUN npm run build \
  && node dist/cli.js crd >/dev/null
+# The render guard bundle starts on its own and refuses a Namespace (exit 1).
+RUN printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n' \
+    | EVA_RENDER_GUARD_POLICY='{"namespace":"n","release":"r","images":[]}' node dist/render-guard-cli.js >/dev/null 2>&1; \
+    test $? -eq 1
 
 # ---- runtime ----
 FROM ${NODE_IMAGE}
@@ -59,6 +63,8 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
 COPY --from=helm /go/bin/helm /usr/local/bin/helm
 COPY --from=build /src/package.json /app/package.json
 COPY --from=build /src/dist /app/dist
+# The render guard's helm plugin: helm runs /app/dist/render-guard-cli.js on every module release.
+COPY helm-plugins /app/helm-plugins
 COPY charts/modules /charts/modules
 COPY seeds /seeds
 COPY images.txt /etc/eva-operator/images.txt

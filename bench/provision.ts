@@ -320,8 +320,30 @@ const cpuNow = (operator: OperatorProcess): Record<string, number> => ({
   'helm (operator children)': cpuSeconds(operator.pid).children,
 });
 
+/**
+ * The render guard's cost per release, as the guard measured itself (its node process, from start to
+ * exit, wall and CPU) and the operator logged it with each release, beside the whole helm call's time.
+ */
+function renderGuardCost(logs: string): string {
+  const releases = logs.split('\n').flatMap((line) => {
+    if (!line.includes('"msg":"module installed"') && !line.includes('"msg":"module upgraded"')) return [];
+    const entry = JSON.parse(line) as { ms?: number; guardMs?: number; guardCpuMs?: number };
+    return entry.guardMs === undefined ? [] : [{ helm: entry.ms ?? Number.NaN, wall: entry.guardMs, cpu: entry.guardCpuMs ?? Number.NaN }];
+  });
+  if (releases.length === 0) return 'render guard: no release logged its cost';
+  const sorted = (values: number[]): number[] => [...values].sort((a, b) => a - b);
+  const [wall, cpu, helm] = [sorted(releases.map((r) => r.wall)), sorted(releases.map((r) => r.cpu)), sorted(releases.map((r) => r.helm))];
+  const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
+  return (
+    `render guard per release (${String(releases.length)} releases; its node process, run by helm as a post-renderer): ` +
+    `${quantile(wall, 0.5).toFixed(0)} ms wall median, ${quantile(wall, 0.95).toFixed(0)} p95; ${mean(cpu).toFixed(0)} ms CPU mean ` +
+    `(the whole helm call: ${quantile(helm, 0.5).toFixed(0)} ms median)`
+  );
+}
+
 async function provision(run: Run, tier: Tier, concurrency: number): Promise<number> {
   const { count, codes, operator } = run;
+  const logOffset = operator.logs().length;
   const auditOffset = existsSync(auditLogPath()) ? statSync(auditLogPath()).size : 0;
   const cpuBefore = cpuNow(operator);
   const etcdBefore = etcdBytes();
@@ -353,6 +375,7 @@ async function provision(run: Run, tier: Tier, concurrency: number): Promise<num
     `with its helm children (what the pod's memory limit holds): ${pod.peakPodMiB.toFixed(0)} MiB peak (sampled every 100 ms; ${pod.processes} helm processes)`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,
     `API objects of one tenant: ${total(objects)} (${show(objects, 1, 0)}); etcd database ${(etcdBytes() / 2 ** 20).toFixed(0)} MiB (${(etcdBefore / 2 ** 20).toFixed(0)} MiB before)`,
+    renderGuardCost(operator.logs().slice(logOffset)),
     `secret values files left: ${operator.secretFilesLeft().length}`,
   ]);
   return pending.size;

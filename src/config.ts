@@ -31,6 +31,16 @@ export interface NetworkPolicySettings {
   dns: { namespaces: Labels; pods: Labels };
 }
 
+/** How helm starts the render guard (steps/render-guard-run.ts): settings of this build, not of a deployment. */
+export interface RenderGuardSettings {
+  /** HELM_PLUGINS for the operator's helm: holds the post-renderer plugin eva-render-guard. */
+  pluginsDir: string;
+  /** The node binary the plugin runs: the operator's own. */
+  node: string;
+  /** The guard's entry: dist/render-guard-cli.js next to the bundle, or src/render-guard-cli.ts in a checkout. */
+  entry: string;
+}
+
 export interface OperatorConfig {
   operatorVersion: string;
   nats: NatsSettings;
@@ -39,6 +49,7 @@ export interface OperatorConfig {
   seedsBasePath: string;
   imagesFile: string;
   helmBinary: string;
+  renderGuard: RenderGuardSettings;
   helmSecretsDir: string;
   /** Helm processes at once (HELM_CONCURRENCY): they share the operator's memory limit. */
   helmConcurrency: number;
@@ -84,6 +95,16 @@ function inClusterNamespace(): string | undefined {
 function bundled(imagePath: string, checkoutRelative: string): string {
   if (existsSync(imagePath)) return imagePath;
   return fileURLToPath(new URL(`../${checkoutRelative}`, import.meta.url));
+}
+
+/** The guard beside the code that runs: the bundle's sibling in the image, the TypeScript source in a checkout. */
+export function renderGuardSettings(): RenderGuardSettings {
+  const bundle = fileURLToPath(new URL('./render-guard-cli.js', import.meta.url));
+  return {
+    pluginsDir: bundled('/app/helm-plugins', 'helm-plugins'),
+    node: process.execPath,
+    entry: existsSync(bundle) ? bundle : bundle.replace(/\.js$/, '.ts'),
+  };
 }
 
 class EnvReader {
@@ -235,6 +256,7 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     seedsBasePath: env.string('SEEDS_BASE_PATH', bundled('/seeds', 'seeds')),
     imagesFile: env.string('IMAGES_FILE', bundled('/etc/eva-operator/images.txt', 'images.txt')),
     helmBinary: env.string('HELM_BINARY', 'helm'),
+    renderGuard: renderGuardSettings(),
     helmSecretsDir: env.string('HELM_SECRETS_DIR', '/run/helm-secrets'),
     helmConcurrency: env.integer('HELM_CONCURRENCY', 4, 1, 64),
     allowNonTmpfsSecrets: env.boolean('HELM_SECRETS_ALLOW_NON_TMPFS'),

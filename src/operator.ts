@@ -103,7 +103,12 @@ function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objec
     kube,
     driftReads: objects.reads,
     nats,
-    helm: new Helm({ binary: config.helmBinary, maxProcesses: config.helmConcurrency, ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}) }),
+    helm: new Helm({
+      binary: config.helmBinary,
+      maxProcesses: config.helmConcurrency,
+      pluginsDir: config.renderGuard.pluginsDir,
+      ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}),
+    }),
     images: ImageCatalog.fromFile(config.imagesFile, config.airGapRegistry),
     config,
     seedsBasePath: config.seedsBasePath,

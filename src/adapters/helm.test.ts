@@ -47,6 +47,21 @@ describe('Helm (stand-in binary)', () => {
     expect(spawned).toEqual([expected]);
   });
 
+  it('runs a post-renderer plugin by name: its parameters only in that call\'s environment, HELM_PLUGINS from the settings', async () => {
+    const fake = fakeHelm();
+    const helm = new Helm({ binary: fake.binary, pluginsDir: '/app/helm-plugins' });
+    const options = { release: 'orbit-crm', namespace: 'n', chart: '/c', valuesFiles: [] };
+    await helm.upgradeInstall({ ...options, postRenderer: { plugin: 'eva-render-guard', env: { EVA_RENDER_GUARD_POLICY: '{"release":"orbit-crm"}' } } });
+    await helm.upgradeInstall(options);
+    const [guarded, plain] = fake.calls();
+    expect(guarded?.args.slice(-2)).toEqual(['--post-renderer', 'eva-render-guard']);
+    expect(guarded?.env).toContain('EVA_RENDER_GUARD_POLICY={"release":"orbit-crm"}');
+    expect(guarded?.env).toContain('HELM_PLUGINS=/app/helm-plugins');
+    expect(plain?.args).not.toContain('--post-renderer');
+    expect(plain?.env).not.toContain('EVA_RENDER_GUARD_POLICY');
+    expect(plain?.env).toContain('HELM_PLUGINS=/app/helm-plugins');
+  });
+
   it('runs at most maxProcesses helm processes at once; the others wait their turn', async () => {
     /** How many of five 1 s helm processes started within the first 100 ms (a loaded machine has a second of slack). */
     const startedAtOnce = async (maxProcesses?: number): Promise<number> => {

@@ -30,6 +30,15 @@ export interface HelmSettings {
    * resident, and they share the operator's memory limit. Unlimited when unset.
    */
   maxProcesses?: number;
+  /** HELM_PLUGINS for every helm process: where its post-renderer plugins are (the render guard's). */
+  pluginsDir?: string;
+}
+
+/** A Helm 4 post-renderer plugin (type postrenderer/v1) and the environment it gets for this call. */
+export interface PostRenderer {
+  plugin: string;
+  /** Added to helm's environment for this call only; helm passes its environment to the plugin. */
+  env: Readonly<Record<string, string>>;
 }
 
 export interface UpgradeInstallOptions {
@@ -48,6 +57,8 @@ export interface UpgradeInstallOptions {
   historyMax?: number;
   /** Values scrubbed from helm's messages, on top of the shape-based redaction (e.g. generated passwords). */
   sensitive?: readonly string[];
+  /** Pipes the rendered manifests through this plugin; helm applies what it prints, nothing when it fails. */
+  postRenderer?: PostRenderer;
 }
 
 export interface OperationOptions {
@@ -100,13 +111,14 @@ const PASSED_ENV = ['PATH', 'HOME', 'TMPDIR', 'KUBERNETES_SERVICE_HOST', 'KUBERN
 const HELM_GOGC = '200';
 const PASSED_ENV_PREFIXES = ['HELM_', 'XDG_'];
 
-function helmEnvironment(kubeconfig: string | undefined): NodeJS.ProcessEnv {
+function helmEnvironment(kubeconfig: string | undefined, pluginsDir: string | undefined): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (PASSED_ENV.includes(name.toUpperCase()) || PASSED_ENV_PREFIXES.some((p) => name.startsWith(p))) env[name] = value;
   }
   const config = kubeconfig ?? process.env['KUBECONFIG'];
   if (config !== undefined) env['KUBECONFIG'] = config;
+  if (pluginsDir !== undefined) env['HELM_PLUGINS'] = pluginsDir;
   env['GOGC'] ??= HELM_GOGC;
   env['NO_COLOR'] = '1';
   return env;
@@ -221,7 +233,7 @@ export class Helm {
 
   constructor(settings: HelmSettings) {
     this.settings = settings;
-    this.env = helmEnvironment(settings.kubeconfig);
+    this.env = helmEnvironment(settings.kubeconfig, settings.pluginsDir);
     this.processes = bulkhead(settings.maxProcesses ?? Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
   }
 
@@ -238,7 +250,8 @@ export class Helm {
     args.push('--disable-openapi-validation');
     // Helm 4: omitting --wait means "hookOnly"; a bare --wait means the kstatus "watcher" strategy.
     if (options.wait === true) args.push('--wait=watcher');
-    await this.run(args, timeout, options.sensitive);
+    if (options.postRenderer !== undefined) args.push('--post-renderer', options.postRenderer.plugin);
+    await this.run(args, timeout, options.sensitive, options.postRenderer?.env);
   }
 
   /** Removes the release and its resources; a release that does not exist is not an error. */
@@ -277,18 +290,18 @@ export class Helm {
     }
   }
 
-  private run(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[]): Promise<string> {
-    return this.processes.execute(() => this.spawn(args, helmTimeoutSeconds, sensitive));
+  private run(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[], extraEnv?: Readonly<Record<string, string>>): Promise<string> {
+    return this.processes.execute(() => this.spawn(args, helmTimeoutSeconds, sensitive, extraEnv));
   }
 
-  private spawn(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[]): Promise<string> {
+  private spawn(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[], extraEnv?: Readonly<Record<string, string>>): Promise<string> {
     this.settings.onSpawn?.(args);
     const timeout = helmTimeoutSeconds * 1000 + (this.settings.processGraceMs ?? DEFAULT_GRACE_MS);
     return new Promise((resolve, reject) => {
       execFile(
         this.settings.binary,
         args,
-        { env: this.env, timeout, killSignal: 'SIGTERM', maxBuffer: MAX_BUFFER, encoding: 'utf8' },
+        { env: extraEnv === undefined ? this.env : { ...this.env, ...extraEnv }, timeout, killSignal: 'SIGTERM', maxBuffer: MAX_BUFFER, encoding: 'utf8' },
         (error, stdout, stderr) => {
           if (error === null) {
             resolve(stdout);

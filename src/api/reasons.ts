@@ -104,6 +104,8 @@ export const Reason = {
   // -- module releases ----------------------------------------------------------------------------------
   ChartMissing: 'ChartMissing',
   ChartRenderFailed: 'ChartRenderFailed',
+  /** The render guard refused what helm was about to apply (an object or image outside the module contract). */
+  RenderRejected: 'RenderRejected',
   InvalidHelmValues: 'InvalidHelmValues',
   UnknownModuleVersion: 'UnknownModuleVersion',
   ModuleImageMissing: 'ModuleImageMissing',

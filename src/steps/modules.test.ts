@@ -27,6 +27,7 @@ import {
 } from './modules.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { testScope } from '../../test/support/fixtures.ts';
+import { renderGuardSettings } from '../config.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const DIGEST = 'c'.repeat(64);
@@ -45,6 +46,7 @@ const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {
     helmSecretsDir: '/dev/shm',
     allowNonTmpfsSecrets: false,
     moduleOtelEndpoint: 'http://otel.eva-system:4318',
+    renderGuard: renderGuardSettings(),
   },
 };
 

@@ -30,6 +30,7 @@ import { desiredSeedsVersion } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
+import { imageReference, withRenderGuard } from './render-guard-run.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
@@ -37,7 +38,7 @@ export interface ModuleStepDeps {
   images: ImageCatalog;
   config: Pick<
     OperatorConfig,
-    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint'
+    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard'
   >;
 }
 
@@ -77,7 +78,7 @@ export interface ModuleValues {
 export interface ValuesInput {
   module: ModuleName;
   scope: TenantScope;
-  deps: Pick<ModuleStepDeps, 'images' | 'config'>;
+  deps: { images: ImageCatalog; config: Pick<OperatorConfig, 'seedsBasePath' | 'moduleOtelEndpoint'> };
   credentials: Readonly<Record<string, string>>;
   /** A digest of the credentials in Secret eva-nats: new credentials, new pods. */
   natsRevision: string;
@@ -336,7 +337,10 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
     log,
   });
   const started = Date.now();
-  await deps.helm.upgradeInstall({
+  // The catalogue's image, not the merged values': helm applies nothing else (steps/render-guard.ts).
+  const image = imageReference(deps.images.resolveModule(desired.module, scope.tenant.spec.versions?.[desired.module]));
+  const policy = { namespace: scope.namespace, release: desired.module, images: [image] };
+  const guard = await withRenderGuard(deps.config.renderGuard, policy, (postRenderer) => deps.helm.upgradeInstall({
     release: desired.module,
     namespace: scope.namespace,
     chart: desired.chart,
@@ -349,8 +353,9 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
     },
     timeoutSeconds: HELM_TIMEOUT_SECONDS,
     sensitive: secretStrings(desired.values),
-  });
-  log.info({ previousRevision: current?.version, ms: Date.now() - started }, current === undefined ? 'module installed' : 'module upgraded');
+    postRenderer,
+  }));
+  log.info({ previousRevision: current?.version, ms: Date.now() - started, guardMs: guard?.ms, guardCpuMs: guard?.cpuMs }, current === undefined ? 'module installed' : 'module upgraded');
 }
 
 async function uninstallRelease(scope: TenantScope, deps: ModuleStepDeps, release: ReleaseRecord): Promise<void> {

@@ -24,7 +24,9 @@ import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
 import type { Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
+import { configMapIn, hostileCharts } from '../support/hostile-charts.ts';
 import { testScope } from '../support/fixtures.ts';
+import { renderGuardSettings } from '../../src/config.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
 const natsCreds = async (): Promise<string> => {
@@ -43,7 +45,7 @@ const namespaces: string[] = [];
 function deps(): ModuleStepDeps {
   return {
     kube,
-    helm: new Helm({ binary: tool('helm'), kubeconfig: process.env['KUBECONFIG'], onSpawn: recordSpawn }),
+    helm: new Helm({ binary: tool('helm'), kubeconfig: process.env['KUBECONFIG'], pluginsDir: renderGuardSettings().pluginsDir, onSpawn: recordSpawn }),
     images: ImageCatalog.fromFile(imagesFile),
     config: {
       chartBasePath: join(repoRoot, 'charts'),
@@ -51,6 +53,7 @@ function deps(): ModuleStepDeps {
       helmSecretsDir: secretsDir,
       allowNonTmpfsSecrets: false,
       moduleOtelEndpoint: 'http://otel-collector.eva-system:4318',
+      renderGuard: renderGuardSettings(),
     },
   };
 }
@@ -200,6 +203,28 @@ async function expectSecretsReachedTheChart(scope: TenantScope): Promise<void> {
   };
   expect(await credentialValues(scope)).toHaveLength(3);
   expect(await decoded('orbit-itsm-credentials', 'db-password')).toBe(await decoded(credentialsSecretName(scope.code), 'db-password'));
+}
+
+/** Leaves orbit-crm pending-install: a helm killed mid-install, like an operator that was OOM-killed (a pod quota of 0 stays behind). */
+async function killedMidInstall(scope: TenantScope): Promise<void> {
+  // No pod may start, so `helm --wait` waits; kill it mid-install.
+  await quota(scope.namespace, 0);
+  const values = join(tmpdir(), `eva-plain-values-${scope.code}.yaml`);
+  writeFileSync(values, `tenant: {code: ${scope.code}, tier: Starter}\n`);
+  const helm = spawn(
+    tool('helm'),
+    ['upgrade', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), '--install', '-n', scope.namespace, '--values', values, '--wait', '--timeout', '5m', '--labels', 'app.kubernetes.io/managed-by=eva-operator'],
+    { env: { ...process.env }, stdio: 'ignore' },
+  );
+  try {
+    expect(await untilStatus(scope.namespace, 'orbit-crm', 'pending-install')).toBe(true);
+  } finally {
+    helm.kill('SIGKILL');
+    rmSync(values, { force: true });
+  }
+  await new Promise((resolve) => helm.once('exit', resolve));
+  expect((await releasesOf(scope.namespace)).get('orbit-crm')?.status).toBe('pending-install');
+  await kube.core.deleteNamespacedResourceQuota({ name: 'pods', namespace: scope.namespace });
 }
 
 beforeAll(() => {
@@ -379,24 +404,7 @@ describe('modules step (real helm, real control plane)', () => {
 
   it('recovers a release left pending-install by a killed helm', async () => {
     const scope = await tenantScope('Starter');
-    // No pod may start, so `helm --wait` waits; kill it mid-install, like an operator that was OOM-killed.
-    await quota(scope.namespace, 0);
-    const values = join(tmpdir(), `eva-plain-values-${scope.code}.yaml`);
-    writeFileSync(values, `tenant: {code: ${scope.code}, tier: Starter}\n`);
-    const helm = spawn(
-      tool('helm'),
-      ['upgrade', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), '--install', '-n', scope.namespace, '--values', values, '--wait', '--timeout', '5m', '--labels', 'app.kubernetes.io/managed-by=eva-operator'],
-      { env: { ...process.env }, stdio: 'ignore' },
-    );
-    try {
-      expect(await untilStatus(scope.namespace, 'orbit-crm', 'pending-install')).toBe(true);
-    } finally {
-      helm.kill('SIGKILL');
-      rmSync(values, { force: true });
-    }
-    await new Promise((resolve) => helm.once('exit', resolve));
-    expect((await releasesOf(scope.namespace)).get('orbit-crm')?.status).toBe('pending-install');
-    await kube.core.deleteNamespacedResourceQuota({ name: 'pods', namespace: scope.namespace });
+    await killedMidInstall(scope);
 
     await step.ensure(scope, deps());
     expect(await untilReady(scope)).toEqual({ ready: true });
@@ -436,6 +444,32 @@ describe('modules step (real helm, real control plane)', () => {
     expect(crm).toMatchObject({ status: 'deployed', version: 4 });
     expect(crm?.labels[VALUES_HASH_LABEL]).toBe(desiredHash);
     expect(logLines.some((l) => l.includes('recovered a release left pending') && l.includes('"action":"rolled-back"'))).toBe(true);
+  });
+
+  it('a crash between render check and apply converges without applying anything unchecked: unlocked, then checked anew, every time', async () => {
+    const scope = await tenantScope('Starter');
+    // The crash: a helm that died after its render passed, before it finished applying.
+    await killedMidInstall(scope);
+    const charts = hostileCharts();
+    const probe = `eva-guard-${scope.code.toLowerCase()}`;
+    charts.plant('orbit-crm', 'zz-probe.yaml', configMapIn('kube-system', probe, [scope.code]));
+    const hostile = (): ModuleStepDeps => ({ ...deps(), config: { ...deps().config, chartBasePath: charts.path } });
+    try {
+      for (const attempt of [1, 2]) {
+        const err = await caught(() => step.ensure(scope, hostile()));
+        expect(err, `attempt ${String(attempt)}`).toBeInstanceOf(InputError);
+        expect(err.reason).toBe('RenderRejected');
+        expect(err.message).toContain(`ConfigMap/kube-system/${probe}`);
+        // The pending release was uninstalled (attempt 1) and the refused install stored nothing.
+        expect((await releasesOf(scope.namespace)).get('orbit-crm')).toBeUndefined();
+        expect(await kube.reads.get('ConfigMap', 'kube-system', probe)).toBeUndefined();
+      }
+    } finally {
+      charts.remove();
+    }
+    await step.ensure(scope, deps());
+    expect(await untilReady(scope)).toEqual({ ready: true });
+    expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'deployed', version: 1 });
   });
 
   it('removes the modules a downgraded tier no longer has, and remove leaves nothing behind', async () => {

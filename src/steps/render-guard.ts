@@ -1,0 +1,172 @@
+/**
+ * The render guard: what helm is about to apply for one module release, checked before anything is
+ * applied. helm runs it as a post-renderer (helm-plugins/eva-render-guard, started by src/render-guard-cli.ts)
+ * inside the same `helm upgrade --install` that applies the result, so nothing is rendered twice and
+ * nothing unchecked can be applied: helm applies only what the guard printed, and applies nothing
+ * when the guard refuses (a non-zero exit).
+ *
+ * A module release may hold only what the module contract (charts/modules/README.md) renders:
+ *   - the kinds a module owns, each under the name the chart gives it (Deployment and Service
+ *     `<release>`, ConfigMap `<release>-config`, Secret `<release>-credentials`);
+ *   - only in the tenant's namespace (no other namespace; every other kind, cluster-scoped ones
+ *     included, is refused by the first rule);
+ *   - no helm hooks (the contract has none; hooks live outside the release's own objects);
+ *   - Services of type ClusterIP only (NodePort and LoadBalancer open ports on every node, and
+ *     ExternalName aliases a name outside the namespace);
+ *   - container images only from the catalogue: exactly the references the operator resolved from
+ *     images.txt (or the air-gap mirror that replaces its registry).
+ *
+ * Pure: a string in, a verdict out. What it allows it prints back as JSON documents, so helm applies
+ * exactly the objects this code read (no second YAML reading can disagree with ours). Merge keys
+ * (`<<`) are resolved as helm's YAML reader resolves them, then printed as plain keys.
+ */
+import { parseAllDocuments } from 'yaml';
+
+/** What the operator allows one release to render; set by the operator, never from an EvaTenant. */
+export interface RenderPolicy {
+  /** The tenant's namespace, where the release lives. */
+  readonly namespace: string;
+  /** The release name (= the module name). */
+  readonly release: string;
+  /** The image references the release may run (the catalogue's, as the chart prints them). */
+  readonly images: readonly string[];
+}
+
+/** One object or image the guard refuses, in words that name it. */
+export interface Refusal {
+  /** kind/namespace/name of the object (namespace as helm would apply it). */
+  readonly object: string;
+  readonly message: string;
+}
+
+/** What the guard process leaves for the operator (EVA_RENDER_GUARD_REPORT). */
+export interface GuardReport {
+  readonly refusals: readonly Refusal[];
+  /** The guard process: wall time from its start, and CPU time, in milliseconds. */
+  readonly cost: { readonly ms: number; readonly cpuMs: number };
+}
+
+export type GuardVerdict = { readonly allowed: true; readonly output: string } | { readonly allowed: false; readonly refusals: readonly Refusal[] };
+
+type Json = Record<string, unknown>;
+
+/** apiVersion + kind -> the name the chart gives that object, from the release name. */
+const OWNED_KINDS: Readonly<Record<string, (release: string) => string>> = {
+  'apps/v1 Deployment': (release) => release,
+  'v1 Service': (release) => release,
+  'v1 ConfigMap': (release) => `${release}-config`,
+  'v1 Secret': (release) => `${release}-credentials`,
+};
+
+const HOOK_ANNOTATION = 'helm.sh/hook';
+const POD_CONTAINER_LISTS = ['initContainers', 'containers', 'ephemeralContainers'] as const;
+
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+const text = (value: unknown): string => (typeof value === 'string' ? value : '');
+const field = (value: unknown, ...path: string[]): unknown => path.reduce<unknown>((v, key) => (isObject(v) ? v[key] : undefined), value);
+
+/**
+ * kind/namespace/name as helm would apply the object: an owned kind without a namespace goes to the
+ * release's; any other kind is named as written (kind/name when it has none: it may be cluster-scoped).
+ */
+function describe(object: Json, policy: RenderPolicy): string {
+  const owned = OWNED_KINDS[`${text(object['apiVersion'])} ${text(object['kind'])}`] !== undefined;
+  const namespace = text(field(object, 'metadata', 'namespace')) || (owned ? policy.namespace : '');
+  return [text(object['kind']) || '<no kind>', namespace, text(field(object, 'metadata', 'name')) || '<no name>'].filter((part) => part !== '').join('/');
+}
+
+/** Every image of the object's pod template (init, regular and ephemeral containers). */
+export function podImages(object: Json): string[] {
+  const pod = field(object, 'spec', 'template', 'spec');
+  return POD_CONTAINER_LISTS.flatMap((list) => {
+    const containers = field(pod, list);
+    return Array.isArray(containers) ? containers.map((c) => (isObject(c) && typeof c['image'] === 'string' ? c['image'] : '<no image>')) : [];
+  });
+}
+
+/** Where the object goes and what it is called: the tenant's namespace, the chart's name, no hook. */
+function placementProblems(object: Json, policy: RenderPolicy, expectedName: string): string[] {
+  const problems: string[] = [];
+  const namespace = field(object, 'metadata', 'namespace');
+  if (namespace !== undefined && namespace !== policy.namespace) problems.push(`only namespace ${policy.namespace} is allowed`);
+  if (field(object, 'metadata', 'name') !== expectedName) problems.push(`the chart names this ${text(object['kind'])} ${expectedName}`);
+  if (field(object, 'metadata', 'generateName') !== undefined) problems.push('generateName is not allowed');
+  if (field(object, 'metadata', 'annotations', HOOK_ANNOTATION) !== undefined) problems.push('helm hooks are not allowed');
+  return problems;
+}
+
+/** What the object exposes or runs: a ClusterIP Service only, images from the catalogue only. */
+function contentProblems(object: Json, policy: RenderPolicy): string[] {
+  const problems: string[] = [];
+  const serviceType = field(object, 'spec', 'type');
+  if (object['kind'] === 'Service' && serviceType !== undefined && serviceType !== 'ClusterIP') problems.push(`Service type ${text(serviceType) || '?'} is not allowed (ClusterIP only)`);
+  for (const image of new Set(podImages(object))) {
+    if (!policy.images.includes(image)) problems.push(`image ${image} is not in the catalogue (allowed: ${policy.images.join(', ') || 'none'})`);
+  }
+  return problems;
+}
+
+/** Why one object may not be applied, or an empty list. */
+export function objectProblems(object: Json, policy: RenderPolicy): string[] {
+  const kind = `${text(object['apiVersion'])} ${text(object['kind'])}`;
+  const expectedName = OWNED_KINDS[kind];
+  if (expectedName === undefined) return [`${kind.trim() || 'an object without apiVersion/kind'} is not a kind a module may own (${Object.keys(OWNED_KINDS).join(', ')})`];
+  return [...placementProblems(object, policy, expectedName(policy.release)), ...contentProblems(object, policy)];
+}
+
+/** A YAML integer beyond 2^53 would change when printed back as JSON: refused rather than altered. */
+function jsonOf(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => {
+    if (typeof v !== 'bigint') return v;
+    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) throw new RangeError(`the number ${v.toString()} is too large to check exactly`);
+    return Number(v);
+  });
+}
+
+/** Checks a rendered manifest stream against the policy; allowed objects come back as JSON documents. */
+export function checkRender(manifests: string, policy: RenderPolicy): GuardVerdict {
+  const refusals: Refusal[] = [];
+  const allowed: string[] = [];
+  parseAllDocuments(manifests, { intAsBigInt: true, uniqueKeys: true, merge: true }).forEach((document, index) => {
+    const where = `document ${String(index + 1)}`;
+    if (document.errors.length > 0) {
+      refusals.push({ object: where, message: `not valid YAML: ${document.errors[0]?.message ?? ''}` });
+      return;
+    }
+    let object: unknown;
+    try {
+      object = document.toJS();
+    } catch (err) {
+      refusals.push({ object: where, message: `not valid YAML: ${(err as Error).message}` });
+      return;
+    }
+    if (object === null || object === undefined) return;
+    if (!isObject(object)) {
+      refusals.push({ object: where, message: 'not a Kubernetes object' });
+      return;
+    }
+    const problems = objectProblems(object, policy);
+    try {
+      if (problems.length === 0) allowed.push(jsonOf(object));
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+    if (problems.length > 0) refusals.push({ object: describe(object, policy), message: problems.join('; ') });
+  });
+  if (refusals.length > 0) return { allowed: false, refusals };
+  return { allowed: true, output: allowed.map((json) => `---\n${json}\n`).join('') };
+}
+
+/** One line for a condition: every refused object with why. */
+export const refusalMessage = (refusals: readonly Refusal[]): string =>
+  `the render guard refused: ${refusals.map((r) => `${r.object}: ${r.message}`).join('; ')}`;
+
+/** The policy the operator passes to the guard (an environment variable), checked on the way in. */
+export function parsePolicy(json: string | undefined): RenderPolicy {
+  const value: unknown = json === undefined ? undefined : JSON.parse(json);
+  const images = field(value, 'images');
+  if (!isObject(value) || typeof value['namespace'] !== 'string' || typeof value['release'] !== 'string' || !Array.isArray(images) || !images.every((i) => typeof i === 'string')) {
+    throw new Error('the render policy must be {"namespace": string, "release": string, "images": string[]}');
+  }
+  return { namespace: value['namespace'], release: value['release'], images };
+}
