@@ -2,7 +2,7 @@
  * Serialises the status writes and events of one reconcile, always on the latest resourceVersion. An
  * unchanged status is not written; events are an audit trail, so a failed event write is logged only.
  */
-import type { EvaTenant } from '../api/evatenant.ts';
+import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import type { Logger } from '../log.ts';
 import type { SagaView } from '../saga/conditions.ts';
 import type { SagaEmitted } from '../saga/machine.ts';
@@ -40,6 +40,11 @@ export class StatusWriter {
     const status = buildStatus(this.current, view, persisted, new Date());
     if (sameStatus(this.current.status, status)) return;
     await this.write(status);
+  }
+
+  /** Writes the status unless it is already stored as is (an idle re-check makes no API write). */
+  async writeIfChanged(status: EvaTenantStatus): Promise<void> {
+    if (!sameStatus(this.current.status, status)) await this.write(status);
   }
 
   async write(status: EvaTenant['status']): Promise<void> {
