@@ -234,6 +234,8 @@ describe('helm template: defaults', () => {
         `RoleBinding/${FULLNAME}-leader-election`,
         `Service/${FULLNAME}-metrics`,
         `ServiceAccount/${FULLNAME}`,
+        'ValidatingAdmissionPolicy/eva-tenant-deletion-protection',
+        'ValidatingAdmissionPolicyBinding/eva-tenant-deletion-protection',
       ].sort(),
     );
   });
