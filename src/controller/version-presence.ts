@@ -65,6 +65,11 @@ export function absentOperators(tenants: readonly EvaTenant[], present: Readonly
   return absences;
 }
 
+/** The one operator that writes unserved tenants' status: the holder of the lowest live Lease name. */
+export function isStatusWriter(present: ReadonlySet<string>, ownLease: string): boolean {
+  return [...present].sort()[0] === ownLease;
+}
+
 export interface PresenceSink {
   setTenantsPinnedToAbsentVersion(count: number): void;
   setTenantsInAbsentShard(count: number): void;
@@ -97,8 +102,7 @@ export class VersionPresenceReporter {
     const absent = absentOperators(this.options.tenants(), presentLeases(items, now), this.options.namespace);
     this.options.metrics.setTenantsPinnedToAbsentVersion(absent.filter((a) => a.cause === 'version').length);
     this.options.metrics.setTenantsInAbsentShard(absent.filter((a) => a.cause === 'shard').length);
-    const present = presentLeases(items, now);
-    const writesStatus = [...present].sort()[0] === this.options.leaseName;
+    const writesStatus = isStatusWriter(presentLeases(items, now), this.options.leaseName);
     for (const absence of absent) {
       await this.report(absence, now);
       if (writesStatus) await this.writeStatus(absence);
