@@ -415,7 +415,7 @@ describe('blue/green: two operator versions side by side', () => {
     }
   }, CASE_MS);
 
-  it('4. a pin to an absent version is reported (Warning event, gauge) and the tenant is left alone', async () => {
+  it('4. a pin to an absent version is reported (Warning event, gauge, Stalled status written once) and the tenant is otherwise left alone', async () => {
     const t = PINNED_ABSENT;
     const offset = auditOffset();
     const created = Date.now();
@@ -442,10 +442,14 @@ describe('blue/green: two operator versions side by side', () => {
     const now = getTenant(t.name);
     expect(now?.metadata.finalizers ?? [], 'finalizer added').not.toContain(FINALIZER);
     expect(ownerOf(now), 'owner annotation added').toBeUndefined();
-    expect(now?.status, 'status written').toBeUndefined();
+    // Its status says so (Stalled: kstatus Failed, Argo CD Degraded), written by one operator only.
+    const stalled = (o: TenantObject | undefined): boolean => o?.status?.conditions?.some((c) => c.type === 'Stalled' && c.status === 'True' && c.reason === 'OperatorVersionAbsent') === true;
+    expect(await eventually(() => stalled(getTenant(t.name)), 45_000, 1_000), 'no Stalled OperatorVersionAbsent status').toBe(true);
+    expect(getTenant(t.name)?.status?.phase, 'a phase written').toBeUndefined();
     expect(kubectl(['get', 'namespace', tenantNamespace(t.code)]).status, 'namespace created').not.toBe(0);
     const operatorWrites = auditWritesSince(offset).filter((e) => (e.userAgent ?? '').startsWith('eva-operator') && concerns(e, t));
-    expect(operatorWrites.map(describeWrite), 'an operator wrote to the tenant pinned to an absent version').toEqual([]);
+    expect(operatorWrites.filter((e) => e.objectRef?.subresource !== 'status').map(describeWrite), 'an operator wrote to the tenant pinned to an absent version').toEqual([]);
+    expect(operatorWrites.filter((e) => e.responseStatus?.code === 200).map(describeWrite), 'the status of the unserved tenant written more than once').toHaveLength(1);
   }, CASE_MS);
 
   it('5. two replicas of one version: one leads, the standby is ready and takes over on SIGTERM; tenants stay Active', async () => {

@@ -157,7 +157,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   // One active replica per operator version and shard: each has its own Lease.
   const lease = leaseNameForVersion(config.operatorVersion, config.shard);
   const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
-  const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => controller.cachedTenants(), metrics, log });
+  const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => controller.cachedTenants(), leaseName: lease, metrics, log });
   let leading = false;
   let stopping = false;
   const lost = Promise.withResolvers<undefined>();

@@ -81,6 +81,18 @@ export const EvaTenantSpecSchema = Type.Object(
         default: WAVES.min,
       }),
     ),
+    suspend: Type.Optional(
+      Type.Boolean({
+        description:
+          'Stops reconciliation (as Flux suspend does): nothing the tenant owns is written, a deletion waits; drift is only reported in status. false resumes and repairs.',
+      }),
+    ),
+    deletionProtection: Type.Optional(
+      Type.Boolean({
+        description:
+          'Refuses DELETE of this EvaTenant in the API server (ValidatingAdmissionPolicy eva-tenant-deletion-protection), even with no operator running. Set it to false to allow deletion.',
+      }),
+    ),
   },
   { description: 'The desired tenant.' },
 );

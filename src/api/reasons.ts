@@ -22,6 +22,12 @@ export const Reason = {
   NatsCredentialsRefused: 'NatsCredentialsRefused',
   Retained: 'Retained',
 
+  // -- GitOps lifecycle (kstatus summary of tenants the saga does not run for) ----------------------
+  Decommissioning: 'Decommissioning',
+  Decommissioned: 'Decommissioned',
+  /** spec.suspend is true: the operator writes nothing but this status. */
+  ReconciliationSuspended: 'ReconciliationSuspended',
+
   // -- catch-alls for errors that carry no reason ---------------------------------------------------
   StepFailed: 'StepFailed',
   CheckFailed: 'CheckFailed',

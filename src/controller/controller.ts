@@ -54,6 +54,10 @@ function fingerprint(obj: KubernetesObject): string {
   return JSON.stringify([m?.generation, m?.annotations, m?.labels, m?.finalizers, m?.deletionTimestamp]);
 }
 
+function isSuspended(obj: KubernetesObject): boolean {
+  return (obj as { spec?: { suspend?: unknown } }).spec?.suspend === true;
+}
+
 export class Controller {
   readonly queue: WorkQueue;
   private readonly options: ControllerOptions;
@@ -165,7 +169,8 @@ export class Controller {
     this.seen.set(name, print);
     if (!always && obj.metadata?.resourceVersion !== undefined && this.ownWrites.get(name) === obj.metadata.resourceVersion) return;
     // Pinned to another version while we work on it: finish the running step, persist, hand over.
-    if (this.pinnedElsewhere(obj)) this.inFlight.get(name)?.abort();
+    // Suspended (spec.suspend) while we work on it: the same, stop at the next step boundary.
+    if (this.pinnedElsewhere(obj) || isSuspended(obj)) this.inFlight.get(name)?.abort();
     this.queue.add(name);
   }
 

@@ -162,4 +162,35 @@ describe('TenantReconciler', () => {
     expect(store.peek('goings')?.metadata.finalizers).toEqual(['other.example/keep']);
     expect(store.events.map((e) => e.reason)).toEqual(['DeprovisionStarted', 'DeprovisionComplete']);
   });
+
+  it('suspended: no step, no metadata write, no decommission even when deleted; one status write showing the drift, none when nothing changed', async () => {
+    const store = new MemoryTenantStore();
+    const base = testTenant({ code: 'PAUSED', generation: 2, spec: { suspend: true } });
+    store.put({ ...base, metadata: { ...base.metadata, deletionTimestamp: new Date().toISOString() } });
+    const steps: FakeSteps = { ...fakeSteps(), checkDrift: () => Promise.resolve({ inSync: false, step: 'quotas', reason: Reason.QuotaMissing, message: 'ResourceQuota eva-tier-quota is missing', unavailable: false }) };
+    const action = await reconciler(store, steps).reconcile('paused', signal);
+    expect(action.kind).toBe('requeue');
+    expect(await reconciler(store, steps).reconcile('paused', signal)).toMatchObject({ kind: 'requeue' });
+    expect(store.writes).toEqual(['writeStatus:?']);
+    expect(steps.ran).toEqual([]);
+    expect(steps.decommissioned).toBe(0);
+    const suspended = conditionOf(store, 'paused', 'Suspended');
+    expect(suspended).toMatchObject({ status: 'True', reason: Reason.ReconciliationSuspended, observedGeneration: 2 });
+    expect(suspended?.message).toContain('drift observed, not repaired: quotas: QuotaMissing');
+    expect(suspended?.message).toContain('the deletion waits');
+    expect(store.peek('paused')?.status?.observedGeneration).toBe(2);
+    expect(store.peek('paused')?.metadata.finalizers).toBeUndefined();
+  });
+
+  it('decommission statuses carry Ready (False while removing, True once Decommissioned) and Reconciling while removing', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'LEAVES', generation: 3, annotations: { [OWNER_ANNOTATION]: VERSION }, finalizers: [FINALIZER], spec: { lifecycle: 'Decommissioned' } }));
+    await reconciler(store, fakeSteps(undefined, false)).reconcile('leaves', signal);
+    expect(conditionOf(store, 'leaves', 'Ready')).toMatchObject({ status: 'False', reason: Reason.Decommissioning, observedGeneration: 3 });
+    expect(conditionOf(store, 'leaves', 'Reconciling')?.status).toBe('True');
+    await reconciler(store, fakeSteps()).reconcile('leaves', signal);
+    expect(store.peek('leaves')?.status?.phase).toBe('Decommissioned');
+    expect(conditionOf(store, 'leaves', 'Ready')).toMatchObject({ status: 'True', reason: Reason.Decommissioned });
+    expect(conditionOf(store, 'leaves', 'Reconciling')).toBeUndefined();
+  });
 });

@@ -4,8 +4,10 @@
  * the work queue should do next; errors are mapped by the error policy in one place.
  */
 import { MODULES_BY_TIER } from '../api/modules.ts';
-import type { EvaTenant } from '../api/evatenant.ts';
-import { FORCE_DECOMMISSION_ANNOTATION, type Phase, RESTORE_FROM_ANNOTATION } from '../api/constants.ts';
+import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
+import { FORCE_DECOMMISSION_ANNOTATION, RESTORE_FROM_ANNOTATION } from '../api/constants.ts';
+import { Reason } from '../api/reasons.ts';
+import type { ConditionState } from '../saga/conditions.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Logger, tenantLogger } from '../log.ts';
 import type { OperatorMetricsSink } from './metrics-sink.ts';
@@ -16,10 +18,10 @@ import { tenantNamespace } from '../tenancy/names.ts';
 import { forcedSteps } from './decommission.ts';
 import { decideOwnership, type OperatorSelf, ownerValue, removeFinalizer, syncMetadata } from './metadata.ts';
 import { StatusWriter } from './status-writer.ts';
-import { persistedSnapshotOf, provisionedSpecChanged } from './tenant-status.ts';
+import { heldStatus, persistedSnapshotOf, provisionedSpecChanged } from './tenant-status.ts';
 import type { TenantSteps } from './tenant-steps.ts';
 import type { TenantStore } from './tenant-store.ts';
-import { type Action, DONE, actionFor } from './actions.ts';
+import { type Action, DONE, actionFor, driftDelayMs } from './actions.ts';
 
 export interface ReconcilerContext {
   tenants: TenantStore;
@@ -46,6 +48,8 @@ export class TenantReconciler {
     if (!found) return DONE;
     const ownership = decideOwnership(found, this.self, this.ctx.config.maxWave);
     if (ownership.kind === 'notMine') return DONE;
+    // Suspended: not even the tenant's own metadata is written (no claim, no finalizer, no hand-over).
+    if (found.spec.suspend === true) return this.suspended(found, this.scopeFor(found, signal));
     const deleting = found.metadata.deletionTimestamp !== undefined;
     if (ownership.kind === 'release') {
       await syncMetadata(this.ctx.tenants, found, { finalizer: !deleting, owner: null });
@@ -93,6 +97,22 @@ export class TenantReconciler {
     return actionFor(result.view, drift, (step) => steps.isWatched(step));
   }
 
+  /**
+   * spec.suspend (Flux's suspend): nothing the tenant owns is written (objects, releases, NATS), and
+   * a deletion waits. Drift is still observed (the drift check only reads) and shown in one status
+   * write when it changes, so a user sees what a resume will repair.
+   */
+  private async suspended(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
+    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log);
+    const drift = await this.ctx.steps.checkDrift(scope);
+    const observed = drift.inSync ? 'no drift observed' : `drift observed, not repaired: ${drift.step}: ${drift.reason}: ${drift.message}`;
+    const deleting = tenant.metadata.deletionTimestamp === undefined ? '' : '; the deletion waits until then';
+    const message = `spec.suspend is true: the operator changes nothing for this tenant; set it to false to resume${deleting}; ${observed}`;
+    const suspendedState: ConditionState = { status: 'True', reason: Reason.ReconciliationSuspended, message };
+    await writer.writeIfChanged(heldStatus(tenant, { idle: true, extra: { Suspended: suspendedState } }, new Date()));
+    return { kind: 'requeue', afterMs: driftDelayMs({ intervalSeconds: this.ctx.config.driftIntervalSeconds, key: tenant.metadata.uid ?? tenant.metadata.name }) };
+  }
+
   private async decommission(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
     const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log);
     const phaseBefore = tenant.status?.phase;
@@ -103,7 +123,7 @@ export class TenantReconciler {
     await reportForced(writer, forced);
     const result = await this.ctx.steps.decommission(scope, forced.skip);
     if (!result.complete) {
-      await writer.write(decommissionStatus(tenant, 'Decommissioning', result.states));
+      await writer.writeIfChanged(decommissionStatus(tenant, 'Decommissioning', result.states));
       return { kind: 'backoff' };
     }
     this.ctx.metrics.forgetTenant(scope.code);
@@ -129,9 +149,18 @@ async function reportForced(writer: StatusWriter, forced: ReturnType<typeof forc
   await writer.event('Warning', 'DecommissionForced', `forced past: ${[...forced.skip].join(', ') || 'nothing'}${unknown}`);
 }
 
-/** The status of a tenant being (or done being) decommissioned; the saga starts over afterwards. */
-function decommissionStatus(tenant: EvaTenant, phase: Phase, states: Record<string, string>): EvaTenant['status'] {
-  const status: EvaTenant['status'] = { phase, decommission: states };
-  if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
-  return status;
+/**
+ * The status of a tenant being (or done being) decommissioned; the saga starts over afterwards.
+ * Ready says whether the decommission the spec (or the deletion) asks for is done.
+ */
+function decommissionStatus(tenant: EvaTenant, phase: 'Decommissioning' | 'Decommissioned', states: Record<string, string>): EvaTenantStatus {
+  const pending = Object.entries(states).filter(([, state]) => state !== 'Removed' && state !== 'Retained').map(([step, state]) => `${step}: ${state}`);
+  const done = tenant.spec.dataRetention === 'Retain'
+    ? 'everything the tenant owned is removed but its retained data (NATS account, disabled; streams; seed bucket); this object is kept'
+    : 'everything the tenant owned is removed; this object is kept';
+  const ready: ConditionState =
+    phase === 'Decommissioned'
+      ? { status: 'True', reason: Reason.Decommissioned, message: done }
+      : { status: 'False', reason: Reason.Decommissioning, message: `removing the tenant's resources; not removed yet: ${pending.join('; ') || 'none'}` };
+  return heldStatus(tenant, { ready }, new Date(), { phase, decommission: states });
 }

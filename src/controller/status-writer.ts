@@ -74,6 +74,11 @@ export class StatusWriter {
     }
   }
 
+  /** Writes the status unless it is already stored as is (an idle re-check makes no API write). */
+  async writeIfChanged(status: EvaTenantStatus): Promise<void> {
+    if (!sameStatus(this.current.status, status)) await this.write(status);
+  }
+
   async write(status: EvaTenant['status']): Promise<void> {
     this.current = await this.store.writeStatus(this.current, status ?? {});
   }

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { PROVISIONING_CONDITIONS, ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
-import { allConditions, hibernatedConditions, hibernatedPhase, mergeConditions, phaseOf, type SagaView } from '../saga/conditions.ts';
+import { allConditions, type ConditionState, hibernatedConditions, hibernatedPhase, mergeConditions, phaseOf, progressConditions, type SagaView } from '../saga/conditions.ts';
 
 function elapsedSince(start: string, now: Date): number {
   return Math.max(0, Math.round((now.getTime() - Date.parse(start)) / 10) / 100);
@@ -35,6 +35,33 @@ export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknow
     ...timings(previous, view, conditions, now),
     saga: { snapshot: persisted, specDigest: provisionedSpecDigest(tenant) },
   };
+  if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
+  return status;
+}
+
+/** The summary conditions a held status replaces; the saga's own five stay as they were. */
+const SUMMARY_TYPES = new Set(['Ready', 'Reconciling', 'Stalled', 'Suspended']);
+
+/**
+ * A status for a tenant the saga does not run for (decommissioning, suspended, unclaimed): the
+ * stored status with a new summary (Ready, and Reconciling or Stalled as kstatus reads them) at the
+ * current generation (no `ready`: the stored Ready is kept). `extra` adds conditions of its own (Suspended).
+ * `base` replaces the stored status as the starting point (a decommission starts from nothing).
+ */
+export function heldStatus(
+  tenant: EvaTenant,
+  summary: { ready?: ConditionState; stalled?: ConditionState; idle?: boolean; extra?: Record<string, ConditionState> },
+  now: Date,
+  base: EvaTenantStatus = tenant.status ?? {},
+): EvaTenantStatus {
+  const previous = tenant.status?.conditions ?? [];
+  const { ready, stalled, idle = false, extra } = summary;
+  // No new Ready: the stored one stays as it is.
+  const kept = (base.conditions ?? []).filter((c) => !SUMMARY_TYPES.has(c.type) || (c.type === 'Ready' && ready === undefined));
+  // Idle (suspended): nobody works towards the spec, so no Reconciling even while Ready is not True.
+  const progress = idle || ready === undefined ? {} : progressConditions(ready, stalled);
+  const desired = { ...(ready ? { Ready: ready } : {}), ...progress, ...extra };
+  const status: EvaTenantStatus = { ...base, conditions: [...kept, ...mergeConditions(previous, desired, now.toISOString(), tenant.metadata.generation)] };
   if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
   return status;
 }

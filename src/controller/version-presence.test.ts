@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { absentOperators, presentLeases } from './version-presence.ts';
+import { absentOperators, isStatusWriter, presentLeases } from './version-presence.ts';
 import { SHARD_LABEL } from '../api/constants.ts';
 import { testTenant } from '../../test/support/fixtures.ts';
 
@@ -52,5 +52,10 @@ describe('version presence', () => {
     ]);
     const [apac] = absentOperators([tenant('apac', undefined, 'apac')], new Set(leases), 'eva-system');
     expect(apac?.message).toContain('SHARD=apac');
+  });
+
+  it('names one status writer among the live operators: the lowest Lease name', () => {
+    const present = new Set(['eva-operator-9-8-1', 'eva-operator-9-8-0', 'eva-operator-9-8-0-shard-eu']);
+    expect(['eva-operator-9-8-0', 'eva-operator-9-8-1', 'eva-operator-9-8-0-shard-eu'].filter((own) => isStatusWriter(present, own))).toEqual(['eva-operator-9-8-0']);
   });
 });

@@ -2,8 +2,11 @@
  * A tenant pinned to an operator version, or labelled with a shard, that no running operator serves
  * would otherwise be ignored forever. Every running version and shard holds a Lease (leader
  * election); a tenant whose Lease is missing or expired is reported: a Warning Event on the tenant
- * (once per cause per quarter hour) and the eva_tenants_pinned_to_absent_version or
- * eva_tenants_in_absent_shard gauge.
+ * (once per cause per quarter hour), the eva_tenants_pinned_to_absent_version or
+ * eva_tenants_in_absent_shard gauge, and its status: Stalled and Ready False with the reason, so
+ * kstatus (Flux) reads Failed and Argo CD Degraded instead of a silent Current. Every leader sees
+ * such a tenant; only one writes its status: the leader of the lowest live Lease name, and only when
+ * the status differs (the same input gives the same status, so two leaders never alternate).
  */
 import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
@@ -12,6 +15,7 @@ import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { leaseExpiresAt, leaseNameForVersion, shardLeaseSuffix } from './lease.ts';
 import { shardOf } from './metadata.ts';
+import { heldStatus, sameStatus } from './tenant-status.ts';
 
 const REPORT_EVERY_MS = 15 * 60_000;
 
@@ -61,6 +65,11 @@ export function absentOperators(tenants: readonly EvaTenant[], present: Readonly
   return absences;
 }
 
+/** The one operator that writes unserved tenants' status: the holder of the lowest live Lease name. */
+export function isStatusWriter(present: ReadonlySet<string>, ownLease: string): boolean {
+  return [...present].sort()[0] === ownLease;
+}
+
 export interface PresenceSink {
   setTenantsPinnedToAbsentVersion(count: number): void;
   setTenantsInAbsentShard(count: number): void;
@@ -71,6 +80,8 @@ export interface PresenceOptions {
   /** Where the Leases are. */
   namespace: string;
   tenants: () => EvaTenant[];
+  /** This operator's own Lease (version and shard): decides whether it is the one status writer. */
+  leaseName: string;
   metrics: PresenceSink;
   log: Logger;
 }
@@ -91,8 +102,22 @@ export class VersionPresenceReporter {
     const absent = absentOperators(this.options.tenants(), presentLeases(items, now), this.options.namespace);
     this.options.metrics.setTenantsPinnedToAbsentVersion(absent.filter((a) => a.cause === 'version').length);
     this.options.metrics.setTenantsInAbsentShard(absent.filter((a) => a.cause === 'shard').length);
-    for (const absence of absent) await this.report(absence, now);
+    const writesStatus = isStatusWriter(presentLeases(items, now), this.options.leaseName);
+    for (const absence of absent) {
+      await this.report(absence, now);
+      if (writesStatus) await this.writeStatus(absence);
+    }
     return absent.length;
+  }
+
+  /** Stalled with the reason, written only when the stored status says something else. */
+  private async writeStatus({ tenant, reason, message }: Absence): Promise<void> {
+    const status = heldStatus(tenant, { ready: { status: 'False', reason, message }, stalled: { status: 'True', reason, message } }, new Date());
+    if (sameStatus(tenant.status, status)) return;
+    await this.options.kube.writeTenantStatus(tenant, status).catch((err: unknown) => {
+      // A conflict means someone wrote first: the next pass judges the newer object.
+      this.options.log.warn({ err, tenant: tenant.spec.capsuleCode }, 'could not write the status of an unserved tenant');
+    });
   }
 
   private async report({ tenant, reason, message }: Absence, now: number): Promise<void> {

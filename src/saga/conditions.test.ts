@@ -56,3 +56,28 @@ describe('mergeConditions', () => {
     expect(merged[0]?.lastTransitionTime).toBe('2026-02-02T00:00:00Z');
   });
 });
+
+describe('kstatus summary (Reconciling, Stalled)', () => {
+  const kinds = (view: SagaView): string => {
+    const all = allConditions(view);
+    return ['Reconciling', 'Stalled'].filter((t) => all[t]?.status === 'True').join(',') || 'none';
+  };
+  it.each<[string, SagaView, string]>([
+    ['requested', { stage: 'requested', wasActive: false }, 'Reconciling'],
+    ['provisioning', { stage: 'provisioning', currentStep: 'modules', wasActive: false }, 'Reconciling'],
+    ['waiting on a dependency', { stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: Reason.DeploymentUnavailable, message: 'x', needsUser: false } }, 'Reconciling'],
+    ['failed on bad input', { stage: 'failed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'x', needsUser: true } }, 'Stalled'],
+    ['retrying bad input', { stage: 'provisioning', currentStep: 'seed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'x', needsUser: true } }, 'Stalled'],
+    ['a rejected change once active', { stage: 'failed', wasActive: true, updating: true, problem: { step: 'modules', reason: Reason.ChartRenderFailed, message: 'x', needsUser: true } }, 'Stalled'],
+    ['degraded, retrying', { stage: 'degraded', wasActive: true, problem: { step: 'streams', reason: Reason.NatsUnavailable, message: 'x', needsUser: false } }, 'Reconciling'],
+    ['active', { stage: 'active', wasActive: true }, 'none'],
+  ])('%s: %s', (_label, view, expected) => {
+    expect(kinds(view)).toBe(expected);
+  });
+
+  it('names the input to fix on Stalled', () => {
+    const stalled = allConditions({ stage: 'failed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'seedsVersion "9" is not bundled', needsUser: true } })['Stalled'];
+    expect(stalled).toMatchObject({ status: 'True', reason: Reason.UnknownSeedsVersion });
+    expect(stalled?.message).toContain('seedsVersion "9" is not bundled');
+  });
+});

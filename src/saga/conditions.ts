@@ -157,9 +157,27 @@ export function mergeConditions(
   });
 }
 
+/**
+ * kstatus's abnormal-true conditions (Flux's summarize keeps them the same way: present only while
+ * True). Stalled: nothing changes until a human changes the input, which kstatus reports as Failed.
+ * Reconciling: the operator is still working towards the spec (kstatus InProgress).
+ */
+export function progressConditions(ready: ConditionState, stalled: ConditionState | undefined): Record<string, ConditionState> {
+  if (stalled) return { Stalled: stalled };
+  if (ready.status === 'True') return {};
+  return { Reconciling: { status: 'True', reason: Reason.Progressing, message: ready.message } };
+}
+
+function stalledOf(view: SagaView, ready: ConditionState): ConditionState | undefined {
+  const settled = view.stage === 'active' || view.stage === 'checking';
+  if (settled || !view.problem?.needsUser) return undefined;
+  return { status: 'True', reason: view.problem.reason, message: `needs a change by the user: ${ready.message}` };
+}
+
 export function allConditions(view: SagaView): Record<string, ConditionState> {
   const five = desiredConditions(view);
-  return { ...five, Ready: readyState(five) };
+  const ready = readyState(five);
+  return { ...five, Ready: ready, ...progressConditions(ready, stalledOf(view, ready)) };
 }
 
 const atRest = (view: SagaView): boolean => view.stage === 'active' || view.stage === 'checking';

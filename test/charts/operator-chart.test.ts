@@ -240,6 +240,8 @@ describe('helm template: defaults', () => {
         `ServiceAccount/${FULLNAME}`,
         `ValidatingAdmissionPolicy/${FULLNAME}-write-confinement`,
         `ValidatingAdmissionPolicyBinding/${FULLNAME}-write-confinement`,
+        'ValidatingAdmissionPolicy/eva-tenant-deletion-protection',
+        'ValidatingAdmissionPolicyBinding/eva-tenant-deletion-protection',
       ].sort(),
     );
   });

@@ -20,6 +20,8 @@ const COVERAGE: Record<string, string> = {
   'kubectl apply --server-side -f crds/': 'test/charts/operator-chart.test.ts (CRD, bootstrap Secret, helm install with the bootstrap values)',
   'scripts/mirror-images.sh --registry registry.internal:5000/eva': 'test/images/mirror.test.ts, against a registry on loopback (registry.internal is not reachable from here)',
   'scripts/build-image.sh': 'e2e/real-node.test.ts (builds every image, then runs them on the real node)',
+  'kubectl -n argocd patch configmap argocd-cm --type merge --patch "$(jq -n --rawfile lua deploy/argocd/health.lua \\':
+    'e2e/gitops.test.ts, as written, into an argocd-cm of its own; the health check it installs judges the captured tenants',
   'scripts/dev-cluster.sh up --real-node': 'e2e/real-node.test.ts (scripts/lib/real-node.sh up, load-images, exec, down)',
 };
 

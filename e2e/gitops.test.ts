@@ -1,0 +1,235 @@
+/**
+ * GitOps status on real tenants, judged by the real code paths: the kstatus library Flux uses
+ * (sigs.k8s.io/cli-utils, test/tools/kstatus) and deploy/argocd/health.lua run by gopher-lua as Argo
+ * CD runs it (test/tools/argo-health), both on the same objects captured from the API server in
+ * every phase: provisioning, Active, Stalled on bad input, unclaimed (pinned to a version nobody
+ * runs, with two operators that see it and one status writer), suspended (no writes while drift is
+ * made by hand, then resume repairs it), Decommissioned and being deleted.
+ *
+ * Isolation (the cluster is shared): operators 9.8.0 and 9.8.1 with MAX_WAVE 0, tenants pinned to
+ * them (or to the absent 9.8.9), capsule codes starting with GITO, all deleted at the end.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kubectl, kubectlOk, requiredEnv } from '../test/support/kubectl.ts';
+import { auditOffset, auditWritesSince } from '../test/support/audit.ts';
+import { repoRoot } from '../test/support/tools.ts';
+import { type OperatorProcess, startOperator } from './support/operator.ts';
+import { applyTenant, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from './support/tenants.ts';
+
+const OWNER = '9.8.0';
+const SECOND = '9.8.1';
+const ABSENT = '9.8.9';
+const DRIFT_INTERVAL_SECONDS = 3;
+const TENANTS = { live: 'GITOLV', bad: 'GITOBD', unclaimed: 'GITOUN', decommissioned: 'GITODC' } as const;
+const nameOf = (code: string): string => code.toLowerCase();
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Verdict {
+  status: string;
+  message: string;
+}
+type Obj = Record<string, unknown> & { metadata: { name: string } };
+
+/** Builds (once, cached outside the checkout) and returns a test tool's binary. */
+function buildTool(tool: 'kstatus' | 'argo-health'): string {
+  return execFileSync(join(repoRoot, 'test/tools/build.sh'), [tool], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000 }).trim();
+}
+
+function capture(name: string): Obj {
+  return JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'json'])) as Obj;
+}
+
+/** Each captured object under a label of its own: the phase it was captured in. */
+const captured = new Map<string, Obj>();
+function keep(label: string, obj: Obj): void {
+  captured.set(label, { ...obj, metadata: { ...obj.metadata, name: label } });
+}
+
+function judge(binary: string, args: readonly string[], objects: readonly Obj[]): Record<string, Verdict> {
+  const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects });
+  return JSON.parse(execFileSync(binary, args, { input: list, encoding: 'utf8' })) as Record<string, Verdict>;
+}
+
+/**
+ * Every version of one tenant the API server sends to a watch (`kubectl get --watch -o json`), by
+ * field selector so the watch may start before the tenant exists.
+ */
+function watchTenant(name: string): { stop: () => Obj[] } {
+  const args = ['get', 'evt', '--field-selector', `metadata.name=${name}`, '--watch', '-o', 'json'];
+  const child: ChildProcess = spawn(join(requiredEnv('EVA_TOOLS_DIR'), 'kubectl'), args, {
+    env: { ...process.env, KUBECONFIG: requiredEnv('KUBECONFIG') },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  let text = '';
+  child.stdout?.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return {
+    stop: () => {
+      child.kill('SIGTERM');
+      return text.split(/(?<=\n\})\n/).filter((part) => part.trim().startsWith('{')).map((part) => JSON.parse(part) as Obj);
+    },
+  };
+}
+
+const condition = (obj: Obj, type: string): { status: string; reason: string; message: string } | undefined =>
+  ((obj['status'] as { conditions?: { type: string; status: string; reason: string; message: string }[] } | undefined)?.conditions ?? []).find((c) => c.type === type);
+
+/**
+ * README's argocd-cm command, run as written (in the checkout, into an `argocd` namespace of this
+ * test's own), and the script read back from the ConfigMap to a file: what Argo CD would run.
+ */
+function installedHealthCheck(): string {
+  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+  const block = [...readme.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.trim().startsWith('kubectl -n argocd patch configmap argocd-cm'));
+  if (block === undefined) throw new Error('README has no argocd-cm block');
+  kubectl(['create', 'namespace', 'argocd']);
+  kubectl(['create', 'configmap', 'argocd-cm', '-n', 'argocd']);
+  const env = { ...process.env, KUBECONFIG: requiredEnv('KUBECONFIG'), PATH: `${requiredEnv('EVA_TOOLS_DIR')}:${process.env['PATH'] ?? ''}` };
+  execFileSync('bash', ['-euo', 'pipefail', '-c', block.replace(/^ {2}/gm, '')], { cwd: repoRoot, env, stdio: 'inherit' });
+  const data = JSON.parse(kubectlOk(['get', 'configmap', 'argocd-cm', '-n', 'argocd', '-o', 'jsonpath={.data}'])) as Record<string, string>;
+  const script = data['resource.customizations.health.eva.aidonow.com_EvaTenant'];
+  expect(script).toBe(readFileSync(join(repoRoot, 'deploy/argocd/health.lua'), 'utf8'));
+  const file = join(mkdtempSync(join(tmpdir(), 'eva-argocd-')), 'health.lua');
+  writeFileSync(file, script ?? '');
+  return file;
+}
+
+describe('kstatus and Argo CD health on real tenants', () => {
+  let owner: OperatorProcess;
+  let second: OperatorProcess;
+  let kstatus: string;
+  let argoHealth: string;
+
+  beforeAll(async () => {
+    kstatus = buildTool('kstatus');
+    argoHealth = buildTool('argo-health');
+    kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
+    kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
+    const env = { MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: String(DRIFT_INTERVAL_SECONDS) };
+    owner = startOperator({ ...env, OPERATOR_VERSION: OWNER });
+    second = startOperator({ ...env, OPERATOR_VERSION: SECOND });
+    await Promise.all([owner.ready(), second.ready()]);
+    const leftovers = Object.values(TENANTS).map(nameOf).filter((name) => pinnedVersion(name) !== undefined);
+    for (const name of leftovers) kubectl(['patch', 'evt', name, '--type=merge', '-p', JSON.stringify({ spec: { operatorVersion: OWNER, suspend: false, deletionProtection: false } })]);
+    for (const name of leftovers) kubectl(['delete', 'evt', name, '--wait=false']);
+    for (const name of leftovers) expect(await waitForGone(name, 240_000), `leftover ${name}`).toBe(true);
+  }, 900_000);
+
+  afterAll(async () => {
+    for (const code of Object.values(TENANTS)) kubectl(['patch', 'evt', nameOf(code), '--type=merge', '-p', JSON.stringify({ spec: { operatorVersion: OWNER, suspend: false } })]);
+    for (const code of Object.values(TENANTS)) kubectl(['delete', 'evt', nameOf(code), '--wait=false', '--ignore-not-found']);
+    for (const code of Object.values(TENANTS)) await waitForGone(nameOf(code), 240_000);
+    await Promise.all([owner.stop(), second.stop()]);
+    kubectl(['delete', 'namespace', 'argocd', '--wait=false', '--ignore-not-found']);
+  }, 600_000);
+
+  it('provisioning, then Active', async () => {
+    const watch = watchTenant(nameOf(TENANTS.live));
+    await sleep(1_000);
+    applyTenant(nameOf(TENANTS.live), { capsuleCode: TENANTS.live, tier: 'Starter', operatorVersion: OWNER });
+    await waitForTenant(nameOf(TENANTS.live), 'Active', isActive, 240_000);
+    await sleep(500);
+    const versions = watch.stop();
+    const provisioning = versions.find((o) => (o['status'] as { phase?: string } | undefined)?.phase === 'Provisioning' && condition(o, 'Reconciling')?.status === 'True');
+    expect(provisioning, `no Provisioning version among ${String(versions.length)} watched`).toBeDefined();
+    if (provisioning) keep('provisioning', provisioning);
+    const active = capture(nameOf(TENANTS.live));
+    expect(condition(active, 'Reconciling')).toBeUndefined();
+    expect(condition(active, 'Stalled')).toBeUndefined();
+    keep('active', active);
+  }, 300_000);
+
+  it('bad input: Stalled with the reason', async () => {
+    applyTenant(nameOf(TENANTS.bad), { capsuleCode: TENANTS.bad, tier: 'Starter', operatorVersion: OWNER, seedsVersion: 'no-such-seeds' });
+    await waitForTenant(nameOf(TENANTS.bad), 'Stalled', (t) => t.conditions['Stalled']?.status === 'True' && t.observedGeneration === t.generation, 240_000);
+    const bad = capture(nameOf(TENANTS.bad));
+    expect(condition(bad, 'Stalled')?.reason).toBe('UnknownSeedsVersion');
+    keep('stalled-bad-input', bad);
+  }, 300_000);
+
+  it('unclaimed: one operator of the two that see it writes Stalled once, and nobody rewrites it', async () => {
+    const offset = auditOffset();
+    applyTenant(nameOf(TENANTS.unclaimed), { capsuleCode: TENANTS.unclaimed, tier: 'Starter', operatorVersion: ABSENT });
+    // The leaders check at start and every 30 s: two full rounds of both.
+    const { tenant } = await waitForTenant(nameOf(TENANTS.unclaimed), 'Stalled', (t) => t.conditions['Stalled']?.status === 'True', 90_000);
+    expect(tenant.conditions['Stalled']?.reason).toBe('OperatorVersionAbsent');
+    expect(tenant.conditions['Stalled']?.message).toContain(`spec.operatorVersion ${ABSENT} is not running`);
+    await sleep(65_000);
+    const writes = auditWritesSince(offset).filter((e) => e.objectRef?.resource === 'evatenants' && e.objectRef.name === nameOf(TENANTS.unclaimed) && !(e.userAgent ?? '').startsWith('kubectl'));
+    expect(writes.map((e) => `${e.verb} ${e.objectRef?.subresource ?? ''} ${e.userAgent ?? ''}`)).toEqual([`update status eva-operator/${OWNER}`]);
+    keep('unclaimed', capture(nameOf(TENANTS.unclaimed)));
+  }, 300_000);
+
+  it('suspended: no write to anything the tenant owns while drift is made by hand; resume repairs it', async () => {
+    const name = nameOf(TENANTS.live);
+    const namespace = `eva-tenant-${name}`;
+    patchTenantSpec(name, { suspend: true });
+    await waitForTenant(name, 'Suspended', (t) => t.conditions['Suspended']?.status === 'True' && t.observedGeneration === t.generation, 60_000);
+    const offset = auditOffset();
+    kubectlOk(['delete', 'resourcequota', '--all', '-n', namespace]);
+    await waitForTenant(name, 'drift shown', (t) => (t.conditions['Suspended']?.message ?? '').includes('drift observed, not repaired'), 60_000);
+    await sleep(4 * DRIFT_INTERVAL_SECONDS * 1000);
+    const operatorWrites = auditWritesSince(offset).filter((e) => !(e.userAgent ?? '').startsWith('kubectl'));
+    const owned = operatorWrites.filter((e) => e.objectRef?.namespace === namespace || (e.objectRef?.resource === 'evatenants' && e.objectRef.subresource !== 'status'));
+    expect(owned.map((e) => `${e.verb} ${e.objectRef?.resource ?? ''}/${e.objectRef?.name ?? ''} ${e.userAgent ?? ''}`)).toEqual([]);
+    // The drift shows in status: one write (the message changed), none after.
+    const statusWrites = operatorWrites.filter((e) => e.objectRef?.resource === 'evatenants' && e.objectRef.name === name && e.objectRef.subresource === 'status');
+    expect(statusWrites.length).toBe(1);
+    expect(kubectlOk(['get', 'resourcequota', '-n', namespace, '-o', 'name'])).toBe('');
+    keep('suspended', capture(name));
+    patchTenantSpec(name, { suspend: false });
+    await waitForTenant(name, 'quota restored', () => kubectlOk(['get', 'resourcequota', '-n', namespace, '-o', 'name']) !== '', 120_000);
+    const resumed = await waitForTenant(name, 'Active again', (t) => isActive(t) && t.conditions['Suspended'] === undefined, 120_000);
+    expect(resumed.tenant.conditions['Ready']?.status).toBe('True');
+  }, 300_000);
+
+  it('Decommissioned as asked, and being deleted', async () => {
+    const name = nameOf(TENANTS.decommissioned);
+    applyTenant(name, { capsuleCode: TENANTS.decommissioned, tier: 'Starter', operatorVersion: OWNER, lifecycle: 'Decommissioned' });
+    await waitForTenant(name, 'Decommissioned', (t) => t.phase === 'Decommissioned' && t.conditions['Ready']?.status === 'True', 240_000);
+    keep('decommissioned', capture(name));
+    // Suspended and deleted: the deletion waits, so the object is caught while being deleted.
+    const live = nameOf(TENANTS.live);
+    patchTenantSpec(live, { suspend: true });
+    await waitForTenant(live, 'Suspended', (t) => t.conditions['Suspended']?.status === 'True' && t.observedGeneration === t.generation, 60_000);
+    kubectlOk(['delete', 'evt', live, '--wait=false']);
+    await waitForTenant(live, 'deletion waiting', (t) => (t.conditions['Suspended']?.message ?? '').includes('the deletion waits'), 60_000);
+    const deletingSuspended = capture(live);
+    keep('deleting-suspended', deletingSuspended);
+    patchTenantSpec(live, { suspend: false });
+    const watch = watchTenant(live);
+    expect(await waitForGone(live, 240_000)).toBe(true);
+    const versions = watch.stop();
+    const deleting = versions.find((o) => (o['metadata'] as { deletionTimestamp?: string }).deletionTimestamp !== undefined && (o['status'] as { phase?: string } | undefined)?.phase === 'Decommissioning');
+    expect(deleting, 'a Decommissioning version while deleted').toBeDefined();
+    if (deleting) keep('deleting', deleting);
+  }, 600_000);
+
+  it('kstatus and the Argo CD health check (installed by README\'s command) agree with the phase on every captured object', () => {
+    const objects = [...captured.values()];
+    const flux = judge(kstatus, [], objects);
+    const argo = judge(argoHealth, [installedHealthCheck()], objects);
+    const table = objects.map((o) => {
+      const label = o.metadata.name;
+      const phase = (o['status'] as { phase?: string } | undefined)?.phase ?? '(none)';
+      return `${label.padEnd(20)} ${phase.padEnd(16)} ${(flux[label]?.status ?? '?').padEnd(12)} ${(argo[label]?.status ?? '?').padEnd(12)} ${argo[label]?.message ?? ''}`;
+    });
+    console.log(['[gitops] object               phase            kstatus      argo health  argo message', ...table].join('\n'));
+    const verdicts = Object.fromEntries(objects.map((o) => [o.metadata.name, `${flux[o.metadata.name]?.status ?? '?'}/${argo[o.metadata.name]?.status ?? '?'}`]));
+    expect(verdicts).toEqual({
+      provisioning: 'InProgress/Progressing',
+      active: 'Current/Healthy',
+      'stalled-bad-input': 'Failed/Degraded',
+      unclaimed: 'Failed/Degraded',
+      suspended: 'Current/Suspended',
+      decommissioned: 'Current/Healthy',
+      'deleting-suspended': 'Terminating/Suspended',
+      deleting: 'Terminating/Progressing',
+    });
+    expect(argo['unclaimed']?.message).toContain('OperatorVersionAbsent');
+    expect(argo['stalled-bad-input']?.message).toContain('UnknownSeedsVersion');
+  });
+});
