@@ -6,7 +6,9 @@
 //     and nkey seed; optional here, for testing against a NATS without auth), NATS_INBOX_PREFIX (the
 //     only subjects it may subscribe to besides its tenant's), EVA_TENANT_CODE, EVA_MODULE (default:
 //     the image's), EVA_HTTP_PORT (default 8080), EVA_CONFIG_FILE (ignored);
-//   - HTTP: /livez is always 200; /readyz is 200 only while connected to NATS;
+//   - HTTP: /livez is always 200; /readyz is 200 only while connected to NATS; the same under
+//     /<module>/ (the tenant Ingress's path, which the ingress controller does not strip) answer
+//     JSON {"module","tenant","path","ready","status"}, so a caller sees which tenant's module answered;
 //   - NATS: connects with the creds file and the inbox prefix and reconnects forever; at start and
 //     every 5 s it publishes {"module","tenant","at"} to capsule.<CODE>.events.<module>.heartbeat,
 //     as a JetStream publish (the acknowledgement comes back on an inbox under the prefix), or, when
@@ -206,6 +208,24 @@ func run() int {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "not connected to NATS\n")
+	})
+	// Through the tenant's Ingress (path /<module>, not stripped by the ingress controller): the same
+	// answers as JSON naming who answered, so a caller can tell its tenant's module from another's.
+	prefix := "/" + mod
+	mux.HandleFunc(prefix+"/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+		status, ready := http.StatusOK, connected.Load()
+		switch r.PathValue("rest") {
+		case "livez":
+		case "readyz":
+			if !ready {
+				status = http.StatusServiceUnavailable
+			}
+		default:
+			status = http.StatusNotFound
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]any{"module": mod, "tenant": tenant, "path": r.URL.Path, "ready": ready, "status": status})
 	})
 	srv := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)
