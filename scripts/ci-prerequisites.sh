@@ -11,7 +11,8 @@ set -euo pipefail
 # for kube-proxy. Note: Debian's podman package installs /etc/cni/net.d/87-podman-bridge.conflist;
 # the real node never reads /etc/cni (its containerd has its own CNI config folder).
 packages=(curl git ca-certificates util-linux procps skopeo docker-registry iptables iproute2
-  runc containernetworking-plugins gcc libc6-dev openssl buildah podman mmdebstrap umoci conntrack)
+  runc containernetworking-plugins gcc libc6-dev openssl buildah podman mmdebstrap umoci conntrack
+  ipset gettext-base)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 ((${#missing[@]} == 0)) && exit 0

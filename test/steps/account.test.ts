@@ -292,6 +292,7 @@ describe('step network', () => {
     ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
     nats: { namespaces: { 'kubernetes.io/metadata.name': 'eva-system' }, pods: { 'app.kubernetes.io/component': 'nats' }, port: 4222 },
     dns: { namespaces: { 'kubernetes.io/metadata.name': 'kube-system' }, pods: { 'k8s-app': 'kube-dns' } },
+    removeForeign: false,
   };
   const networkDeps = (enabled = true) => ({ kube, config: { networkPolicy: { ...settings, enabled } } });
 

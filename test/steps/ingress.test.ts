@@ -32,7 +32,7 @@ async function tenantScope(code: string): Promise<ReturnType<typeof testScope>> 
 
 const deps = (ingressClass?: string): IngressStepDeps => ({
   kube,
-  config: { baseDomain: 'tenants.example.test', ingressReadyOnCreate: false, ...(ingressClass ? { ingressClass } : {}) },
+  config: { baseDomain: 'tenants.example.test', ingressReadyOnCreate: false, ingress: { tls: { mode: 'none' }, annotations: {} }, ...(ingressClass ? { ingressClass } : {}) },
 });
 
 describe('step ingress with the cluster\'s default IngressClass', () => {
