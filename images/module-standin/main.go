@@ -16,7 +16,8 @@
 //   - logs: one JSON line per state change on stdout;
 //   - `seed --version <v>` (the chart's init container) prints what it was asked and exits 0;
 //     `version` prints the version; `http-get [--cacert FILE] URL` GETs a URL and exits 0 on 2xx
-//     (for probes and tests; the images have no shell or curl).
+//     (for probes and tests; the images have no shell or curl); `dial [--timeout 2s] HOST:PORT` opens a
+//     TCP connection and exits 0 when it is accepted (e2e/network.test.ts probes the NetworkPolicy with it).
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -104,8 +106,10 @@ func main() {
 		fmt.Printf("%s %s (eva module stand-in)\n", module(), moduleVersion())
 	case "http-get":
 		os.Exit(httpGet(args))
+	case "dial":
+		os.Exit(dial(args))
 	default:
-		fmt.Fprintf(os.Stderr, "usage: eva-module [run] | seed --version V | version | http-get [--cacert FILE] URL\n")
+		fmt.Fprintf(os.Stderr, "usage: eva-module [run] | seed --version V | version | http-get [--cacert FILE] URL | dial [--timeout 2s] HOST:PORT\n")
 		os.Exit(2)
 	}
 }
@@ -164,6 +168,23 @@ func httpGet(args []string) int {
 	if res.StatusCode/100 != 2 {
 		return 1
 	}
+	return 0
+}
+
+func dial(args []string) int {
+	fs := flag.NewFlagSet("dial", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 2*time.Second, "connect timeout")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: eva-module dial [--timeout 2s] HOST:PORT")
+		return 2
+	}
+	conn, err := net.DialTimeout("tcp", fs.Arg(0), *timeout)
+	if err != nil {
+		fmt.Println("refused:", err)
+		return 1
+	}
+	conn.Close()
+	fmt.Println("connected")
 	return 0
 }
 

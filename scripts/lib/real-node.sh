@@ -233,6 +233,7 @@ one_binary_image() { # <OCI layout folder to write> <binary> <user> <ref name>
 
 # The pod sandbox image: the static pause binary.
 pause_image() {
+  mkdir -p "$state/images"
   one_binary_image "$state/images/pause" "$node_bin/pause" 65535:65535 "$("$node_bin/pause" -v | awk '{print $2}')" >"$state/images/pause.digest"
 }
 
@@ -246,9 +247,9 @@ traefik_image() {
     flock 6
     if [[ ! -f $d/.digest ]]; then
       local tmp; tmp=$(mktemp -d "$cache_root/images/traefik-build-XXXXXX")
-      one_binary_image "$tmp/layout" "$dp_bin/traefik" 65532:65532 "v$TRAEFIK_VERSION" >"$tmp/layout/.digest.tmp" ||
+      one_binary_image "$tmp/layout" "$dp_bin/traefik" 65532:65532 "v$TRAEFIK_VERSION" >"$tmp/digest" ||
         { rm -rf "$tmp"; die "building the Traefik image failed"; }
-      mv "$tmp/layout/.digest.tmp" "$tmp/layout/.digest"
+      mv "$tmp/digest" "$tmp/layout/.digest"
       rm -rf "$d"; mv "$tmp/layout" "$d"; rm -rf "$tmp"
     fi
     exec 6>&-
@@ -476,6 +477,9 @@ inside() {
   ip addr add "$NODE_IP/32" dev eva-node0
   ip link set eva-node0 up
   ip link set eva-node1 up
+  # Services from the node itself (curl to an Ingress address, as a client on the node would): with no
+  # default route, a ClusterIP is unreachable before kube-proxy's NAT ever sees it.
+  ip route add "$SERVICE_CIDR" dev eva-node0 src "$NODE_IP"
   sysctl -qw net.ipv4.ip_forward=1
   [[ -f /proc/sys/net/bridge/bridge-nf-call-iptables ]] && sysctl -qw net.bridge.bridge-nf-call-iptables=1
 
@@ -578,7 +582,8 @@ cmd_enforcer() { # stop|start
       in_node kill "$(cat "$state/run/kube-router.pid")" 2>/dev/null || true
       wait_for 30 "kube-router to exit" kube_router_gone
       # Its rules and ipsets stay behind it: remove them, so that policies are stored, not enforced.
-      in_node bash "$self" __kube-router-cleanup "$state" >>"$state/logs/kube-router.log" 2>&1 || true
+      # (kube-router --cleanup-config v2.1.0 panics in its service-proxy cleanup here.)
+      in_node bash "$self" __remove-enforcer-rules "$state" >>"$state/logs/kube-router.log" 2>&1
       ! enforcer_ready || die "kube-router's rules are still there after --cleanup-config"
       log "enforcer stopped, its rules removed: NetworkPolicies are not enforced" ;;
     start)
@@ -599,6 +604,7 @@ cmd_up() {
   local started=$SECONDS
   bins
   if running && kube get --raw /readyz >/dev/null 2>&1; then
+    start_dataplane # idempotent: a node whose dataplane did not finish gets it now
     log "already running ($state)"
     return 0
   fi
@@ -712,8 +718,10 @@ cmd_load_images() { # <archive written by scripts/build-image.sh or scripts/mirr
   in_node "$root/scripts/mirror-images.sh" --from-archive "$(realpath "$archive")" --registry "$REGISTRY" --dest-tls-verify=false
 }
 
-if [[ ${1:-} == __kube-router-cleanup ]]; then
-  state=${2:?}; bins; kube_router --cleanup-config; exit
+if [[ ${1:-} == __remove-enforcer-rules ]]; then # inside the node: kube-router's chains, the jumps to them, its ipsets
+  iptables-save | grep -vE -- 'KUBE-(ROUTER|NWPLCY|POD-FW)-' | iptables-restore
+  { ipset list -n | grep -E '^(KUBE-|kube-router)' || true; } | while read -r set; do ipset destroy "$set"; done
+  exit 0
 fi
 if [[ ${1:-} == __inside ]]; then
   [[ ${EVA_REAL_NODE_INSIDE:-} == 1 ]] || die "__inside is internal"
