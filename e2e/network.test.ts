@@ -13,10 +13,7 @@
  * Needs root, as CI has; FAILS (never skips) without it. Its node is the real-node tests' state folder
  * (EVA_REAL_NODE_E2E_DIR), removed at the end.
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { testPki } from '../test/support/certificates.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { active, applyTenant, inNode, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, runScript, tenant, tenantNs, until } from './support/real-node.ts';
@@ -30,33 +27,20 @@ const B = { name: 'netb', code: 'NETBBB' };
 const MODULES = MODULES_BY_TIER.Starter;
 const [FROM_MODULE = '', OWN_MODULE = ''] = MODULES;
 const times: Record<string, number> = {};
-const pki = mkdtempSync(join(tmpdir(), 'eva-network-pki-'));
+const pki = testPki();
+let wildcard: { cert: string; key: string };
 const started = Date.now();
 
-/** A throwaway CA and a wildcard certificate for the tenant hosts (files in a 0700 temp folder). */
-function makeCertificates(): void {
-  const openssl = (args: readonly string[]): void => {
-    execFileSync('openssl', args, { cwd: pki, stdio: ['ignore', 'ignore', 'pipe'] });
-  };
-  openssl(['ecparam', '-genkey', '-name', 'prime256v1', '-noout', '-out', 'ca.key']);
-  openssl(['req', '-x509', '-new', '-key', 'ca.key', '-subj', '/CN=eva-network-test-ca', '-days', '1', '-out', 'ca.crt',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
-  openssl(['ecparam', '-genkey', '-name', 'prime256v1', '-noout', '-out', 'tls.key']);
-  openssl(['req', '-new', '-key', 'tls.key', '-subj', `/CN=*.${DOMAIN}`, '-out', 'tls.csr']);
-  execFileSync('sh', ['-c', `printf 'subjectAltName=DNS:*.${DOMAIN}\\nextendedKeyUsage=serverAuth\\n' > tls.ext`], { cwd: pki });
-  openssl(['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'tls.ext', '-out', 'tls.crt']);
-}
-
 /** The platform's wildcard Secret (INGRESS_TLS_SECRET), from a certificate file and the test's key. */
-function applyWildcard(certificate: string): void {
-  kubeOk(['apply', '-f', '-'], kubeOk(['create', 'secret', 'tls', 'eva-wildcard-tls', '-n', OPERATOR_NS, `--cert=${certificate}`, `--key=${join(pki, 'tls.key')}`, '--dry-run=client', '-o', 'json']));
+function applyWildcard(files: { cert: string; key: string }): void {
+  kubeOk(['apply', '-f', '-'], kubeOk(['create', 'secret', 'tls', 'eva-wildcard-tls', '-n', OPERATOR_NS, `--cert=${files.cert}`, `--key=${files.key}`, '--dry-run=client', '-o', 'json']));
 }
 
 const host = (code: string): string => `${code.toLowerCase()}.${DOMAIN}`;
 
 /** GET https://<tenant host>/<module>/readyz through Traefik, verifying the host name against the test's CA. */
 function httpsThroughIngress(code: string, module: string): { status: number; body: string } {
-  const r = inNode(['curl', '-sS', '--max-time', '5', '--cacert', join(pki, 'ca.crt'), '--resolve', `${host(code)}:443:${TRAEFIK_IP}`,
+  const r = inNode(['curl', '-sS', '--max-time', '5', '--cacert', pki.caCert, '--resolve', `${host(code)}:443:${TRAEFIK_IP}`,
     '-w', '\n%{http_code}', `https://${host(code)}/${module}/readyz`]);
   const lines = r.stdout.trimEnd().split('\n');
   return { status: Number(lines.pop() ?? 0), body: r.status === 0 ? lines.join('\n') : r.stderr };
@@ -114,12 +98,12 @@ function condition(name: string, type: string): { status: string; reason?: strin
 
 describe('real node: NetworkPolicies enforced, tenant traffic through Traefik over verified HTTPS', () => {
   beforeAll(async () => {
-    makeCertificates();
+    wildcard = pki.issue('wildcard', `*.${DOMAIN}`);
     await nodeWithOperator(times, {
       values: ['ingressClass=traefik', `baseDomain=${DOMAIN}`, 'ingressTls.secret=eva-system/eva-wildcard-tls',
         'networkPolicy.ingressNamespaces=kubernetes.io/metadata.name=ingress-traefik', 'driftIntervalSeconds=5'],
       beforeInstall: () => {
-        applyWildcard(join(pki, 'tls.crt'));
+        applyWildcard(wildcard);
       },
     });
     const t0 = Date.now();
@@ -130,7 +114,7 @@ describe('real node: NetworkPolicies enforced, tenant traffic through Traefik ov
   }, 2_400_000);
 
   afterAll(async () => {
-    rmSync(pki, { recursive: true, force: true });
+    pki.remove();
     times['suite'] = (Date.now() - started) / 1000;
     process.stderr.write(`[network] times (s): ${JSON.stringify(times)}\n`);
     if (process.env.EVA_REAL_NODE_KEEP !== '1') await runScript('scripts/lib/real-node.sh', ['down'], 120_000);
@@ -160,7 +144,7 @@ describe('real node: NetworkPolicies enforced, tenant traffic through Traefik ov
     }
     times['verified HTTPS answers through Traefik (all modules of A and B)'] = (Date.now() - t0) / 1000;
     // The client really verifies: a host the certificate does not name is refused by curl (positive control).
-    const wrong = inNode(['curl', '-sS', '--max-time', '5', '--cacert', join(pki, 'ca.crt'), '--resolve', `${host(A.code)}.other.test:443:${TRAEFIK_IP}`, `https://${host(A.code)}.other.test/${FROM_MODULE}/readyz`]);
+    const wrong = inNode(['curl', '-sS', '--max-time', '5', '--cacert', pki.caCert, '--resolve', `${host(A.code)}.other.test:443:${TRAEFIK_IP}`, `https://${host(A.code)}.other.test/${FROM_MODULE}/readyz`]);
     expect(wrong.status).not.toBe(0);
     expect(wrong.stderr).toMatch(/certificate|SSL/i);
   });
@@ -219,18 +203,7 @@ describe('real node: NetworkPolicies enforced, tenant traffic through Traefik ov
   }, 300_000);
 
   it('reports an expired platform certificate on IngressReady, naming the Secret, while the tenant keeps being served', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'eva-network-expired-'));
-    try {
-      // Signed by the same CA for the same key, but valid only on 1 January 2001 (`openssl ca` sets the dates).
-      writeFileSync(join(dir, 'ca.cnf'), '[ca]\ndefault_ca=x\n[x]\ndatabase=index.txt\nnew_certs_dir=.\nserial=serial\ndefault_md=sha256\npolicy=p\n[p]\ncommonName=supplied\n');
-      writeFileSync(join(dir, 'index.txt'), '');
-      writeFileSync(join(dir, 'serial'), '01\n');
-      execFileSync('openssl', ['ca', '-batch', '-config', 'ca.cnf', '-cert', join(pki, 'ca.crt'), '-keyfile', join(pki, 'ca.key'), '-in', join(pki, 'tls.csr'),
-        '-startdate', '20010101000000Z', '-enddate', '20010102000000Z', '-extfile', join(pki, 'tls.ext'), '-notext', '-out', 'tls.crt'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-      applyWildcard(join(dir, 'tls.crt'));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    applyWildcard(pki.issue('expired', `*.${DOMAIN}`, { expired: true }));
     const reported = await until('IngressReady False, TlsCertificateExpired', () => {
       const c = condition(A.name, 'IngressReady');
       return c?.status === 'False' && c.reason === 'TlsCertificateExpired' ? c : undefined;
@@ -240,7 +213,7 @@ describe('real node: NetworkPolicies enforced, tenant traffic through Traefik ov
     const r = inNode(['curl', '-sk', '--max-time', '5', '--resolve', `${host(A.code)}:443:${TRAEFIK_IP}`, `https://${host(A.code)}/${FROM_MODULE}/readyz`]);
     expect(JSON.parse(r.stdout)).toMatchObject({ module: FROM_MODULE, tenant: A.code });
     // The valid certificate back: Active again.
-    applyWildcard(join(pki, 'tls.crt'));
+    applyWildcard(wildcard);
     await until('A Active again', active(A.name), 120_000);
   }, 300_000);
 });
