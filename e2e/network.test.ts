@@ -164,6 +164,7 @@ describe('real node: NetworkPolicies enforced, tenant traffic through Traefik ov
     const allowAll = { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'allow-all', namespace: tenantNs(A.code) }, spec: { podSelector: {}, policyTypes: ['Ingress', 'Egress'], ingress: [{}], egress: [{}] } };
     const t0 = Date.now();
     kubeOk(['apply', '-f', '-'], JSON.stringify(allowAll));
+    try {
     // Policies add up: the enforcer lets A reach NATS's monitoring port now; measured, applied -> enforced.
     await until('the allow-all policy enforced', () => (dialFromA(monitor) ? true : undefined), 30_000, 200);
     times['policy applied -> enforced (allow-all widening)'] = (Date.now() - t0) / 1000;
@@ -180,7 +181,9 @@ describe('real node: NetworkPolicies enforced, tenant traffic through Traefik ov
     }, 30_000);
     expect(events).toContain(`${tenantNs(A.code)}/allow-all`);
     expect(condition(B.name, 'NamespaceReady')?.status, 'B is not affected').toBe('True');
-    kubeOk(['delete', 'networkpolicy', 'allow-all', '-n', tenantNs(A.code)]);
+    } finally {
+      kubeOk(['delete', 'networkpolicy', 'allow-all', '-n', tenantNs(A.code)]);
+    }
     await until('A Active again', active(A.name), 120_000);
     await until('A refused the monitoring port again', () => (dialFromA(monitor) ? undefined : true), 30_000, 200);
   }, 300_000);
