@@ -10,54 +10,18 @@
  * never skips. Its node lives in its own state folder (EVA_REAL_NODE_E2E_DIR, default
  * ~/.local/state/eva-operator/real-node-e2e) and is removed at the end; the shared clusters are untouched.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { HeartbeatReport } from './support/real-node-probe.ts';
-import { inNodeOk, kube, kubeJson, kubeOk, NATS_URL, type PodView, podReady, pods, REGISTRY, realNodeState, type Result, runScript, until } from './support/real-node.ts';
+import { active, applyTenant, builtDigests, inNodeOk, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, REGISTRY, type Result, runScript, tenant, tenantNs, until } from './support/real-node.ts';
 
-const OPERATOR_NS = 'eva-system';
 const CUSTOMER = 'rnode';
 const CUSTOMER_CODE = 'RNODEA';
-const cacheRoot = process.env.EVA_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? '/root', '.cache'), 'eva-operator');
-const imagesDir = join(cacheRoot, 'images');
 const times: Record<string, number> = {};
 /** In the operator's images.txt, never in the registry. */
 // Below 1.0.0, so that unpinned tenants keep 1.0.0 (an unpinned tenant gets the highest version listed).
 const MISSING_VERSION = '0.0.1-missing';
 const MISSING_IMAGE = `ghcr.io/aidonow/orbit-crm:${MISSING_VERSION}@sha256:${'0'.repeat(64)}`;
-
-interface TenantView {
-  metadata: { name: string; generation?: number };
-  status?: { phase?: string; observedGeneration?: number; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
-}
-
-const tenantNs = (code: string): string => `eva-tenant-${code.toLowerCase()}`;
-
-function tenant(name: string): TenantView | undefined {
-  const r = kube(['get', 'evatenant', name, '-o', 'json']);
-  return r.status === 0 ? (JSON.parse(r.stdout) as TenantView) : undefined;
-}
-
-function applyTenant(name: string, code: string, extra: Record<string, unknown> = {}): void {
-  const manifest = { apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name }, spec: { capsuleCode: code, tier: 'Customer', seedsVersion: '1.0.0', ...extra } };
-  kubeOk(['apply', '-f', '-'], JSON.stringify(manifest));
-}
-
-const active = (name: string) => (): TenantView | undefined => {
-  const t = tenant(name);
-  return t?.status?.phase === 'Active' && t.status.observedGeneration === t.metadata.generation ? t : undefined;
-};
-
-/** The image references of images.txt as scripts/build-image.sh wrote it: repository -> digest. */
-function builtDigests(): Map<string, string> {
-  const lines = readFileSync(join(imagesDir, 'images.txt'), 'utf8').split('\n').filter((l) => l.includes('@sha256:'));
-  return new Map(lines.map((l) => {
-    const [ref = '', digest = ''] = l.split('@');
-    return [ref.replace(/:[^:/]+$/, ''), digest];
-  }));
-}
 
 function leaseHolder(): string | undefined {
   const leases = (kubeJson(['get', 'leases', '-n', OPERATOR_NS]) as { items: { metadata: { name: string }; spec: { holderIdentity?: string } }[] }).items;
@@ -74,29 +38,8 @@ function heartbeats(code: string, modules: readonly string[]): HeartbeatReport {
 
 describe('real node: the operator image and chart, real module pods', () => {
   beforeAll(async () => {
-    if (process.getuid?.() !== 0) throw new Error('the real-node test needs root (network/mount/PID namespaces, cgroups): run the suite as root, as CI does');
-    times['image build'] = await runScript('scripts/build-image.sh', [], 1_500_000);
-    await runScript('scripts/lib/real-node.sh', ['down'], 120_000);
-    times['node up'] = await runScript('scripts/lib/real-node.sh', ['up'], 300_000);
-    times['images to registry'] = await runScript('scripts/lib/real-node.sh', ['load-images', join(imagesDir, 'images.tar')], 300_000);
-    const operatorDigest = builtDigests().get('ghcr.io/aidonow/eva-operator');
-    if (operatorDigest === undefined) throw new Error(`${imagesDir}/images.txt names no operator image`);
-    kubeOk(['apply', '-f', 'scripts/dev-cluster/ingress-classes.yaml']);
-    kubeOk(['create', 'namespace', OPERATOR_NS]);
-    // The operator resolves module images from the digests this build made (chart value
-    // imagesConfigMap), plus one version whose image was never pushed (the pull-failure case).
-    const images = `${readFileSync(join(imagesDir, 'images.txt'), 'utf8')}${MISSING_IMAGE}\n`;
-    kubeOk(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'eva-images', namespace: OPERATOR_NS }, data: { 'images.txt': images } }));
-    kubeOk(['label', 'namespace', OPERATOR_NS, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/enforce-version=latest']);
-    // The operator's NATS files, from the node's nats-auth folder (0600) straight into the Secret.
-    inNodeOk(['kubectl', 'create', 'secret', 'generic', 'eva-operator-nats', '-n', OPERATOR_NS,
-      `--from-file=system.creds=${realNodeState}/nats-auth/system.creds`, `--from-file=operator-signing-key.nk=${realNodeState}/nats-auth/operator-signing-key.nk`]);
-    const started = Date.now();
-    inNodeOk(['helm', 'install', 'eva-operator', 'charts/eva-operator', '-n', OPERATOR_NS, '--wait', '--timeout', '4m',
-      '--set', `image.repository=${REGISTRY}/aidonow/eva-operator`, '--set', `image.digest=${operatorDigest}`,
-      '--set', `nats.url=${NATS_URL}`, '--set', `airGapRegistry=${REGISTRY}`, '--set', 'ingressReadyOnCreate=true',
-      '--set', 'networkPolicy.natsCidr=10.254.0.1/32', '--set', 'imagesConfigMap=eva-images', '--set', 'resources.requests.cpu=50m'], undefined, 300_000);
-    times['operator chart to Ready'] = (Date.now() - started) / 1000;
+    // Plus one version whose image was never pushed (the pull-failure case).
+    await nodeWithOperator(times, { extraImages: `${MISSING_IMAGE}\n`, values: ['ingressReadyOnCreate=true'] });
   }, 1_800_000);
 
   afterAll(async () => {

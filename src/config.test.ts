@@ -101,4 +101,29 @@ describe('loadConfig', () => {
     const config = loadConfig({ ...minimal, MODULE_NATS_URL: 'nats://nats.example:4333', NETWORK_POLICY_NATS_CIDR: '10.0.0.0/8' });
     expect(config.networkPolicy.nats).toEqual({ cidr: '10.0.0.0/8', port: 4333 });
   });
+
+  it('refuses a NATS address range that is not one, naming the variable (positive control: IPv6 and /32 pass)', () => {
+    for (const bad of ['10.0.0.0', '10.0.0.0/33', '10.0.0/8', 'nats.example/32', '10.0.0.0/8/1', 'fd00::/129']) {
+      expect(problems({ ...minimal, NETWORK_POLICY_NATS_CIDR: bad }), bad).toEqual([`NETWORK_POLICY_NATS_CIDR must be an address range like 10.0.0.5/32, got "${bad}"`]);
+    }
+    for (const good of ['10.254.0.1/32', 'fd00::/64']) expect(problems({ ...minimal, NETWORK_POLICY_NATS_CIDR: good }), good).toEqual([]);
+  });
+
+  it('reads the tenant Ingress TLS: none by default, a ClusterIssuer, or the platform Secret <namespace>/<name>', () => {
+    expect(loadConfig(minimal).ingress).toEqual({ tls: { mode: 'none' }, annotations: {} });
+    expect(loadConfig({ ...minimal, INGRESS_TLS_ISSUER: 'letsencrypt-prod' }).ingress.tls).toEqual({ mode: 'issuer', clusterIssuer: 'letsencrypt-prod' });
+    expect(loadConfig({ ...minimal, INGRESS_TLS_SECRET: 'eva-system/wildcard-tls' }).ingress.tls).toEqual({ mode: 'secret', source: { namespace: 'eva-system', name: 'wildcard-tls' } });
+    expect(problems({ ...minimal, INGRESS_TLS_ISSUER: 'a', INGRESS_TLS_SECRET: 'b/c' })).toEqual(['INGRESS_TLS_ISSUER and INGRESS_TLS_SECRET are exclusive: set one (or neither, for no TLS)']);
+    expect(problems({ ...minimal, INGRESS_TLS_SECRET: 'wildcard-tls' })[0]).toMatch(/^INGRESS_TLS_SECRET must be <namespace>\/<name>/);
+    expect(problems({ ...minimal, INGRESS_TLS_ISSUER: 'Bad Issuer' })[0]).toMatch(/^INGRESS_TLS_ISSUER must be the name of a cert-manager ClusterIssuer/);
+  });
+
+  it('reads extra Ingress annotations as a JSON object of strings, refusing the issuer annotation and bad names', () => {
+    const annotations = { 'traefik.ingress.kubernetes.io/router.entrypoints': 'websecure', 'example.com/a': 'x, y' };
+    expect(loadConfig({ ...minimal, INGRESS_ANNOTATIONS: JSON.stringify(annotations) }).ingress.annotations).toEqual(annotations);
+    expect(problems({ ...minimal, INGRESS_ANNOTATIONS: '[1]' })[0]).toMatch(/^INGRESS_ANNOTATIONS must be a JSON object/);
+    expect(problems({ ...minimal, INGRESS_ANNOTATIONS: '{"a b":"x"}' })[0]).toMatch(/not valid: a b$/);
+    expect(problems({ ...minimal, INGRESS_ANNOTATIONS: '{"ok/x":1}' })[0]).toMatch(/not valid: ok\/x$/);
+    expect(problems({ ...minimal, INGRESS_ANNOTATIONS: '{"cert-manager.io/cluster-issuer":"x"}' })).toEqual(['INGRESS_ANNOTATIONS must not set cert-manager.io/cluster-issuer: use INGRESS_TLS_ISSUER']);
+  });
 });

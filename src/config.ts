@@ -3,6 +3,7 @@
  * at once, each with the variable's name, so a misconfigured Deployment fails with a useful message.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { SEMVER_PATTERN } from './api/constants.ts';
@@ -29,6 +30,24 @@ export interface NetworkPolicySettings {
   /** Where NATS runs: pods in namespaces, or an address range (NATS outside the cluster). */
   nats: ({ namespaces: Labels; pods: Labels } | { cidr: string }) & { port: number };
   dns: { namespaces: Labels; pods: Labels };
+  /** Delete NetworkPolicies in tenant namespaces that the operator did not write (else: report them). */
+  removeForeign: boolean;
+}
+
+/**
+ * TLS of the tenant Ingress: none; a cert-manager ClusterIssuer (annotation, and a per-tenant Secret
+ * that cert-manager fills); or one wildcard certificate Secret the platform provides, copied into
+ * each tenant namespace (an Ingress can only name a Secret of its own namespace).
+ */
+export type IngressTls =
+  | { mode: 'none' }
+  | { mode: 'issuer'; clusterIssuer: string }
+  | { mode: 'secret'; source: { namespace: string; name: string } };
+
+export interface IngressSettings {
+  tls: IngressTls;
+  /** Extra annotations on every tenant Ingress (INGRESS_ANNOTATIONS, a JSON object of strings). */
+  annotations: Labels;
 }
 
 /** How helm starts the render guard (steps/render-guard-run.ts): settings of this build, not of a deployment. */
@@ -57,6 +76,7 @@ export interface OperatorConfig {
   baseDomain: string;
   ingressClass?: string;
   ingressReadyOnCreate: boolean;
+  ingress: IngressSettings;
   metricsPort: number;
   metricsBindAddress: string;
   concurrency: number;
@@ -185,6 +205,14 @@ class EnvReader {
   }
 }
 
+/** An IPv4 or IPv6 address range, e.g. 10.0.0.0/16 or fd00::/64. */
+function isCidr(value: string): boolean {
+  const [address = '', prefix, ...rest] = value.split('/');
+  const family = isIP(address);
+  if (family === 0 || prefix === undefined || rest.length > 0 || !/^\d{1,3}$/.test(prefix)) return false;
+  return Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
 
@@ -220,6 +248,7 @@ function natsPort(url: string): number {
 
 function readNetworkPolicy(env: EnvReader, nats: NatsSettings, operatorNamespace: string): NetworkPolicySettings {
   const cidr = env.optional('NETWORK_POLICY_NATS_CIDR');
+  if (cidr !== undefined && !isCidr(cidr)) env.problems.push(`NETWORK_POLICY_NATS_CIDR must be an address range like 10.0.0.5/32, got "${cidr}"`);
   const port = natsPort(nats.moduleUrl);
   return {
     enabled: env.optional('NETWORK_POLICY') === undefined ? true : env.boolean('NETWORK_POLICY'),
@@ -236,7 +265,57 @@ function readNetworkPolicy(env: EnvReader, nats: NatsSettings, operatorNamespace
       namespaces: env.labels('NETWORK_POLICY_DNS_NAMESPACES', 'kubernetes.io/metadata.name=kube-system'),
       pods: env.labels('NETWORK_POLICY_DNS_PODS', 'k8s-app=kube-dns'),
     },
+    removeForeign: env.boolean('NETWORK_POLICY_REMOVE_FOREIGN'),
   };
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+/** The annotation cert-manager's ingress-shim reads: the operator writes it itself (INGRESS_TLS_ISSUER). */
+export const ISSUER_ANNOTATION = 'cert-manager.io/cluster-issuer';
+
+function readIngressTls(env: EnvReader): IngressTls {
+  const issuer = env.optional('INGRESS_TLS_ISSUER');
+  const secret = env.optional('INGRESS_TLS_SECRET');
+  if (issuer !== undefined && secret !== undefined) {
+    env.problems.push('INGRESS_TLS_ISSUER and INGRESS_TLS_SECRET are exclusive: set one (or neither, for no TLS)');
+    return { mode: 'none' };
+  }
+  if (issuer !== undefined) {
+    env.matching('INGRESS_TLS_ISSUER', issuer, DNS_SUBDOMAIN, 'the name of a cert-manager ClusterIssuer');
+    return { mode: 'issuer', clusterIssuer: issuer };
+  }
+  if (secret !== undefined) {
+    const [namespace = '', name = '', ...rest] = secret.split('/');
+    if (rest.length > 0 || !DNS_LABEL.test(namespace) || !DNS_SUBDOMAIN.test(name)) {
+      env.problems.push(`INGRESS_TLS_SECRET must be <namespace>/<name> of a kubernetes.io/tls Secret, got "${secret}"`);
+      return { mode: 'none' };
+    }
+    return { mode: 'secret', source: { namespace, name } };
+  }
+  return { mode: 'none' };
+}
+
+function readIngressAnnotations(env: EnvReader): Labels {
+  const raw = env.optional('INGRESS_ANNOTATIONS');
+  if (raw === undefined) return {};
+  const problem = `INGRESS_ANNOTATIONS must be a JSON object of annotation names to strings, e.g. {"traefik.ingress.kubernetes.io/router.entrypoints":"websecure"}`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    env.problems.push(problem);
+    return {};
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    env.problems.push(problem);
+    return {};
+  }
+  const entries = Object.entries(parsed);
+  const bad = entries.filter(([key, value]) => typeof value !== 'string' || !LABEL_KEY.test(key)).map(([key]) => key);
+  if (bad.length > 0) env.problems.push(`${problem}; not valid: ${bad.join(', ')}`);
+  if (ISSUER_ANNOTATION in parsed) env.problems.push(`INGRESS_ANNOTATIONS must not set ${ISSUER_ANNOTATION}: use INGRESS_TLS_ISSUER`);
+  return Object.fromEntries(entries.filter(([key]) => !bad.includes(key) && key !== ISSUER_ANNOTATION));
 }
 
 export function loadConfig(environment: Env = process.env): OperatorConfig {
@@ -262,6 +341,7 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     allowNonTmpfsSecrets: env.boolean('HELM_SECRETS_ALLOW_NON_TMPFS'),
     baseDomain,
     ingressReadyOnCreate: env.boolean('INGRESS_READY_ON_CREATE'),
+    ingress: { tls: readIngressTls(env), annotations: readIngressAnnotations(env) },
     metricsPort: env.integer('METRICS_PORT', 8080, 0, 65535),
     metricsBindAddress: env.string('METRICS_BIND_ADDRESS', '0.0.0.0'),
     concurrency: env.integer('RECONCILE_CONCURRENCY', 8, 1, 256),

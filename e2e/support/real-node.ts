@@ -4,6 +4,7 @@
  * `real-node.sh exec` (nsenter into the node's namespaces, the pinned kubectl and helm on PATH).
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../../test/support/tools.ts';
@@ -81,6 +82,7 @@ export interface PodView {
   spec: { containers: { image: string }[] };
   status: {
     phase?: string;
+    podIP?: string;
     conditions?: { type: string; status: string }[];
     containerStatuses?: { name: string; ready: boolean; imageID: string; state?: { waiting?: { reason?: string; message?: string } } }[];
   };
@@ -91,3 +93,77 @@ export const podReady = (p: PodView): boolean => p.status.phase === 'Running' &&
 export function pods(namespace: string, selector?: string): PodView[] {
   return (kubeJson(['get', 'pods', '-n', namespace, ...(selector ? ['-l', selector] : [])]) as { items: PodView[] }).items;
 }
+
+export const OPERATOR_NS = 'eva-system';
+const cacheRoot = process.env.EVA_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'eva-operator');
+export const imagesDir = join(cacheRoot, 'images');
+
+/** The image references of images.txt as scripts/build-image.sh wrote it: repository -> digest. */
+export function builtDigests(): Map<string, string> {
+  const lines = readFileSync(join(imagesDir, 'images.txt'), 'utf8').split('\n').filter((l) => l.includes('@sha256:'));
+  return new Map(lines.map((l) => {
+    const [ref = '', digest = ''] = l.split('@');
+    return [ref.replace(/:[^:/]+$/, ''), digest];
+  }));
+}
+
+export interface OperatorSetup {
+  /** Lines appended to the operator's images.txt (chart value imagesConfigMap). */
+  extraImages?: string;
+  /** Extra `--set` values of charts/eva-operator. */
+  values?: readonly string[];
+  /** Run after the namespace exists, before the chart is installed (Secrets the values name). */
+  beforeInstall?: () => void;
+}
+
+/**
+ * A fresh real node with the operator chart installed from the images this checkout builds, pulled
+ * from the node's registry by digest; records the seconds each stage took in `times`.
+ */
+export async function nodeWithOperator(times: Record<string, number>, setup: OperatorSetup = {}): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('the real-node tests need root (network/mount/PID namespaces, cgroups): run the suite as root, as CI does');
+  times['image build'] = await runScript('scripts/build-image.sh', [], 1_500_000);
+  await runScript('scripts/lib/real-node.sh', ['down'], 120_000);
+  times['node up'] = await runScript('scripts/lib/real-node.sh', ['up'], 600_000);
+  for (const part of ['enforcer', 'ingress']) times[`node up: ${part}`] = Number(readFileSync(join(realNodeState, `run/${part}-seconds`), 'utf8'));
+  times['images to registry'] = await runScript('scripts/lib/real-node.sh', ['load-images', join(imagesDir, 'images.tar')], 300_000);
+  const operatorDigest = builtDigests().get('ghcr.io/aidonow/eva-operator');
+  if (operatorDigest === undefined) throw new Error(`${imagesDir}/images.txt names no operator image`);
+  kubeOk(['apply', '-f', 'scripts/dev-cluster/ingress-classes.yaml']);
+  kubeOk(['create', 'namespace', OPERATOR_NS]);
+  // The operator resolves module images from the digests this build made (chart value imagesConfigMap).
+  const images = `${readFileSync(join(imagesDir, 'images.txt'), 'utf8')}${setup.extraImages ?? ''}`;
+  kubeOk(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'eva-images', namespace: OPERATOR_NS }, data: { 'images.txt': images } }));
+  kubeOk(['label', 'namespace', OPERATOR_NS, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/enforce-version=latest']);
+  // The operator's NATS files, from the node's nats-auth folder (0600) straight into the Secret.
+  inNodeOk(['kubectl', 'create', 'secret', 'generic', 'eva-operator-nats', '-n', OPERATOR_NS,
+    `--from-file=system.creds=${realNodeState}/nats-auth/system.creds`, `--from-file=operator-signing-key.nk=${realNodeState}/nats-auth/operator-signing-key.nk`]);
+  setup.beforeInstall?.();
+  const started = Date.now();
+  const values = [`image.repository=${REGISTRY}/aidonow/eva-operator`, `image.digest=${operatorDigest}`, `nats.url=${NATS_URL}`, `airGapRegistry=${REGISTRY}`,
+    'networkPolicy.natsCidr=10.254.0.1/32', 'imagesConfigMap=eva-images', 'resources.requests.cpu=50m', ...(setup.values ?? [])];
+  inNodeOk(['helm', 'install', 'eva-operator', 'charts/eva-operator', '-n', OPERATOR_NS, '--wait', '--timeout', '4m', ...values.flatMap((v) => ['--set', v])], undefined, 300_000);
+  times['operator chart to Ready'] = (Date.now() - started) / 1000;
+}
+
+export interface TenantView {
+  metadata: { name: string; generation?: number };
+  status?: { phase?: string; observedGeneration?: number; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+
+export const tenantNs = (code: string): string => `eva-tenant-${code.toLowerCase()}`;
+
+export function tenant(name: string): TenantView | undefined {
+  const r = kube(['get', 'evatenant', name, '-o', 'json']);
+  return r.status === 0 ? (JSON.parse(r.stdout) as TenantView) : undefined;
+}
+
+export function applyTenant(name: string, code: string, extra: Record<string, unknown> = {}, tier = 'Customer'): void {
+  const manifest = { apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name }, spec: { capsuleCode: code, tier, seedsVersion: '1.0.0', ...extra } };
+  kubeOk(['apply', '-f', '-'], JSON.stringify(manifest));
+}
+
+export const active = (name: string) => (): TenantView | undefined => {
+  const t = tenant(name);
+  return t?.status?.phase === 'Active' && t.status.observedGeneration === t.metadata.generation ? t : undefined;
+};

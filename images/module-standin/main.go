@@ -6,7 +6,9 @@
 //     and nkey seed; optional here, for testing against a NATS without auth), NATS_INBOX_PREFIX (the
 //     only subjects it may subscribe to besides its tenant's), EVA_TENANT_CODE, EVA_MODULE (default:
 //     the image's), EVA_HTTP_PORT (default 8080), EVA_CONFIG_FILE (ignored);
-//   - HTTP: /livez is always 200; /readyz is 200 only while connected to NATS;
+//   - HTTP: /livez is always 200; /readyz is 200 only while connected to NATS; the same under
+//     /<module>/ (the tenant Ingress's path, which the ingress controller does not strip) answer
+//     JSON {"module","tenant","path","ready","status"}, so a caller sees which tenant's module answered;
 //   - NATS: connects with the creds file and the inbox prefix and reconnects forever; at start and
 //     every 5 s it publishes {"module","tenant","at"} to capsule.<CODE>.events.<module>.heartbeat,
 //     as a JetStream publish (the acknowledgement comes back on an inbox under the prefix), or, when
@@ -14,7 +16,8 @@
 //   - logs: one JSON line per state change on stdout;
 //   - `seed --version <v>` (the chart's init container) prints what it was asked and exits 0;
 //     `version` prints the version; `http-get [--cacert FILE] URL` GETs a URL and exits 0 on 2xx
-//     (for probes and tests; the images have no shell or curl).
+//     (for probes and tests; the images have no shell or curl); `dial [--timeout 2s] HOST:PORT` opens a
+//     TCP connection and exits 0 when it is accepted (e2e/network.test.ts probes the NetworkPolicy with it).
 package main
 
 import (
@@ -26,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -102,8 +106,10 @@ func main() {
 		fmt.Printf("%s %s (eva module stand-in)\n", module(), moduleVersion())
 	case "http-get":
 		os.Exit(httpGet(args))
+	case "dial":
+		os.Exit(dial(args))
 	default:
-		fmt.Fprintf(os.Stderr, "usage: eva-module [run] | seed --version V | version | http-get [--cacert FILE] URL\n")
+		fmt.Fprintf(os.Stderr, "usage: eva-module [run] | seed --version V | version | http-get [--cacert FILE] URL | dial [--timeout 2s] HOST:PORT\n")
 		os.Exit(2)
 	}
 }
@@ -165,6 +171,23 @@ func httpGet(args []string) int {
 	return 0
 }
 
+func dial(args []string) int {
+	fs := flag.NewFlagSet("dial", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 2*time.Second, "connect timeout")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: eva-module dial [--timeout 2s] HOST:PORT")
+		return 2
+	}
+	conn, err := net.DialTimeout("tcp", fs.Arg(0), *timeout)
+	if err != nil {
+		fmt.Println("refused:", err)
+		return 1
+	}
+	conn.Close()
+	fmt.Println("connected")
+	return 0
+}
+
 func run() int {
 	tenant := os.Getenv("EVA_TENANT_CODE")
 	mod := module()
@@ -206,6 +229,24 @@ func run() int {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		io.WriteString(w, "not connected to NATS\n")
+	})
+	// Through the tenant's Ingress (path /<module>, not stripped by the ingress controller): the same
+	// answers as JSON naming who answered, so a caller can tell its tenant's module from another's.
+	prefix := "/" + mod
+	mux.HandleFunc(prefix+"/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+		status, ready := http.StatusOK, connected.Load()
+		switch r.PathValue("rest") {
+		case "livez":
+		case "readyz":
+			if !ready {
+				status = http.StatusServiceUnavailable
+			}
+		default:
+			status = http.StatusNotFound
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]any{"module": mod, "tenant": tenant, "path": r.URL.Path, "ready": ready, "status": status})
 	})
 	srv := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	httpErr := make(chan error, 1)

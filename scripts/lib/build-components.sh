@@ -5,6 +5,8 @@
 #                  kubectl, kwok, kwokctl, helm, nats-server      -> <cache>/bin-<key>/
 #   node:          a real node (scripts/lib/real-node.sh): kubelet, kube-proxy, containerd,
 #                  containerd-shim-runc-v2, ctr, and a static pause binary -> <cache>/node-<key>/
+#   dataplane:     a real node's NetworkPolicy enforcer and ingress controller: kube-router (run as
+#                  its firewall only) and traefik                  -> <cache>/dataplane-<key>/
 #   flux:          the peer benchmark (bench/peers.ts): Flux's source-controller and helm-controller,
 #                  and their CRDs as their module zips ship them (crds/)  -> <cache>/flux-<key>/
 #
@@ -14,8 +16,8 @@
 # rebuild the other. A half-finished build never looks finished: everything is built into a
 # temporary folder that is renamed at the end.
 #
-# Usage: build-components.sh [control-plane|node|flux]   -> prints the set's folder (builds it first if needed)
-#        build-components.sh --key [control-plane|node|flux]   -> prints the folder without building
+# Usage: build-components.sh [control-plane|node|dataplane|flux]   -> prints the set's folder (builds it first if needed)
+#        build-components.sh --key [control-plane|node|dataplane|flux]   -> prints the folder without building
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -37,10 +39,13 @@ case "$set_name" in
   node)
     key_vars=(GO_TOOLCHAIN KUBERNETES_VERSION CONTAINERD_VERSION)
     build_recipe=1 prefix=node lock=node-build.lock ;;
+  dataplane)
+    key_vars=(GO_TOOLCHAIN KUBE_ROUTER_VERSION TRAEFIK_VERSION)
+    build_recipe=1 prefix=dataplane lock=dataplane-build.lock ;;
   flux)
     key_vars=(GO_TOOLCHAIN FLUX_SOURCE_CONTROLLER_VERSION FLUX_HELM_CONTROLLER_VERSION FLUX_PKG_ARTIFACT_VERSION)
     build_recipe=1 prefix=flux lock=flux-build.lock ;;
-  *) echo "usage: $0 [--key] [control-plane|node|flux]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--key] [control-plane|node|dataplane|flux]" >&2; exit 2 ;;
 esac
 key_input() {
   local v
@@ -154,6 +159,27 @@ build_pause() {
   strip "$out/pause"
 }
 
+build_kube_router() {
+  # No cgo, no replace directives: `go install` works. Only its firewall is run (real-node.sh).
+  go_install "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@v$KUBE_ROUTER_VERSION" kube-router \
+    "-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=v$KUBE_ROUTER_VERSION"
+}
+
+build_traefik() {
+  # Traefik's module has replace directives, so it cannot be `go install`ed: build from a writable
+  # copy of the downloaded module. Its web UI is not needed (an empty static folder satisfies embed).
+  local t="$TRAEFIK_VERSION" src dir="$work/traefik"
+  log "traefik v$t: downloading module"
+  src=$(cd "$work" && go mod download -json "github.com/traefik/traefik/v3@v$t" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [[ -d $src ]] || { echo "build-components: traefik v$t module not downloaded" >&2; exit 1; }
+  cp -r "$src" "$dir"
+  chmod -R u+w "$dir"
+  mkdir -p "$dir/webui/static"
+  log "traefik v$t: building (several minutes, ~3 GB of memory)"
+  (cd "$dir" && go build -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=v$t" \
+    -o "$out/traefik" ./cmd/traefik)
+}
+
 build_flux_controller() { # <name> <version> [go mod edit flags...]
   # The module zip has no api/ folder, so its `replace .../api => ./api` is dropped (the api module
   # at the version go.mod requires comes from the proxy); the copy is writable, the cache is not.
@@ -184,6 +210,9 @@ case "$set_name" in
     build_kubernetes kubelet kube-proxy
     build_containerd
     build_pause ;;
+  dataplane)
+    build_kube_router
+    build_traefik ;;
   flux)
     # fluxcd/pkg/artifact v0.18.3 (source-controller's go.mod) is not served by the proxy here;
     # FLUX_PKG_ARTIFACT_VERSION pins one that is.

@@ -4,8 +4,10 @@
 # in-cluster clients use), nats-server with JetStream in operator mode (keys in nats-auth/, 0700) and a local OCI registry (Debian's
 # docker-registry), all inside ONE network namespace this script creates, with no route out: its
 # links are lo, a veth pair whose both ends stay inside (the node address), and the pods' bridge.
-# Binaries: scripts/lib/build-components.sh (control-plane and node sets, versions.env); runc, the
-# CNI plugins, skopeo and docker-registry from Debian (scripts/lib/prerequisites.txt).
+# Its dataplane: kube-router's firewall enforces NetworkPolicies (a node process, restarted when it
+# exits), and Traefik serves Ingresses of class `traefik` as an ordinary pod (scripts/real-node/).
+# Binaries: scripts/lib/build-components.sh (control-plane, node and dataplane sets, versions.env);
+# runc, the CNI plugins, ipset, skopeo and docker-registry from Debian (scripts/lib/prerequisites.txt).
 #
 #   scripts/dev-cluster.sh up --real-node     (or scripts/lib/real-node.sh up)   start, wait until ready
 #   scripts/dev-cluster.sh down --real-node   stop everything, leave nothing on the host
@@ -13,6 +15,8 @@
 #                                             NATS_URL, EVA_REGISTRY and the pinned tools on PATH
 #   scripts/lib/real-node.sh load-images ARCHIVE   push a scripts/build-image.sh archive (or any
 #                                             scripts/mirror-images.sh --archive) into the registry
+#   scripts/lib/real-node.sh enforcer stop|start   stop the NetworkPolicy enforcer and remove its rules
+#                                             (policies are then stored, not enforced), or start it again
 #   scripts/lib/real-node.sh env|status
 # State: $EVA_DEV_CLUSTER_DIR, default ${XDG_STATE_HOME:-~/.local/state}/eva-operator/real-node.
 #
@@ -22,7 +26,10 @@
 #   10.96.0.0/16 (`kubernetes` = 10.96.0.1). No cluster DNS: nothing here needs names (the operator's
 #   in-cluster client uses KUBERNETES_SERVICE_HOST, modules get NATS by address); pods whose
 #   dnsPolicy is ClusterFirst fall back to the node's resolv.conf, which names only 127.0.0.1.
-#   NetworkPolicies are stored but NOT enforced (the bridge plugin has no policy engine).
+#   NetworkPolicies are enforced by kube-router's firewall (iptables and ipsets in the node's network
+#   namespace; it lets every node-local source through, as kube-router does). Traefik: Service
+#   ingress-traefik/traefik on the fixed ClusterIP 10.96.0.80 (:80 and :443), which it writes as the
+#   address of every Ingress it serves; IngressClass `traefik`.
 #
 # What keeps the host clean: the namespace's first process is `unshare --net --mount --pid`, so
 #   * every process of the node is in one PID namespace: `down` ends its PID 1 and the kernel kills
@@ -42,6 +49,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 self="$root/scripts/lib/real-node.sh"
 state="${EVA_DEV_CLUSTER_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/eva-operator/real-node}"
 cache_root="${EVA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eva-operator}"
+# shellcheck source=/dev/null
+source "$root/versions.env"
 
 NODE_IP=10.254.0.1
 NODE_NAME=eva-real-node
@@ -53,6 +62,8 @@ NATS_PORT=4222
 NATS_MONITOR_PORT=8222
 API_PORT=6443
 PAUSE_REPO="$REGISTRY/eva/pause"
+TRAEFIK_REPO="$REGISTRY/eva/traefik"
+TRAEFIK_IP=10.96.0.80
 # The kernel settings the kubelet sets at start (its setupKernelTunables) and their values.
 KUBELET_SYSCTLS=(vm.overcommit_memory=1 kernel.panic=10 kernel.panic_on_oops=1)
 
@@ -84,6 +95,7 @@ running() { init_pid >/dev/null 2>&1; }
 bins() {
   cp_bin=$("$root/scripts/lib/build-components.sh" control-plane)
   node_bin=$("$root/scripts/lib/build-components.sh" node)
+  dp_bin=$("$root/scripts/lib/build-components.sh" dataplane)
 }
 
 # Runs a command inside the node's network, mount and PID namespaces.
@@ -94,7 +106,7 @@ in_node() {
     KUBECONFIG="$state/kubeconfig" NATS_URL="nats://$NODE_IP:$NATS_PORT" EVA_REGISTRY="$REGISTRY" \
     NATS_SYSTEM_CREDS_FILE="$state/nats-auth/system.creds" NATS_OPERATOR_SIGNING_KEY_FILE="$state/nats-auth/operator-signing-key.nk" \
     EVA_NATS_MONITOR_URL="http://$NODE_IP:$NATS_MONITOR_PORT" \
-    EVA_TOOLS_DIR="$cp_bin" EVA_NODE_TOOLS_DIR="$node_bin" PATH="$cp_bin:$node_bin:$PATH" "$@"
+    EVA_TOOLS_DIR="$cp_bin" EVA_NODE_TOOLS_DIR="$node_bin" PATH="$cp_bin:$node_bin:$dp_bin:$PATH" "$@"
 }
 kube() { in_node "$cp_bin/kubectl" "$@"; }
 
@@ -111,7 +123,7 @@ wait_for() { # <seconds> <description> <command...>
 check_prerequisites() {
   [[ $(id -u) -eq 0 ]] || die "needs root (namespaces, cgroups, mounts)"
   local tool
-  for tool in unshare nsenter ip iptables runc skopeo docker-registry openssl gzip tar; do
+  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry openssl gzip tar envsubst; do
     command -v "$tool" >/dev/null || die "$tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"
   done
   for tool in bridge host-local loopback; do
@@ -137,11 +149,13 @@ pki() { # the cluster's keys and certificates (ECDSA P-256), fresh for every nod
   cert scheduler system:kube-scheduler "" clientAuth
   cert kubelet "system:node:$NODE_NAME" system:nodes clientAuth
   cert kube-proxy system:kube-proxy "" clientAuth
+  cert kube-router system:kube-router "" clientAuth
   kubeconfig kubeconfig admin
   kubeconfig controller-manager.kubeconfig controller-manager
   kubeconfig scheduler.kubeconfig scheduler
   kubeconfig kubelet.kubeconfig kubelet
   kubeconfig kube-proxy.kubeconfig kube-proxy
+  kubeconfig kube-router.kubeconfig kube-router
 }
 
 cert() { # <name> <CN> <O or ""> <serverAuth|clientAuth> [subjectAltName]
@@ -183,17 +197,18 @@ EOF
   chmod 600 "$state/$1"
 }
 
-# The pod sandbox image: the static pause binary in a one-layer OCI image, built byte for byte the
-# same every time (fixed mtime, owner and order, gzip -n), so its digest only changes with the binary.
-pause_image() {
-  local d="$state/images/pause" w="$state/images/pause.work"
+# A one-layer OCI image of one static binary (entrypoint /<its name>), built byte for byte the same
+# every time (fixed mtime, owner and order, gzip -n), so its digest only changes with the binary.
+# Prints the manifest digest.
+one_binary_image() { # <OCI layout folder to write> <binary> <user> <ref name>
+  local d=$1 binary=$2 user=$3 ref=$4 w="$1.work" name; name=$(basename "$2")
   rm -rf "$d" "$w"
   mkdir -p "$d/blobs/sha256" "$w/rootfs"
-  cp "$node_bin/pause" "$w/rootfs/pause"
-  chmod 0755 "$w/rootfs/pause"
-  tar --format=gnu --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$w/rootfs" -cf "$w/layer.tar" pause
+  cp "$binary" "$w/rootfs/$name"
+  chmod 0755 "$w/rootfs/$name"
+  tar --format=gnu --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$w/rootfs" -cf "$w/layer.tar" "$name"
   local diff_id; diff_id=$(sha256sum <"$w/layer.tar" | cut -d' ' -f1)
-  gzip -n -9 <"$w/layer.tar" >"$w/layer.tar.gz"
+  gzip -n -6 <"$w/layer.tar" >"$w/layer.tar.gz"
   blob() { # <file> -> prints "<hex> <size>", stores the blob
     local hex size
     hex=$(sha256sum <"$1" | cut -d' ' -f1)
@@ -203,17 +218,44 @@ pause_image() {
   }
   local layer config manifest
   read -r -a layer <<<"$(blob "$w/layer.tar.gz")"
-  printf '{"architecture":"amd64","os":"linux","config":{"User":"65535:65535","Entrypoint":["/pause"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-    "$diff_id" >"$w/config.json"
+  printf '{"architecture":"amd64","os":"linux","config":{"User":"%s","Entrypoint":["/%s"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "$user" "$name" "$diff_id" >"$w/config.json"
   read -r -a config <<<"$(blob "$w/config.json")"
   printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
     "${config[0]}" "${config[1]}" "${layer[0]}" "${layer[1]}" >"$w/manifest.json"
   read -r -a manifest <<<"$(blob "$w/manifest.json")"
   printf '{"imageLayoutVersion":"1.0.0"}' >"$d/oci-layout"
   printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
-    "${manifest[0]}" "${manifest[1]}" "$("$node_bin/pause" -v | awk '{print $2}')" >"$d/index.json"
+    "${manifest[0]}" "${manifest[1]}" "$ref" >"$d/index.json"
   rm -rf "$w"
-  echo "sha256:${manifest[0]}" >"$state/images/pause.digest"
+  echo "sha256:${manifest[0]}"
+}
+
+# The pod sandbox image: the static pause binary.
+pause_image() {
+  mkdir -p "$state/images"
+  one_binary_image "$state/images/pause" "$node_bin/pause" 65535:65535 "$("$node_bin/pause" -v | awk '{print $2}')" >"$state/images/pause.digest"
+}
+
+# The ingress controller's image: the Traefik binary of the dataplane set, built once per build of it
+# (cached beside it, written under a temporary name and renamed when complete).
+traefik_image() {
+  local d="$cache_root/images/traefik-$(basename "$dp_bin")"
+  if [[ ! -f $d/.digest ]]; then
+    mkdir -p "$cache_root/images"
+    exec 6>"$cache_root/images/traefik.lock"
+    flock 6
+    if [[ ! -f $d/.digest ]]; then
+      local tmp; tmp=$(mktemp -d "$cache_root/images/traefik-build-XXXXXX")
+      one_binary_image "$tmp/layout" "$dp_bin/traefik" 65532:65532 "v$TRAEFIK_VERSION" >"$tmp/digest" ||
+        { rm -rf "$tmp"; die "building the Traefik image failed"; }
+      mv "$tmp/digest" "$tmp/layout/.digest"
+      rm -rf "$d"; mv "$tmp/layout" "$d"; rm -rf "$tmp"
+    fi
+    exec 6>&-
+  fi
+  traefik_layout=$d
+  traefik_digest=$(cat "$d/.digest")
 }
 
 configs() {
@@ -435,14 +477,19 @@ inside() {
   ip addr add "$NODE_IP/32" dev eva-node0
   ip link set eva-node0 up
   ip link set eva-node1 up
+  # Services from the node itself (curl to an Ingress address, as a client on the node would): with no
+  # default route, a ClusterIP is unreachable before kube-proxy's NAT ever sees it.
+  ip route add "$SERVICE_CIDR" dev eva-node0 src "$NODE_IP"
   sysctl -qw net.ipv4.ip_forward=1
   [[ -f /proc/sys/net/bridge/bridge-nf-call-iptables ]] && sysctl -qw net.bridge.bridge-nf-call-iptables=1
 
   local l="$state/logs" p="$state/pki"
   start() { # <name> <command...>: a daemon with its own log, restarted when it exits
+    # (unless run/<name>.stopped exists: `enforcer stop`; it starts again once that file is gone)
     local name=$1; shift
     (
       while :; do
+        if [[ -f $state/run/$name.stopped ]]; then sleep 0.5; continue; fi
         "$@" </dev/null >>"$l/$name.log" 2>&1 &
         echo "$!" >"$state/run/$name.pid"
         wait "$!" && status=0 || status=$?
@@ -494,9 +541,57 @@ inside() {
     --root-dir "$state/kubelet" --cert-dir "$state/kubelet/pki" --node-ip "$NODE_IP" \
     --hostname-override "$NODE_NAME"
   start kube-proxy "$node_bin/kube-proxy" --config "$state/etc/kube-proxy.yaml"
+  start kube-router kube_router
   touch "$state/run/started"
   # PID 1 from here on is the pause binary: it reaps orphans and ends (with everything) on TERM/INT.
   exec "$node_bin/pause"
+}
+
+# The NetworkPolicy enforcer: kube-router's firewall alone (no routing, no service proxy: kube-proxy
+# serves Services). Its rules and ipsets live in the node's network namespace.
+kube_router() { # [extra flags]
+  "$dp_bin/kube-router" --kubeconfig "$state/kube-router.kubeconfig" \
+    --run-firewall=true --run-router=false --run-service-proxy=false \
+    --hostname-override "$NODE_NAME" --service-cluster-ip-range "$SERVICE_CIDR" "$@"
+}
+kube_router_gone() { ! in_node kill -0 "$(cat "$state/run/kube-router.pid")" 2>/dev/null; }
+enforcer_ready() { in_node sh -c 'iptables-save -t filter | grep -q -- "^:KUBE-ROUTER-FORWARD"'; }
+
+# The enforcer and the ingress controller, once the API server answers; records the seconds each took.
+start_dataplane() {
+  local t0=$SECONDS
+  kube apply -f "$root/scripts/real-node/kube-router-rbac.yaml" >&2
+  wait_for 60 "kube-router's firewall rules (KUBE-ROUTER-FORWARD)" enforcer_ready
+  echo "$((SECONDS - t0))" >"$state/run/enforcer-seconds"
+  t0=$SECONDS
+  traefik_image
+  in_node skopeo copy -q --preserve-digests --dest-tls-verify=false "oci:$traefik_layout" "docker://$TRAEFIK_REPO:v$TRAEFIK_VERSION" >&2
+  TRAEFIK_IMAGE="$TRAEFIK_REPO@$traefik_digest" TRAEFIK_IP=$TRAEFIK_IP envsubst '${TRAEFIK_IMAGE} ${TRAEFIK_IP}' \
+    <"$root/scripts/real-node/traefik.yaml" >"$state/etc/traefik.yaml"
+  kube apply -f "$state/etc/traefik.yaml" >&2
+  wait_for 180 "Traefik Ready (ingress-traefik/traefik)" kube rollout status deployment/traefik -n ingress-traefik --timeout=2s
+  echo "$((SECONDS - t0))" >"$state/run/ingress-seconds"
+  log "dataplane: enforcer ready in $(cat "$state/run/enforcer-seconds")s, Traefik ($TRAEFIK_REPO@$traefik_digest) Ready in $(cat "$state/run/ingress-seconds")s"
+}
+
+cmd_enforcer() { # stop|start
+  running || die "the real node in $state is not running"
+  case "${1:-}" in
+    stop)
+      touch "$state/run/kube-router.stopped"
+      in_node kill "$(cat "$state/run/kube-router.pid")" 2>/dev/null || true
+      wait_for 30 "kube-router to exit" kube_router_gone
+      # Its rules and ipsets stay behind it: remove them, so that policies are stored, not enforced.
+      # (kube-router --cleanup-config v2.1.0 panics in its service-proxy cleanup here.)
+      in_node bash "$self" __remove-enforcer-rules "$state" >>"$state/logs/kube-router.log" 2>&1
+      ! enforcer_ready || die "kube-router's rules are still there after --cleanup-config"
+      log "enforcer stopped, its rules removed: NetworkPolicies are not enforced" ;;
+    start)
+      rm -f "$state/run/kube-router.stopped"
+      wait_for 60 "kube-router's firewall rules (KUBE-ROUTER-FORWARD)" enforcer_ready
+      log "enforcer running: NetworkPolicies enforced" ;;
+    *) die "usage: $self enforcer stop|start" ;;
+  esac
 }
 
 # ---- the commands --------------------------------------------------------------------------------
@@ -509,6 +604,7 @@ cmd_up() {
   local started=$SECONDS
   bins
   if running && kube get --raw /readyz >/dev/null 2>&1; then
+    start_dataplane # idempotent: a node whose dataplane did not finish gets it now
     log "already running ($state)"
     return 0
   fi
@@ -523,7 +619,7 @@ cmd_up() {
   make_cgroup_root
   log "starting the namespaces (kubernetes $("$node_bin/kubelet" --version | awk '{print $2}'), containerd $("$node_bin/containerd" --version | awk '{print $3}'))"
   # --kill-child: if the holder dies, PID 1 inside (and so everything inside) dies too.
-  EVA_REAL_NODE_INSIDE=1 cp_bin="$cp_bin" node_bin="$node_bin" EVA_DEV_CLUSTER_DIR="$state" \
+  EVA_REAL_NODE_INSIDE=1 cp_bin="$cp_bin" node_bin="$node_bin" dp_bin="$dp_bin" EVA_DEV_CLUSTER_DIR="$state" \
     setsid unshare --net --mount --pid --fork --mount-proc --kill-child -- bash "$self" __inside "$state" \
     </dev/null >"$state/logs/init.log" 2>&1 7>&- 8>&- 9>&- &
   echo "$!" >"$state/run/holder.pid"
@@ -545,8 +641,9 @@ cmd_up() {
   # The ServiceAccount admission plugin rejects pods until the controller-manager made this.
   wait_for 60 "the default ServiceAccount" kube get serviceaccount default -n default
   wait_for 60 "the kubernetes Service's iptables rules (kube-proxy)" in_node sh -c "iptables-save -t nat | grep -q -- '-d $SERVICE_IP/32 .*default/kubernetes:https'"
+  start_dataplane
   echo "$((SECONDS - started))" >"$state/run/up-seconds"
-  log "ready in $((SECONDS - started))s: node $NODE_NAME, API https://$NODE_IP:$API_PORT, registry $REGISTRY, NATS nats://$NODE_IP:$NATS_PORT (inside the namespace; use: $self exec -- kubectl get nodes)"
+  log "ready in $((SECONDS - started))s: node $NODE_NAME, API https://$NODE_IP:$API_PORT, registry $REGISTRY, NATS nats://$NODE_IP:$NATS_PORT, NetworkPolicies enforced (kube-router), ingress class traefik at $TRAEFIK_IP (inside the namespace; use: $self exec -- kubectl get nodes)"
 }
 
 node_ready() {
@@ -599,10 +696,17 @@ cmd_status() {
   bins
   echo "real node: running ($state, PID 1 of its namespaces: $(init_pid))"
   local name ok=0
-  for name in etcd kube-apiserver kube-controller-manager kube-scheduler registry nats-server containerd kubelet kube-proxy; do
-    if in_node kill -0 "$(cat "$state/run/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null; then echo "  $name: running"
+  for name in etcd kube-apiserver kube-controller-manager kube-scheduler registry nats-server containerd kubelet kube-proxy kube-router; do
+    if [[ $name == kube-router && -f $state/run/kube-router.stopped ]]; then echo "  kube-router: STOPPED (enforcer stop): NetworkPolicies not enforced"; ok=3
+    elif in_node kill -0 "$(cat "$state/run/$name.pid" 2>/dev/null || echo 0)" 2>/dev/null; then echo "  $name: running"
     else echo "  $name: NOT running (log: $state/logs/$name.log)"; ok=3; fi
   done
+  if enforcer_ready; then echo "  NetworkPolicy enforcement: on (kube-router firewall rules present)"
+  else echo "  NetworkPolicy enforcement: OFF (no kube-router rules)"; ok=3; fi
+  local ready
+  ready=$(kube get deployment traefik -n ingress-traefik -o jsonpath='{.status.readyReplicas}/{.spec.replicas}' 2>/dev/null || true)
+  if [[ $ready == 1/1 ]]; then echo "  ingress controller: Traefik Ready (class traefik, address $TRAEFIK_IP)"
+  else echo "  ingress controller: Traefik NOT Ready (${ready:-absent})"; ok=3; fi
   kube get nodes -o wide 2>/dev/null | sed 's/^/  /' || ok=3
   return $ok
 }
@@ -614,6 +718,11 @@ cmd_load_images() { # <archive written by scripts/build-image.sh or scripts/mirr
   in_node "$root/scripts/mirror-images.sh" --from-archive "$(realpath "$archive")" --registry "$REGISTRY" --dest-tls-verify=false
 }
 
+if [[ ${1:-} == __remove-enforcer-rules ]]; then # inside the node: kube-router's chains, the jumps to them, its ipsets
+  iptables-save | grep -vE -- 'KUBE-(ROUTER|NWPLCY|POD-FW)-' | iptables-restore
+  { ipset list -n | grep -E '^(KUBE-|kube-router)' || true; } | while read -r set; do ipset destroy "$set"; done
+  exit 0
+fi
 if [[ ${1:-} == __inside ]]; then
   [[ ${EVA_REAL_NODE_INSIDE:-} == 1 ]] || die "__inside is internal"
   state=${2:?}; inside
@@ -629,5 +738,6 @@ case "${1:-}" in
   status) cmd_status ;;
   exec) shift; [[ ${1:-} == -- ]] && shift; (($#)) || die "usage: $0 exec -- CMD..."; in_node "$@" ;;
   load-images) shift; cmd_load_images "$@" ;;
-  *) echo "usage: $0 up|down|env|status|exec -- CMD...|load-images ARCHIVE" >&2; exit 2 ;;
+  enforcer) shift; bins; cmd_enforcer "$@" ;;
+  *) echo "usage: $0 up|down|env|status|exec -- CMD...|load-images ARCHIVE|enforcer stop|start" >&2; exit 2 ;;
 esac

@@ -42,7 +42,7 @@ export interface TenantObjects {
 }
 export type TenantKind = keyof TenantObjects;
 /** Kinds read as "every one in the namespace" rather than by name. */
-export type ListedKind = 'Deployment' | 'HelmRelease';
+export type ListedKind = 'Deployment' | 'HelmRelease' | 'NetworkPolicy';
 
 export interface KubeReads {
   /** undefined when absent. `namespace` is '' for a Namespace. */
@@ -105,9 +105,12 @@ const SOURCES: { readonly [K in TenantKind]: KindSource<TenantObjects[K]> } = {
   },
   NetworkPolicy: {
     path: '/apis/networking.k8s.io/v1/networkpolicies',
-    labelSelector: MANAGED,
+    // Every policy, not only the operator's: one it did not write in a tenant namespace is reported
+    // (policies add up, so any other one may widen the tenant's isolation).
+    labelSelector: '',
     listAll: (kube, labelSelector) => kube.networking.listNetworkPolicyForAllNamespaces({ labelSelector }),
     read: (kube, namespace, name) => kube.networking.readNamespacedNetworkPolicy({ name, namespace }),
+    listIn: (kube, namespace) => kube.networking.listNamespacedNetworkPolicy({ namespace }),
   },
   ConfigMap: {
     path: '/api/v1/configmaps',

@@ -59,6 +59,8 @@ export const Reason = {
   NetworkPolicyMissing: 'NetworkPolicyMissing',
   NetworkPolicyDrifted: 'NetworkPolicyDrifted',
   NetworkPolicyPresent: 'NetworkPolicyPresent',
+  /** A NetworkPolicy in the tenant namespace that the operator did not write (policies add up: it may widen). */
+  NetworkPolicyForeign: 'NetworkPolicyForeign',
 
   // -- NATS: connection, the tenant's account and its credentials --------------------------------------
   NatsUnavailable: 'NatsUnavailable',
@@ -140,6 +142,11 @@ export const Reason = {
   IngressDrifted: 'IngressDrifted',
   WaitingForAddress: 'WaitingForAddress',
   IngressPresent: 'IngressPresent',
+  /** The tenant's TLS Secret (or the platform's, INGRESS_TLS_SECRET) is missing or unusable. */
+  TlsSecretMissing: 'TlsSecretMissing',
+  TlsCertificateExpired: 'TlsCertificateExpired',
+  /** Not a readable certificate, or not one for the tenant's host. */
+  TlsCertificateInvalid: 'TlsCertificateInvalid',
 } as const;
 
 export type Reason = (typeof Reason)[keyof typeof Reason];

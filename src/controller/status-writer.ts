@@ -112,7 +112,9 @@ export class StatusWriter {
       this.log.warn({ step, reason, needsUser, problem: message }, 'tenant step not done');
       this.queueEvent('Warning', reason, `${step}: ${message}`);
     }
-    this.lastProblem = reason;
+    // Not while provisioning: a drift report's reason is carried into the repair, and must still be
+    // warned about when the repair comes to rest (waiting) on that same reason.
+    if (view.stage !== 'provisioning') this.lastProblem = reason;
   }
 
   private queueEvent(type: 'Normal' | 'Warning', reason: string, message: string): void {

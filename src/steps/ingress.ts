@@ -1,13 +1,15 @@
 /**
  * IngressReady: one Ingress per tenant, host `<code>.<EVA_BASE_DOMAIN>`, one path per installed
  * module (to the module's Service, named after its release). Ready once the ingress controller gave
- * it an address, or, with INGRESS_READY_ON_CREATE, as soon as it exists.
+ * it an address, or, with INGRESS_READY_ON_CREATE, as soon as it exists; with TLS (ingress-tls.ts)
+ * also once the certificate it names is there, unexpired and for the host.
  */
 import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
+import { ingressAnnotations, ingressTls, judgeTls, judgeTlsCopy, removeTlsCopy, syncTlsCopy } from './ingress-tls.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
@@ -16,7 +18,7 @@ const MODULE_PORT = 8080;
 
 export interface IngressStepDeps {
   kube: Kube;
-  config: Pick<OperatorConfig, 'baseDomain' | 'ingressClass' | 'ingressReadyOnCreate'>;
+  config: Pick<OperatorConfig, 'baseDomain' | 'ingressClass' | 'ingressReadyOnCreate' | 'ingress'>;
 }
 
 const tenantHost = (code: string, baseDomain: string): string => `${code.toLowerCase()}.${baseDomain}`;
@@ -37,6 +39,8 @@ function desiredIngressSpec(scope: TenantScope, config: IngressStepDeps['config'
     ],
   };
   if (config.ingressClass) spec.ingressClassName = config.ingressClass;
+  const tls = ingressTls(config.ingress, tenantHost(scope.code, config.baseDomain));
+  if (tls) spec.tls = tls;
   return spec;
 }
 
@@ -44,10 +48,17 @@ function desiredIngress(scope: TenantScope, config: IngressStepDeps['config']): 
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
-    metadata: { name: INGRESS_NAME, namespace: scope.namespace, labels: { [LABELS.capsuleCode]: scope.code, [LABELS.managedBy]: MANAGED_BY } },
+    metadata: {
+      name: INGRESS_NAME,
+      namespace: scope.namespace,
+      labels: { [LABELS.capsuleCode]: scope.code, [LABELS.managedBy]: MANAGED_BY },
+      ...withAnnotations(ingressAnnotations(config.ingress)),
+    },
     spec: desiredIngressSpec(scope, config),
   };
 }
+
+const withAnnotations = (annotations: Record<string, string> | undefined): { annotations?: Record<string, string> } => (annotations ? { annotations } : {});
 
 /**
  * The parts of the spec this operator owns, in a comparable form. The class counts only when the
@@ -59,16 +70,23 @@ function routes(spec: V1IngressSpec | undefined, withClass: boolean): string {
     host: r.host,
     paths: (r.http?.paths ?? []).map((p) => [p.path, p.pathType, p.backend.service?.name, p.backend.service?.port?.number]),
   }));
-  return JSON.stringify({ cls: withClass ? (spec?.ingressClassName ?? null) : null, rules });
+  const tls = (spec?.tls ?? []).map((t) => [t.hosts ?? [], t.secretName ?? null]);
+  return JSON.stringify({ cls: withClass ? (spec?.ingressClassName ?? null) : null, rules, tls });
+}
+
+/** The annotations the operator sets (others, e.g. a controller's, are not its business). */
+function ownAnnotationsMatch(current: V1Ingress, desired: V1Ingress): boolean {
+  const actual = current.metadata?.annotations ?? {};
+  return Object.entries(desired.metadata?.annotations ?? {}).every(([key, value]) => actual[key] === value);
 }
 
 const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> => kube.reads.get('Ingress', namespace, INGRESS_NAME);
 
 /** What verify says of the Ingress as read (or as the apply returned it) against the desired one. */
-function judge(current: V1Ingress | undefined, desired: V1Ingress, config: IngressStepDeps['config']): Verdict {
+function judgeRoutes(current: V1Ingress | undefined, desired: V1Ingress, config: IngressStepDeps['config']): Verdict {
   if (!current) return notReady(Reason.IngressMissing, `Ingress ${INGRESS_NAME} does not exist`);
   if (!routesMatch(current, desired, config)) {
-    return notReady(Reason.IngressDrifted, `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules`);
+    return notReady(Reason.IngressDrifted, `Ingress ${INGRESS_NAME} does not route to exactly the tenant's modules (or its TLS or annotations differ)`);
   }
   if (config.ingressReadyOnCreate) return READY;
   const addresses = current.status?.loadBalancer?.ingress ?? [];
@@ -78,23 +96,36 @@ function judge(current: V1Ingress | undefined, desired: V1Ingress, config: Ingre
 
 const routesMatch = (current: V1Ingress, desired: V1Ingress, config: IngressStepDeps['config']): boolean => {
   const withClass = config.ingressClass !== undefined;
-  return routes(current.spec, withClass) === routes(desired.spec, withClass);
+  return routes(current.spec, withClass) === routes(desired.spec, withClass) && ownAnnotationsMatch(current, desired);
 };
 
+/** Routes first (a TLS problem is reported, the routes keep serving), then the certificate. */
+async function judge(scope: TenantScope, current: V1Ingress | undefined, desired: V1Ingress, { kube, config }: IngressStepDeps): Promise<Verdict> {
+  const routesVerdict = judgeRoutes(current, desired, config);
+  if (!routesVerdict.ready) return routesVerdict;
+  return judgeTls(scope, kube, config.ingress, tenantHost(scope.code, config.baseDomain));
+}
+
 /** The address is the ingress controller's to set: judged from what was just read or applied, no second read. */
-async function ensure(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
+async function ensure(scope: TenantScope, deps: IngressStepDeps): Promise<Verdict> {
+  const { kube, config } = deps;
   const current = await readIngress(kube, scope.namespace);
   const desired = desiredIngress(scope, config);
   const applied = current && routesMatch(current, desired, config) ? current : await kube.apply(desired);
-  return judge(applied, desired, config);
+  const copied = await syncTlsCopy(scope, kube, config.ingress);
+  return copied.ready ? judge(scope, applied, desired, deps) : copied;
 }
 
-async function verify(scope: TenantScope, { kube, config }: IngressStepDeps): Promise<Verdict> {
-  return judge(await readIngress(kube, scope.namespace), desiredIngress(scope, config), config);
+async function verify(scope: TenantScope, deps: IngressStepDeps): Promise<Verdict> {
+  const desired = desiredIngress(scope, deps.config);
+  const verdict = await judge(scope, await readIngress(deps.kube, scope.namespace), desired, deps);
+  // The platform's certificate rotated: the copy is stale (ensure copies it again).
+  return verdict.ready ? judgeTlsCopy(scope, deps.kube, deps.config.ingress) : verdict;
 }
 
 async function remove(scope: TenantScope, { kube }: IngressStepDeps): Promise<void> {
   await deleteIgnoringNotFound(() => kube.networking.deleteNamespacedIngress({ name: INGRESS_NAME, namespace: scope.namespace }));
+  await removeTlsCopy(scope, kube);
 }
 
 async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Promise<Verdict> {

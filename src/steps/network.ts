@@ -2,7 +2,9 @@
  * NamespaceReady, part 3: the tenant namespace's NetworkPolicy. Pods take traffic only from their own
  * namespace and from the ingress controller's; they reach only their own namespace, cluster DNS and
  * NATS's client port (so not NATS's monitoring port, which shows every account). Enforcement needs a
- * CNI plugin that enforces NetworkPolicy; without one the object is inert.
+ * CNI plugin that enforces NetworkPolicy; without one the object is inert. Policies add up (a pod is
+ * allowed what ANY policy selecting it allows), so any other policy in the namespace is reported
+ * (NetworkPolicyForeign: condition and Event), or deleted with NETWORK_POLICY_REMOVE_FOREIGN.
  */
 import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import type { V1NetworkPolicy, V1NetworkPolicyPeer } from '@kubernetes/client-node';
@@ -61,6 +63,25 @@ const specOf = (policy: V1NetworkPolicy | undefined): string =>
 
 const matches = (actual: V1NetworkPolicy | undefined, desired: V1NetworkPolicy): boolean => actual !== undefined && specOf(actual) === specOf(desired);
 
+const isOurs = (policy: V1NetworkPolicy): boolean => policy.metadata?.name === NETWORK_POLICY_NAME && policy.metadata.labels?.[LABELS.managedBy] === MANAGED_BY;
+
+/** NetworkPolicies in the tenant namespace that the operator did not write, by name. */
+async function foreignPolicies(kube: Kube, namespace: string): Promise<string[]> {
+  return (await kube.reads.list('NetworkPolicy', namespace)).filter((p) => !isOurs(p)).map((p) => p.metadata?.name ?? '?').sort();
+}
+
+function foreignVerdict(namespace: string, names: readonly string[]): Verdict {
+  const list = names.map((n) => `${namespace}/${n}`).join(', ');
+  return notReady(
+    Reason.NetworkPolicyForeign,
+    `NetworkPolicy ${list} was not written by the operator: policies add up, so it may widen the tenant's isolation (delete it, or set NETWORK_POLICY_REMOVE_FOREIGN=true to have the operator delete it)`,
+  );
+}
+
+async function removeForeign(kube: Kube, namespace: string, names: readonly string[]): Promise<void> {
+  for (const name of names) await deleteIgnoringNotFound(() => kube.networking.deleteNamespacedNetworkPolicy({ name, namespace }));
+}
+
 async function ensure(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<Verdict> {
   const current = await readPolicy(kube, scope.namespace);
   if (!config.networkPolicy.enabled) {
@@ -69,6 +90,11 @@ async function ensure(scope: TenantScope, { kube, config }: NetworkStepDeps): Pr
   }
   const desired = desiredNetworkPolicy(scope, config.networkPolicy);
   if (!matches(current, desired)) await kube.apply(desired);
+  const foreign = await foreignPolicies(kube, scope.namespace);
+  if (foreign.length === 0) return READY;
+  if (!config.networkPolicy.removeForeign) return foreignVerdict(scope.namespace, foreign);
+  scope.log.warn({ policies: foreign }, 'deleting NetworkPolicies the operator did not write (NETWORK_POLICY_REMOVE_FOREIGN)');
+  await removeForeign(kube, scope.namespace, foreign);
   return READY;
 }
 
@@ -83,7 +109,8 @@ async function verify(scope: TenantScope, { kube, config }: NetworkStepDeps): Pr
   if (!matches(current, desiredNetworkPolicy(scope, config.networkPolicy))) {
     return notReady(Reason.NetworkPolicyDrifted, `NetworkPolicy ${NETWORK_POLICY_NAME} differs from the tenant isolation policy`);
   }
-  return READY;
+  const foreign = await foreignPolicies(kube, scope.namespace);
+  return foreign.length === 0 ? READY : foreignVerdict(scope.namespace, foreign);
 }
 
 async function remove(scope: TenantScope, { kube }: Pick<NetworkStepDeps, 'kube'> & Partial<NetworkStepDeps>): Promise<void> {

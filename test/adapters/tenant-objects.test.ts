@@ -33,6 +33,7 @@ const network: NetworkStepDeps['config']['networkPolicy'] = {
   ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
   nats: { namespaces: { 'kubernetes.io/metadata.name': 'eva-system' }, pods: { 'app.kubernetes.io/component': 'nats' }, port: 4222 },
   dns: { namespaces: { 'kubernetes.io/metadata.name': 'kube-system' }, pods: { 'k8s-app': 'kube-dns' } },
+  removeForeign: false,
 };
 
 interface Judged {

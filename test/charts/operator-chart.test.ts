@@ -382,8 +382,14 @@ describe('helm template: values', () => {
     expect(read.size).toBeGreaterThan(15);
     const set = new Set(envOf(operatorContainer(await render(settings))).keys());
     const missing = [...read].filter((name) => name !== undefined && !set.has(name) && !fromImage.includes(name));
-    // NETWORK_POLICY_NATS_CIDR replaces the NATS selectors when networkPolicy.natsCidr is set (next test).
-    expect(missing.sort()).toEqual(['HELM_SECRETS_ALLOW_NON_TMPFS', 'NETWORK_POLICY_NATS_CIDR']);
+    // NETWORK_POLICY_NATS_CIDR replaces the NATS selectors when networkPolicy.natsCidr is set (below);
+    // the Ingress TLS settings and annotations are passed only when set (below).
+    expect(missing.sort()).toEqual(['HELM_SECRETS_ALLOW_NON_TMPFS', 'INGRESS_ANNOTATIONS', 'INGRESS_TLS_ISSUER', 'INGRESS_TLS_SECRET', 'NETWORK_POLICY_NATS_CIDR']);
+    const withTls = envOf(operatorContainer(await render([...settings, '--set', 'ingressTls.secret=eva-system/wildcard', '--set-json', 'ingressAnnotations={"example.com/a":"x, y"}'])));
+    expect(withTls.get('INGRESS_TLS_SECRET')?.value).toBe('eva-system/wildcard');
+    expect(withTls.get('INGRESS_ANNOTATIONS')?.value).toBe('{"example.com/a":"x, y"}');
+    const withIssuer = envOf(operatorContainer(await render([...settings, '--set', 'ingressTls.clusterIssuer=letsencrypt'])));
+    expect(withIssuer.get('INGRESS_TLS_ISSUER')?.value).toBe('letsencrypt');
     const withCidr = envOf(operatorContainer(await render([...settings, '--set', 'networkPolicy.natsCidr=10.0.0.0/8'])));
     expect(withCidr.get('NETWORK_POLICY_NATS_CIDR')?.value).toBe('10.0.0.0/8');
     expect(withCidr.has('NETWORK_POLICY_NATS_PODS')).toBe(false);

@@ -293,6 +293,7 @@ describe('step network', () => {
     ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
     nats: { namespaces: { 'kubernetes.io/metadata.name': 'eva-system' }, pods: { 'app.kubernetes.io/component': 'nats' }, port: 4222 },
     dns: { namespaces: { 'kubernetes.io/metadata.name': 'kube-system' }, pods: { 'k8s-app': 'kube-dns' } },
+    removeForeign: false,
   };
   const networkDeps = (enabled = true) => ({ kube, config: { networkPolicy: { ...settings, enabled } } });
 
@@ -319,5 +320,22 @@ describe('step network', () => {
     expect(await networkStep.verify(scope, networkDeps(false))).toEqual(READY);
     await networkStep.remove(scope, networkDeps());
     expect(await networkStep.verifyRemoved(scope, networkDeps())).toEqual(READY);
+  });
+
+  it('reports a NetworkPolicy it did not write, naming it (policies add up), and deletes it only when told to', async () => {
+    const scope = await tenant();
+    await networkStep.ensure(scope, networkDeps());
+    expect(await networkStep.verify(scope, networkDeps()), 'only its own policy: ready (the control)').toEqual(READY);
+    const allowAll = { metadata: { name: 'allow-all' }, spec: { podSelector: {}, policyTypes: ['Ingress', 'Egress'], ingress: [{}], egress: [{}] } };
+    await kube.networking.createNamespacedNetworkPolicy({ namespace: scope.namespace, body: allowAll });
+    const foreign = { ready: false, reason: 'NetworkPolicyForeign', message: expect.stringContaining(`NetworkPolicy ${scope.namespace}/allow-all was not written by the operator`) as unknown };
+    expect(await networkStep.verify(scope, networkDeps())).toMatchObject(foreign);
+    expect(await networkStep.ensure(scope, networkDeps()), 'not removed unless asked').toMatchObject(foreign);
+    await kube.networking.readNamespacedNetworkPolicy({ name: 'allow-all', namespace: scope.namespace });
+    const removing = { kube, config: { networkPolicy: { ...settings, removeForeign: true } } };
+    expect(await networkStep.ensure(scope, removing)).toEqual(READY);
+    expect(await networkStep.verify(scope, networkDeps())).toEqual(READY);
+    const left = await kube.networking.listNamespacedNetworkPolicy({ namespace: scope.namespace });
+    expect(left.items.map((p) => p.metadata?.name)).toEqual([NETWORK_POLICY_NAME]);
   });
 });

@@ -147,6 +147,8 @@ seccompProfile:
   value: {{ $np.dnsNamespaces | quote }}
 - name: NETWORK_POLICY_DNS_PODS
   value: {{ $np.dnsPods | quote }}
+- name: NETWORK_POLICY_REMOVE_FOREIGN
+  value: {{ $np.removeForeign | default false | toString | quote }}
 {{- if $np.natsCidr }}
 - name: NETWORK_POLICY_NATS_CIDR
   value: {{ $np.natsCidr | quote }}
