@@ -68,10 +68,24 @@ describe('EvaTenant CRD on the API server', () => {
     expect(kubectlOk(['get', 'evt', 'immutable', '-o', 'jsonpath={.spec.capsuleCode}'])).toBe('IMMUTA');
   });
 
-  it('keeps helmValues verbatim', () => {
-    const values = { replicaCount: 3, deep: { list: [1, 'two', { three: true }], empty: {} } };
+  it('keeps helmValues config verbatim', () => {
+    const values = { replicaCount: 3, config: { deep: { list: [1, 'two', { three: true }], empty: {} } } };
     expect(applyTenant('verbatim', { capsuleCode: 'VERBAT', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }).status).toBe(0);
     const stored = JSON.parse(kubectlOk(['get', 'evt', 'verbatim', '-o', 'jsonpath={.spec.helmValues}'])) as unknown;
     expect(stored).toEqual({ 'eva-gateway': values });
+  });
+
+  it.each([
+    ['an operator-owned key', { image: { repository: 'evil.example/x' } }, 'spec.helmValues.eva-gateway'],
+    ['an unknown key, whatever the client’s field validation', { foo: 1 }, 'spec.helmValues.eva-gateway'],
+    ['an unknown resource', { resources: { limits: { 'nvidia.com/gpu': '1' } } }, 'spec.helmValues.eva-gateway.resources.limits'],
+    ['an injected probe path', { probes: { livenessPath: '/livez\n---\nkind: ConfigMap' } }, 'spec.helmValues.eva-gateway.probes.livenessPath'],
+    ['replicas above the tier maximum', { replicaCount: 11 }, 'replicaCount is above the tier'],
+    ['a CPU limit above the tier maximum', { resources: { limits: { cpu: '5' } } }, 'resources are above the tier'],
+  ])('refuses helmValues with %s, naming it (--validate=false: no client-side help)', (_label, values, named) => {
+    const result = kubectl(['apply', '--validate=false', '-f', '-'], tenantManifest('invalid', { capsuleCode: 'INVALD', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }));
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(named);
+    expect(kubectl(['get', 'evt', 'invalid']).status).not.toBe(0);
   });
 });
