@@ -15,7 +15,7 @@ import {
   WAVES,
 } from './constants.ts';
 import { MODULES } from './modules.ts';
-import { TenantModuleValues, tierBoundRules } from './module-values-cel.ts';
+import { ownedKeyRules, TenantModuleValues, tierBoundRules } from './module-values-cel.ts';
 import { celRules, FreeFormObject, StringEnum, StringKeyedMap } from './schema-kinds.ts';
 
 const knownModulesRule = celRules({
@@ -63,7 +63,7 @@ export const EvaTenantSpecSchema = Type.Object(
       StringKeyedMap(TenantModuleValues(), {
         description: 'Per-module values a tenant may set (module name -> config, replicaCount, resources, probes); everything else is the operator\'s.',
         maxProperties: MODULES.length,
-        ...knownModulesRule,
+        'x-kubernetes-validations': [...knownModulesRule['x-kubernetes-validations'], ...ownedKeyRules],
       }),
     ),
     wave: Type.Optional(

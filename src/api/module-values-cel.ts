@@ -2,12 +2,13 @@
  * The CRD side of the module values contract, compiled from TenantModuleValuesSchema and the tier table.
  *
  * The API server prunes undeclared fields before it validates, so a client that skips strict field
- * validation would see `foo:` dropped in silence, and CEL cannot see undeclared fields at all (it
- * types an object by its declared properties; measured on kube-apiserver 1.36: "undefined field").
- * So every closed object of the contract keeps unknown fields (x-kubernetes-preserve-unknown-fields)
- * and refuses them by counting: `anyOf` over the subsets of its declared keys, each with
- * `maxProperties` equal to its size, holds exactly when no other key is present. The operator-owned
- * keys are declared, so a CEL rule refuses each by name.
+ * validation would see `foo:` dropped in silence; and CEL cannot see undeclared fields at all (it types
+ * an object by its declared properties; kube-apiserver 1.36: "undefined field"). So every closed object
+ * of the contract keeps unknown fields (x-kubernetes-preserve-unknown-fields): never dropped, and the
+ * operator refuses them by name (moduleValuesProblems). The operator-owned keys are declared, so a
+ * CEL rule refuses each by name at apply. Refusing unknown keys by counting (`anyOf` of key subsets
+ * with maxProperties) was tried and dropped: junctors are not ratcheted, so a tenant stored before the
+ * contract could no longer be updated at all (not even its status or finalizer).
  */
 import { Kind, type SchemaOptions, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
 import { TIERS } from './constants.ts';
@@ -27,22 +28,13 @@ const celString = (value: string): string => {
   return `'${value}'`;
 };
 
-function subsets<T>(items: readonly T[]): T[][] {
-  return items.reduce<T[][]>((all, item) => [...all, ...all.map((s) => [...s, item])], [[]]);
-}
-
-/** anyOf that holds exactly when the object has no key outside `keys`. */
-function onlyKeys(keys: readonly string[]): { anyOf: Node[] } {
-  return { anyOf: subsets(keys).map((s) => (s.length === 0 ? { maxProperties: 0 } : { required: s, maxProperties: s.length })) };
-}
-
-/** A TypeBox schema as structural OpenAPI: closed objects keep and refuse unknown keys (see above). */
+/** A TypeBox schema as structural OpenAPI: closed objects keep unknown keys (see above). */
 export function structural(schema: Node): Node {
   // JSON round trip: drops TypeBox's symbol-keyed bookkeeping ([Kind]).
   const { additionalProperties, properties, ...rest } = JSON.parse(JSON.stringify(schema)) as Node;
   if (additionalProperties !== false || typeof properties !== 'object' || properties === null) return { additionalProperties, properties, ...rest };
   const children = Object.fromEntries(Object.entries(properties as Record<string, Node>).map(([key, child]) => [key, structural(child)]));
-  return { ...rest, properties: children, 'x-kubernetes-preserve-unknown-fields': true, ...onlyKeys(Object.keys(children)) };
+  return { ...rest, properties: children, 'x-kubernetes-preserve-unknown-fields': true };
 }
 
 /** Declared so that the API server keeps them and CEL can refuse them by name. */
@@ -50,8 +42,13 @@ const ownedKeyProperties = Object.fromEntries(
   OPERATOR_OWNED_KEYS.map((key) => [key, { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, description: 'set by the operator; refused here' }]),
 );
 
-const ownedKeyRules: CelRuleWithExpression[] = OPERATOR_OWNED_KEYS.map((key) => ({
-  rule: `!has(self.${key})`,
+/**
+ * On spec.helmValues. Not ratcheted (measured: neither plain rules nor oldSelf transition rules let an
+ * unchanged stored value pass on kube-apiserver 1.36), so a spec stored before the contract with one
+ * of these keys refuses every update, status included, until its owner removes the key.
+ */
+export const ownedKeyRules: CelRuleWithExpression[] = OPERATOR_OWNED_KEYS.map((key) => ({
+  rule: `self.all(m, !has(self[m].${key}))`,
   message: `${key} is set by the operator; a tenant may set only ${TENANT_KEYS.join(', ')}`,
   reason: 'FieldValueForbidden',
 }));
@@ -81,7 +78,10 @@ export function tierBoundRules(): CelRuleWithExpression[] {
     { ok: `(!has($v.replicaCount) || $v.replicaCount <= ${maxReplicas})`, message: `helmValues: replicaCount is above the tier's maximum (${table((b) => String(b.maxReplicas))})` },
     { ok: resourcesWithin('$v'), message: `helmValues: resources are above the tier's maximum per container (cpu: ${table((b) => b.maxCpu)}; memory: ${table((b) => b.maxMemory)})` },
   ];
-  return checks.map(({ ok, message }) => ({ rule: `!has(self.helmValues) || self.helmValues.all(m, ${ok.replaceAll('$v', 'self.helmValues[m]')})`, message }));
+  return checks.map(({ ok, message }) => ({
+    rule: `!has(self.helmValues) || self.helmValues.all(m, ${ok.replaceAll('$v', 'self.helmValues[m]')})`,
+    message,
+  }));
 }
 
 TypeRegistry.Set('TenantModuleValues', (_schema, value) => typeof value === 'object' && value !== null && !Array.isArray(value));
@@ -98,6 +98,5 @@ export function TenantModuleValues(options: SchemaOptions = {}): TUnsafe<Record<
     ...node,
     [Kind]: 'TenantModuleValues',
     properties: { ...(node['properties'] as Node), ...ownedKeyProperties },
-    'x-kubernetes-validations': ownedKeyRules,
   });
 }

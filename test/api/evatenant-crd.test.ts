@@ -75,10 +75,16 @@ describe('EvaTenant CRD on the API server', () => {
     expect(stored).toEqual({ 'eva-gateway': values });
   });
 
+  it('keeps an unknown key (never pruned in silence; the operator refuses it by name)', () => {
+    const values = { foo: 1, resources: { limits: { 'nvidia.com/gpu': '1' } } };
+    const result = kubectl(['apply', '--dry-run=server', '--validate=false', '-o', 'jsonpath={.spec.helmValues}', '-f', '-'], tenantManifest('unknown', { capsuleCode: 'UNKNOW', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }));
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ 'eva-gateway': values });
+  });
+
   it.each([
-    ['an operator-owned key', { image: { repository: 'evil.example/x' } }, 'spec.helmValues.eva-gateway'],
-    ['an unknown key, whatever the client’s field validation', { foo: 1 }, 'spec.helmValues.eva-gateway'],
-    ['an unknown resource', { resources: { limits: { 'nvidia.com/gpu': '1' } } }, 'spec.helmValues.eva-gateway.resources.limits'],
+    ['an operator-owned key', { image: { repository: 'evil.example/x' } }, 'image is set by the operator'],
+    ['another tenant’s code', { tenant: { code: 'OTHERS' } }, 'tenant is set by the operator'],
     ['an injected probe path', { probes: { livenessPath: '/livez\n---\nkind: ConfigMap' } }, 'spec.helmValues.eva-gateway.probes.livenessPath'],
     ['replicas above the tier maximum', { replicaCount: 11 }, 'replicaCount is above the tier'],
     ['a CPU limit above the tier maximum', { resources: { limits: { cpu: '5' } } }, 'resources are above the tier'],
