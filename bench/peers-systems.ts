@@ -1,7 +1,7 @@
 /**
  * The three systems bench/peers.ts puts side by side, each as `prepare` (before the clock: CRDs,
  * controllers, namespaces) and then `start` (the clock runs) and `waitReady`. The same tenants, the
- * same charts, the same values (src/steps/modules.ts's moduleValues, with fresh credentials as the
+ * same charts, the same values (src/steps/module-values.ts's moduleValues, with fresh credentials as the
  * operator makes them) and the same meaning of Ready: every Deployment as src/steps/modules.ts's
  * deploymentProblem judges it (Available, rolled out), which kwok's pods make true.
  */
@@ -16,7 +16,8 @@ import { parseEvaTenant } from '../src/api/parse.ts';
 import { ImageCatalog } from '../src/adapters/images.ts';
 import { loadKubeConfig } from '../src/adapters/kube.ts';
 import { createLogger } from '../src/log.ts';
-import { chartPath, deploymentProblem, moduleValues, type ModuleValues } from '../src/steps/modules.ts';
+import { chartPath, deploymentProblem } from '../src/steps/modules.ts';
+import { moduleValues, type ModuleValues } from '../src/steps/module-values.ts';
 import { type OperatorProcess, startOperator } from '../e2e/support/operator.ts';
 import { kubectlOk, requiredEnv, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';

@@ -197,37 +197,26 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
     expect(entry?.json<{ seed?: { version: string } }>().seed?.version).toBe('1.0.0');
   }, CASE_MS);
 
-  it('helmValues that break a chart: ModulesDeployed False with a readable message (render failure, then a rejected value); fixed spec makes it Active', async () => {
+  it('helmValues the API server refuses (requests above limits): ModulesDeployed False/InvalidHelmValues with a readable message; fixed spec makes it Active', async () => {
     const name = 'qbadhv';
     const code = 'QBADHV';
-    const created = create(name, VERSION, { capsuleCode: code, helmValues: { 'orbit-crm': { image: { digest: 'not-a-digest' } } } });
-    const render = await waitForTenant(name, 'ModulesDeployed False/ChartRenderFailed', conditionFalse('ModulesDeployed', 'ChartRenderFailed', 'Failed'), DETECT_MS, created);
-    show(name, 'ModulesDeployed', render.tenant);
-    const renderMessage = render.tenant.conditions['ModulesDeployed']?.message ?? '';
-    expect(renderMessage).toContain('orbit-crm');
-    expect(renderMessage).toContain('image.digest must look like sha256:<64 hex digits>, got "not-a-digest"');
-    expect(renderMessage).not.toMatch(/level=|UPGRADE FAILED|INSTALLATION FAILED/);
-    expect(renderMessage.length).toBeLessThan(2_100);
-    expect(render.tenant.phase).toBe('Failed');
-    await expectWarning(name, 'ChartRenderFailed');
-
-    // A value that renders but that the API server refuses: the port becomes 0.
-    const rejectedAt = Date.now();
-    patchTenantSpec(name, { helmValues: { 'orbit-crm': { image: null, service: { port: 'http' } } } });
-    const rejected = await waitForTenant(name, 'ModulesDeployed False/InvalidHelmValues', conditionFalse('ModulesDeployed', 'InvalidHelmValues', 'Failed'), DETECT_MS, rejectedAt);
+    // Within the values contract (src/api/module-values.ts), refused by the API server when helm applies it.
+    const created = create(name, VERSION, { capsuleCode: code, helmValues: { 'orbit-crm': { resources: { requests: { cpu: '1' }, limits: { cpu: '500m' } } } } });
+    const rejected = await waitForTenant(name, 'ModulesDeployed False/InvalidHelmValues', conditionFalse('ModulesDeployed', 'InvalidHelmValues', 'Failed'), DETECT_MS, created);
     show(name, 'ModulesDeployed', rejected.tenant);
     const rejectedMessage = rejected.tenant.conditions['ModulesDeployed']?.message ?? '';
     expect(rejectedMessage).toContain('orbit-crm');
     expect(rejectedMessage).toMatch(/is invalid/);
-    expect(rejectedMessage).toMatch(/port/i);
+    expect(rejectedMessage).toMatch(/cpu/i);
     expect(rejectedMessage).not.toMatch(/level=|UPGRADE FAILED|INSTALLATION FAILED/);
+    expect(rejectedMessage.length).toBeLessThan(2_100);
+    expect(rejected.tenant.phase).toBe('Failed');
     await expectWarning(name, 'InvalidHelmValues');
-    timings.push(`rejected helm value: detected ${seconds(rejected.ms)} after the patch`);
 
     const fixed = Date.now();
     patchTenantSpec(name, { helmValues: null });
     const recovered = await waitForTenant(name, 'Active', isActive, RECOVER_MS, fixed);
-    record('chart render failure', render.ms, recovered.ms);
+    record('values refused by the API server', rejected.ms, recovered.ms);
     expect(helmReleases(`eva-tenant-${code.toLowerCase()}`).map((r) => [r.name, r.status])).toEqual([
       ['orbit-crm', 'deployed'],
       ['orbit-itsm', 'deployed'],
@@ -237,13 +226,15 @@ describe('bad input: a clear condition, recovery once fixed, nothing of another 
   it('a quota that rejects module pods: ModulesDeployed False/QuotaExceeded with the quota message; replicaCount 1 makes it Active', async () => {
     const name = 'qbadqt';
     const code = 'QBADQT';
-    const created = create(name, VERSION, { capsuleCode: code, helmValues: { 'orbit-crm': { replicaCount: 50 } } });
+    // Within the Starter bounds (2 replicas, 1 CPU each), above its quota (2 CPU requested in all).
+    const greedy = { replicaCount: 2, resources: { requests: { cpu: '1' }, limits: { cpu: '1' } } };
+    const created = create(name, VERSION, { capsuleCode: code, helmValues: { 'orbit-crm': greedy } });
     const detected = await waitForTenant(name, 'ModulesDeployed False/QuotaExceeded', conditionFalse('ModulesDeployed', 'QuotaExceeded', 'Provisioning'), DETECT_MS, created);
     show(name, 'ModulesDeployed', detected.tenant);
     const message = detected.tenant.conditions['ModulesDeployed']?.message ?? '';
     expect(message).toContain('orbit-crm');
     expect(message).toContain('exceeded quota: eva-tier-quota');
-    expect(message).toMatch(/limited: pods=20/);
+    expect(message).toMatch(/limited: requests\.cpu=2/);
     expect(detected.tenant.phase).toBe('Provisioning');
     await expectWarning(name, 'QuotaExceeded');
 

@@ -224,12 +224,12 @@ describe('hibernation and data retention', () => {
 
     // Resume on a changed spec: Active on it, serving again with the same credentials and data.
     const resumedAt = Date.now();
-    patchTenantSpec(nameOf(HIBERNATE), { lifecycle: 'Active', helmValues: { 'orbit-crm': { podAnnotations: { 'e2e.eva/resumed': 'after-hibernation' } } } });
+    patchTenantSpec(nameOf(HIBERNATE), { lifecycle: 'Active', helmValues: { 'orbit-crm': { config: { currency: 'CHF' } } } });
     expect(await eventually(async () => !(await refused(HIBERNATE, credentials)), ACTIVE_MS, 100), 'credentials still refused').toBe(true);
     note(`resume -> credentials accepted: ${String(Date.now() - resumedAt)} ms`);
     note(`resume -> Active (changed spec): ${String(await waitActive(HIBERNATE, resumedAt))} ms`);
     expectServing(HIBERNATE);
-    expect(deployments(HIBERNATE).find((d) => d.metadata.name === 'orbit-crm')?.spec.template.metadata.annotations?.['e2e.eva/resumed']).toBe('after-hibernation');
+    expect(kubectlOk(['get', 'configmap', 'orbit-crm-config', '-n', nsOf(HIBERNATE), '-o', 'jsonpath={.data.config\\.yaml}'])).toContain('currency: CHF');
     expect(await readAsModule(HIBERNATE, sent.length)).toEqual(sent);
   }, CASE_MS);
 

@@ -16,6 +16,7 @@ import {
   WAVES,
 } from './constants.ts';
 import { MODULES } from './modules.ts';
+import { ownedKeyRules, TenantModuleValues, tierBoundRules } from './module-values-cel.ts';
 import { celRules, FreeFormObject, StringEnum, StringKeyedMap } from './schema-kinds.ts';
 
 const knownModulesRule = celRules({
@@ -68,9 +69,10 @@ export const EvaTenantSpecSchema = Type.Object(
       }),
     ),
     helmValues: Type.Optional(
-      StringKeyedMap(FreeFormObject(), {
-        description: 'Per-module Helm value overrides (module name -> values), kept verbatim.',
-        ...knownModulesRule,
+      StringKeyedMap(TenantModuleValues(), {
+        description: 'Per-module values a tenant may set (module name -> config, replicaCount, resources, probes); everything else is the operator\'s.',
+        maxProperties: MODULES.length,
+        'x-kubernetes-validations': [...knownModulesRule['x-kubernetes-validations'], ...ownedKeyRules],
       }),
     ),
     wave: Type.Optional(
@@ -94,7 +96,7 @@ export const EvaTenantSpecSchema = Type.Object(
       }),
     ),
   },
-  { description: 'The desired tenant.' },
+  { description: 'The desired tenant.', 'x-kubernetes-validations': tierBoundRules() },
 );
 
 export const ConditionSchema = Type.Object({

@@ -75,3 +75,22 @@ export const ACCOUNT_BY_TIER: Readonly<Record<Tier, AccountTier>> = {
   Enterprise: { connections: 256, subscriptions: 20_000, payload: 1 * MIB, diskStorage: 2560 * MIB, streams: 3, consumers: 256, dataBucketBytes: 256 * MIB },
   Platform: { connections: 256, subscriptions: 20_000, payload: 1 * MIB, diskStorage: 2560 * MIB, streams: 3, consumers: 256, dataBucketBytes: 256 * MIB },
 };
+
+/**
+ * What a tenant may ask of each module (spec.helmValues.<module>.replicaCount and .resources, both
+ * requests and limits, per container): Enterprise and Platform have no namespace quota, so these are
+ * the only thing that stops one tenant from taking the nodes. Quantities use the forms of
+ * module-values.ts (CPU_PATTERN, MEMORY_PATTERN). Enforced by the CRD (CEL) and again by the operator.
+ */
+export interface ModuleBounds {
+  readonly maxReplicas: number;
+  readonly maxCpu: string;
+  readonly maxMemory: string;
+}
+
+export const MODULE_BOUNDS_BY_TIER: Readonly<Record<Tier, ModuleBounds>> = {
+  Starter: { maxReplicas: 2, maxCpu: '1', maxMemory: '1Gi' },
+  Customer: { maxReplicas: 3, maxCpu: '2', maxMemory: '2Gi' },
+  Enterprise: { maxReplicas: 10, maxCpu: '4', maxMemory: '8Gi' },
+  Platform: { maxReplicas: 20, maxCpu: '8', maxMemory: '16Gi' },
+};

@@ -8,7 +8,7 @@ import { createLogger } from '../log.ts';
 import { hibernatedConditions, hibernatedPhase } from '../saga/conditions.ts';
 import { testScope } from '../../test/support/fixtures.ts';
 import { newAccountKeys } from '../nats/account-keys.ts';
-import { moduleValues } from './modules.ts';
+import { moduleValues } from './module-values.ts';
 import { REFUSED_UNTIL_RESUMED, tenantClaims } from '../nats/accounts.ts';
 import { ingressUrl, moduleStatus } from './observed.ts';
 import { VALUES_HASH_LABEL } from './release-state.ts';
@@ -31,11 +31,11 @@ describe('hibernation (spec.lifecycle Suspended)', () => {
   });
 
   it('scales modules to zero through helm values, over the tenant’s own replicaCount', () => {
-    const helmValues = { 'orbit-crm': { replicaCount: 3 } };
+    const helmValues = { 'orbit-crm': { replicaCount: 2 } }; // the Starter maximum
     const asleep = moduleValues({ module: 'orbit-crm', scope: scopeFor({ lifecycle: 'Suspended', helmValues }), deps, ...secrets });
     const awake = moduleValues({ module: 'orbit-crm', scope: scopeFor({ helmValues }), deps, ...secrets });
     expect(asleep.plain['replicaCount']).toBe(0);
-    expect(awake.plain['replicaCount']).toBe(3);
+    expect(awake.plain['replicaCount']).toBe(2);
   });
 
   it('revokes the modules’ user in the account JWT, and only while hibernated', () => {

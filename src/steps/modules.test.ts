@@ -4,9 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import type { EvaTenant } from '../api/evatenant.ts';
 import { ImageCatalog } from '../adapters/images.ts';
-import { createLogger } from '../log.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { VALUES_HASH_LABEL } from './release-state.ts';
 import {
@@ -14,27 +12,16 @@ import {
   chartPath,
   combineFailures,
   credentialsSecretName,
-  deepMerge,
   deploymentProblem,
   imagePullProblem,
   type ModuleStepDeps,
-  moduleValues,
   releaseProblems,
-  secretStrings,
   undesiredReleases,
-  valuesFileContent,
-  valuesHash,
 } from './modules.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
-import { testScope } from '../../test/support/fixtures.ts';
 import { renderGuardSettings } from '../config.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const DIGEST = 'c'.repeat(64);
-
-function scopeFor(spec: Partial<EvaTenant['spec']> = {}): TenantScope {
-  return testScope({ code: 'ACMECO', seedsVersion: '1.0.0', spec, log: createLogger('silent') });
-}
 
 const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {
   images: ImageCatalog.parse(
@@ -50,76 +37,6 @@ const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {
   },
 };
 
-const credentials = { 'db-password': 'db-secret-value', 'api-key': 'api-secret-value', 'jwt-secret': 'jwt-secret-value' };
-const secrets = { credentials, natsRevision: 'nats-rev-1' };
-
-describe('module values', () => {
-  it('sets image, tenant, otel and seed, and keeps secrets apart', () => {
-    const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets });
-    expect(values.plain).toEqual({
-      image: { repository: 'ghcr.io/aidonow/orbit-crm', tag: '1.1.0', digest: `sha256:${DIGEST}` },
-      tenant: { code: 'ACMECO', tier: 'Starter' },
-      otel: { endpoint: 'http://otel.eva-system:4318' },
-      seed: { enabled: true, version: '1.0.0' },
-      // The NATS connection is a mounted Secret, named here; its revision rolls the pods when it changes.
-      nats: { secretName: 'eva-nats', credentialsRevision: 'nats-rev-1' },
-    });
-    expect(values.secret).toEqual({ credentials });
-    expect(JSON.stringify(values.plain)).not.toMatch(/secret-value/);
-  });
-
-  it('honours spec.versions and rejects an unknown pin as input', () => {
-    const pinned = moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '1.0.0' } }), deps, ...secrets });
-    expect(pinned.plain['image']).toEqual({ repository: 'ghcr.io/aidonow/orbit-crm', tag: '1.0.0', digest: '' });
-    expect(() => moduleValues({ module: 'orbit-crm', scope: scopeFor({ versions: { 'orbit-crm': '9.9.9' } }), deps, ...secrets })).toThrow(
-      'orbit-crm 9.9.9 is not in images.txt; available: 1.0.0, 1.1.0',
-    );
-  });
-
-  it('lets the tenant’s helmValues win, verbatim, deep', () => {
-    const scope = scopeFor({ helmValues: { 'orbit-crm': { replicaCount: 3, image: { pullPolicy: 'Always' }, config: { currency: 'USD' }, seed: null } } });
-    const values = moduleValues({ module: 'orbit-crm', scope, deps, ...secrets });
-    expect(values.plain).toMatchObject({ replicaCount: 3, image: { tag: '1.1.0', pullPolicy: 'Always' }, config: { currency: 'USD' }, seed: null });
-  });
-
-  it('refuses secret values in an EvaTenant', () => {
-    const scope = scopeFor({ helmValues: { 'orbit-crm': { nats: { password: 'x' } } } });
-    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, ...secrets })).toThrow(InputError);
-    expect(() => moduleValues({ module: 'orbit-crm', scope, deps, ...secrets })).toThrow(/helmValues.orbit-crm sets nats/);
-  });
-
-  it('puts the operator’s secret values last in the file, and lists every secret string for scrubbing', () => {
-    const values = moduleValues({ module: 'orbit-itsm', scope: scopeFor(), deps, ...secrets });
-    expect(Object.keys(valuesFileContent(values)).slice(-1)).toEqual(['credentials']);
-    expect(secretStrings(values).sort()).toEqual(['api-secret-value', 'db-secret-value', 'jwt-secret-value']);
-  });
-
-  it('deep-merges objects, replaces arrays and scalars', () => {
-    expect(deepMerge({ a: { b: 1, c: [1, 2] }, d: 1 }, { a: { c: [3] }, e: 2 })).toEqual({ a: { b: 1, c: [3] }, d: 1, e: 2 });
-  });
-});
-
-describe('values hash', () => {
-  const values = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets });
-
-  it('is a label value that ignores key order', () => {
-    const hash = valuesHash('1.0.0+abc', values);
-    expect(hash).toMatch(/^[a-f0-9]{48}$/);
-    const reordered = { plain: Object.fromEntries(Object.entries(values.plain).reverse()), secret: values.secret };
-    expect(valuesHash('1.0.0+abc', reordered)).toBe(hash);
-  });
-
-  it('changes with a credential, the NATS credentials, a value or the chart', () => {
-    const hash = valuesHash('1.0.0+abc', values);
-    const rotated = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets, credentials: { ...credentials, 'db-password': 'new' } });
-    expect(valuesHash('1.0.0+abc', rotated)).not.toBe(hash);
-    expect(valuesHash('1.0.1+abc', values)).not.toBe(hash);
-    const renewed = moduleValues({ module: 'orbit-crm', scope: scopeFor(), deps, ...secrets, natsRevision: 'nats-rev-2' });
-    expect(valuesHash('1.0.0+abc', renewed)).not.toBe(hash);
-    const scaled = moduleValues({ module: 'orbit-crm', scope: scopeFor({ helmValues: { 'orbit-crm': { replicaCount: 2 } } }), deps, ...secrets });
-    expect(valuesHash('1.0.0+abc', scaled)).not.toBe(hash);
-  });
-});
 
 describe('chart fingerprint', () => {
   it('names the chart version and changes when any chart file changes', () => {

@@ -2,11 +2,9 @@
  * ModulesDeployed: one Helm release per module of the tenant's tier (release name = module name, in
  * the tenant namespace), from the charts bundled under <chartBasePath>/modules/<module>.
  *
- * Values: the operator's (image from images.txt honouring spec.versions, tenant, otel, seed) deep-merged
- * with spec.helmValues[module] (the tenant's win), plus the secret values (the tenant's generated
- * credentials) that only ever reach helm through a tmpfs values file. The NATS connection is not a
- * value: the charts mount the Secret eva-nats that step 'account' writes; the values only name it and
- * carry a revision of its credentials, so a rotation rolls every module once.
+ * Values: see module-values.ts (the tenant's, checked against the contract, and the operator's). The
+ * NATS connection is not a value: the charts mount the Secret eva-nats that step 'account' writes; the
+ * values only name it and carry a revision of its credentials, so a rotation rolls every module once.
  * A hash of chart + values is stored as a release label, so a repeat ensure compares labels and starts
  * no helm process, and verify (the drift check) reads release Secrets' labels and Deployments only.
  */
@@ -26,10 +24,9 @@ import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/ku
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
-import { desiredSeedsVersion } from './record.ts';
-import { canonicalJson } from '../canonical-json.ts';
+import { type ModuleValues, moduleValues, secretStrings, valuesFileContent, valuesHash } from './module-values.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
-import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
 
 export interface ModuleStepDeps {
@@ -44,96 +41,9 @@ export interface ModuleStepDeps {
 
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
 const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
-/** Set by the operator (the credentials Secret, the NATS Secret's name and revision); never from the EvaTenant. */
-const OPERATOR_SECRET_KEYS = ['credentials', 'nats'];
 const HELM_TIMEOUT_SECONDS = 120;
 
 export const credentialsSecretName = (code: string): string => `eva-${code.toLowerCase()}-credentials`;
-
-type Values = Record<string, unknown>;
-
-// ---- pure helpers ---------------------------------------------------------------------------------
-
-function isPlainObject(value: unknown): value is Values {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Deep merge where `override` wins; objects merge key by key, anything else (arrays, null) replaces. */
-export function deepMerge(base: Values, override: Values): Values {
-  const merged: Values = { ...base };
-  for (const [key, value] of Object.entries(override)) {
-    const current = merged[key];
-    merged[key] = isPlainObject(current) && isPlainObject(value) ? deepMerge(current, value) : value;
-  }
-  return merged;
-}
-
-export interface ModuleValues {
-  /** Safe to log and show. */
-  readonly plain: Values;
-  /** Only ever written to the tmpfs values file. */
-  readonly secret: Values;
-}
-
-export interface ValuesInput {
-  module: ModuleName;
-  scope: TenantScope;
-  deps: { images: ImageCatalog; config: Pick<OperatorConfig, 'seedsBasePath' | 'moduleOtelEndpoint'> };
-  credentials: Readonly<Record<string, string>>;
-  /** A digest of the credentials in Secret eva-nats: new credentials, new pods. */
-  natsRevision: string;
-}
-
-/** The non-secret values the operator sets for a module, merged with the tenant's helmValues. */
-export function moduleValues({ module, scope, deps, credentials, natsRevision }: ValuesInput): ModuleValues {
-  const { spec } = scope.tenant;
-  const user = spec.helmValues?.[module] ?? {};
-  const reserved = OPERATOR_SECRET_KEYS.filter((key) => key in user);
-  if (reserved.length > 0) {
-    throw new InputError(
-      Reason.InvalidHelmValues,
-      `helmValues.${module} sets ${reserved.join(' and ')}: secret values are set by the operator and never belong in an EvaTenant`,
-    );
-  }
-  const image = deps.images.resolveModule(module, spec.versions?.[module]);
-  const operator: Values = {
-    image: { repository: image.repository, tag: image.tag, digest: image.digest ?? '' },
-    tenant: { code: scope.code, tier: spec.tier },
-    otel: { endpoint: deps.config.moduleOtelEndpoint ?? '' },
-    seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
-  };
-  const nats = { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision };
-  // Hibernation goes through helm like any value (the release owns replicas; no second writer), and
-  // wins over the tenant's own replicaCount.
-  const hibernation = isHibernated(scope) ? { replicaCount: 0 } : {};
-  return {
-    plain: { ...deepMerge(operator, user), ...hibernation, nats },
-    secret: { credentials: { ...credentials } },
-  };
-}
-
-/** What goes into the values file: everything, the operator's secret values last so they win. */
-export const valuesFileContent = (values: ModuleValues): Values => ({ ...values.plain, ...values.secret });
-
-/**
- * The release label that says "this release has exactly these values on exactly this chart". Secrets
- * are included so rotated credentials trigger an upgrade; a label value holds at most 63 characters,
- * so the hex digest is cut to 48 (192 bits; it only has to tell revisions apart).
- */
-export function valuesHash(chartFingerprint: string, values: ModuleValues): string {
-  return createHash('sha256').update(canonicalJson({ chart: chartFingerprint, values: valuesFileContent(values) })).digest('hex').slice(0, 48);
-}
-
-/** The strings to scrub from helm's messages: every secret value the operator passed. */
-export function secretStrings(values: ModuleValues): string[] {
-  const out: string[] = [];
-  const walk = (value: unknown): void => {
-    if (typeof value === 'string' && value !== '') out.push(value);
-    else if (isPlainObject(value)) Object.values(value).forEach(walk);
-  };
-  walk(values.secret);
-  return out;
-}
 
 type Problem = { reason: Reason; message: string };
 type DeploymentCondition = NonNullable<NonNullable<V1Deployment['status']>['conditions']>[number];
@@ -472,7 +382,7 @@ async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
     try {
       desired.set(module, desiredRelease(module, scope, deps, { credentials, natsRevision }).hash);
     } catch (err) {
-      // A spec ensure would refuse (unknown version pin, secret helmValues) is a verdict, not a crash.
+      // A spec ensure would refuse (unknown version pin, helmValues outside the contract) is a verdict, not a crash.
       if (err instanceof InputError) return notReady(err.reason, `${module}: ${err.message}`);
       throw err;
     }

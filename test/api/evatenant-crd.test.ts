@@ -70,10 +70,30 @@ describe('EvaTenant CRD on the API server', () => {
     expect(kubectlOk(['get', 'evt', 'immutable', '-o', 'jsonpath={.spec.capsuleCode}'])).toBe('IMMUTA');
   });
 
-  it('keeps helmValues verbatim', () => {
-    const values = { replicaCount: 3, deep: { list: [1, 'two', { three: true }], empty: {} } };
+  it('keeps helmValues config verbatim', () => {
+    const values = { replicaCount: 3, config: { deep: { list: [1, 'two', { three: true }], empty: {} } } };
     expect(applyTenant('verbatim', { capsuleCode: 'VERBAT', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }).status).toBe(0);
     const stored = JSON.parse(kubectlOk(['get', 'evt', 'verbatim', '-o', 'jsonpath={.spec.helmValues}'])) as unknown;
     expect(stored).toEqual({ 'eva-gateway': values });
+  });
+
+  it('keeps an unknown key (never pruned in silence; the operator refuses it by name)', () => {
+    const values = { foo: 1, resources: { limits: { 'nvidia.com/gpu': '1' } } };
+    const result = kubectl(['apply', '--dry-run=server', '--validate=false', '-o', 'jsonpath={.spec.helmValues}', '-f', '-'], tenantManifest('unknown', { capsuleCode: 'UNKNOW', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }));
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ 'eva-gateway': values });
+  });
+
+  it.each([
+    ['an operator-owned key', { image: { repository: 'evil.example/x' } }, 'image is set by the operator'],
+    ['another tenant’s code', { tenant: { code: 'OTHERS' } }, 'tenant is set by the operator'],
+    ['an injected probe path', { probes: { livenessPath: '/livez\n---\nkind: ConfigMap' } }, 'spec.helmValues.eva-gateway.probes.livenessPath'],
+    ['replicas above the tier maximum', { replicaCount: 11 }, 'replicaCount is above the tier'],
+    ['a CPU limit above the tier maximum', { resources: { limits: { cpu: '5' } } }, 'resources are above the tier'],
+  ])('refuses helmValues with %s, naming it (--validate=false: no client-side help)', (_label, values, named) => {
+    const result = kubectl(['apply', '--validate=false', '-f', '-'], tenantManifest('invalid', { capsuleCode: 'INVALD', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }));
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(named);
+    expect(kubectl(['get', 'evt', 'invalid']).status).not.toBe(0);
   });
 });

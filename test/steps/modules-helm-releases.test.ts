@@ -363,17 +363,21 @@ describe('modules step (real helm, real control plane)', () => {
     expect(err.message).toContain('available: 1.0.0, 1.1.0');
   });
 
-  it('reports helmValues that break the chart as InputError with helm’s message, and recovers once fixed', async () => {
+  it('reports helmValues outside the contract (stored before it) and values the API server rejects as InvalidHelmValues, and recovers once fixed', async () => {
     const scope = await tenantScope('Starter');
-    const broken = respec(scope, { helmValues: { 'orbit-crm': { image: { digest: 'not-a-digest' } } } });
-    const err = await caught(() => step.ensure(broken, deps()));
+    await step.ensure(scope, deps());
+    const before = (await releasesOf(scope.namespace)).get('orbit-crm');
+    const stored = respec(scope, { helmValues: { 'orbit-crm': { image: { digest: 'not-a-digest' } } } });
+    const err = await caught(() => step.ensure(stored, deps()));
     expect(err).toBeInstanceOf(InputError);
-    expect(err.reason).toBe('ChartRenderFailed');
-    expect(err.message).toMatch(/orbit-crm: helm upgrade orbit-crm: execution error at .*image\.digest must look like sha256:<64 hex digits>, got "not-a-digest"/);
-    // The other module was not held back by the broken one.
-    expect((await releasesOf(scope.namespace)).get('orbit-itsm')?.status).toBe('deployed');
+    expect(err.reason).toBe('InvalidHelmValues');
+    expect(err.message).toContain('spec.helmValues.orbit-crm: image: set by the operator');
+    // No helm ran for it: the installed release is untouched, never uninstalled.
+    expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'deployed', version: before?.version });
+    expect(await step.verify(stored, deps())).toMatchObject({ ready: false, reason: 'InvalidHelmValues' });
 
-    const rejected = respec(scope, { helmValues: { 'orbit-itsm': { service: { port: 'http' } } } });
+    // Within the contract, refused by the API server: requests above limits.
+    const rejected = respec(scope, { helmValues: { 'orbit-itsm': { resources: { requests: { cpu: '1' }, limits: { cpu: '500m' } } } } });
     const err2 = await caught(() => step.ensure(rejected, deps()));
     expect(err2).toBeInstanceOf(InputError);
     expect(err2.reason).toBe('InvalidHelmValues');
@@ -394,7 +398,7 @@ describe('modules step (real helm, real control plane)', () => {
   });
 
   it('reports a quota that keeps pods from being created as QuotaExceeded, with the quota message', async () => {
-    const scope = await tenantScope('Starter', { helmValues: { 'orbit-crm': { replicaCount: 3 } } });
+    const scope = await tenantScope('Starter', { helmValues: { 'orbit-crm': { replicaCount: 2 } } });
     await quota(scope.namespace, 1);
     await step.ensure(scope, deps());
     const verdict = await untilVerdict(scope, (v) => !v.ready && v.reason === 'QuotaExceeded', 30_000);
@@ -419,7 +423,7 @@ describe('modules step (real helm, real control plane)', () => {
     const desiredHash = (await releasesOf(scope.namespace)).get('orbit-crm')?.labels[VALUES_HASH_LABEL];
     await quota(scope.namespace, 2);
     const values = join(tmpdir(), `eva-plain-values-${scope.code}.yaml`);
-    writeFileSync(values, `podAnnotations: {restart: "1"}\n`);
+    writeFileSync(values, `config: {restart: "1"}\n`);
     const helm = spawn(
       tool('helm'),
       ['upgrade', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), '-n', scope.namespace, '--reuse-values', '--values', values, '--wait', '--timeout', '5m'],

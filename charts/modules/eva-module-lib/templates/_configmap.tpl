@@ -6,20 +6,14 @@ The module's configuration: .Values.config (module-specific, non-secret) as conf
 apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: {{ include "eva-module-lib.configMapName" . }}
+  name: {{ include "eva-module-lib.configMapName" . | quote }}
   labels:
     {{- include "eva-module-lib.labels" . | nindent 4 }}
 data:
-  config.yaml: |
-    module: {{ include "eva-module-lib.module" . }}
-    tenant:
-      code: {{ include "eva-module-lib.tenantCode" . }}
-      tier: {{ include "eva-module-lib.tenantTier" . }}
-    http:
-      port: {{ .Values.service.port | int }}
-      basePath: {{ .Values.ingress.path | default (printf "/%s" (include "eva-module-lib.module" .)) | quote }}
-    {{- with .Values.config }}
-    config:
-      {{- toYaml . | nindent 6 }}
-    {{- end }}
+  {{- $doc := dict "module" (include "eva-module-lib.module" .) "tenant" (dict "code" (include "eva-module-lib.tenantCode" .) "tier" (include "eva-module-lib.tenantTier" .)) "http" (dict "port" (.Values.service.port | int) "basePath" (.Values.ingress.path | default (printf "/%s" (include "eva-module-lib.module" .)) | toString)) }}
+  {{- with .Values.config }}
+  {{- $_ := set $doc "config" . }}
+  {{- end }}
+  {{- /* One YAML document built by toYaml, then quoted as one string: no value becomes structure. */}}
+  config.yaml: {{ toYaml $doc | quote }}
 {{- end -}}

@@ -5,7 +5,7 @@
 apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: {{ include "eva-module-lib.fullname" . }}
+  name: {{ include "eva-module-lib.fullname" . | quote }}
   labels:
     {{- include "eva-module-lib.labels" . | nindent 4 }}
 spec:
@@ -19,8 +19,8 @@ spec:
       labels:
         {{- include "eva-module-lib.labels" . | nindent 8 }}
       annotations:
-        checksum/config: {{ include "eva-module-lib.configmap" . | sha256sum }}
-        checksum/values: {{ include "eva-module-lib.valuesChecksum" . }}
+        checksum/config: {{ include "eva-module-lib.configmap" . | sha256sum | quote }}
+        checksum/values: {{ include "eva-module-lib.valuesChecksum" . | quote }}
         {{- with .Values.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -37,8 +37,8 @@ spec:
       {{- if .Values.seed.enabled }}
       initContainers:
         - name: seed-loader
-          image: {{ $image }}
-          imagePullPolicy: {{ .Values.image.pullPolicy | default "IfNotPresent" }}
+          image: {{ $image | quote }}
+          imagePullPolicy: {{ .Values.image.pullPolicy | default "IfNotPresent" | quote }}
           args:
             - seed
             - --version
@@ -56,13 +56,13 @@ spec:
             - name: tmp
               mountPath: /tmp
             - name: nats
-              mountPath: {{ include "eva-module-lib.natsMountPath" . }}
+              mountPath: {{ include "eva-module-lib.natsMountPath" . | quote }}
               readOnly: true
       {{- end }}
       containers:
-        - name: {{ $module }}
-          image: {{ $image }}
-          imagePullPolicy: {{ .Values.image.pullPolicy | default "IfNotPresent" }}
+        - name: {{ $module | quote }}
+          image: {{ $image | quote }}
+          imagePullPolicy: {{ .Values.image.pullPolicy | default "IfNotPresent" | quote }}
           ports:
             - name: http
               containerPort: {{ .Values.service.port | int }}
@@ -71,14 +71,14 @@ spec:
             {{- include "eva-module-lib.env" . | nindent 12 }}
           readinessProbe:
             httpGet:
-              path: {{ dig "readinessPath" "/readyz" (.Values.probes | default dict) }}
+              path: {{ dig "readinessPath" "/readyz" (.Values.probes | default dict) | toString | quote }}
               port: http
             initialDelaySeconds: 2
             periodSeconds: 5
             failureThreshold: 3
           livenessProbe:
             httpGet:
-              path: {{ dig "livenessPath" "/livez" (.Values.probes | default dict) }}
+              path: {{ dig "livenessPath" "/livez" (.Values.probes | default dict) | toString | quote }}
               port: http
             initialDelaySeconds: 10
             periodSeconds: 10
@@ -94,18 +94,18 @@ spec:
             - name: tmp
               mountPath: /tmp
             - name: nats
-              mountPath: {{ include "eva-module-lib.natsMountPath" . }}
+              mountPath: {{ include "eva-module-lib.natsMountPath" . | quote }}
               readOnly: true
       volumes:
         - name: config
           configMap:
-            name: {{ include "eva-module-lib.configMapName" . }}
+            name: {{ include "eva-module-lib.configMapName" . | quote }}
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
         - name: nats
           secret:
-            secretName: {{ include "eva-module-lib.natsSecretName" . }}
+            secretName: {{ include "eva-module-lib.natsSecretName" . | quote }}
             # 0440: readable by the pod's group (fsGroup 65532), written in decimal so no YAML reader mistakes it
             defaultMode: 288
 {{- end -}}

@@ -65,8 +65,8 @@ so .Chart is the module chart (its name is the module name) and .Values its valu
 
 {{/* Labels that select the module's pods; never change them (a Deployment's selector is immutable). */}}
 {{- define "eva-module-lib.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "eva-module-lib.module" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/name: {{ include "eva-module-lib.module" . | quote }}
+app.kubernetes.io/instance: {{ .Release.Name | quote }}
 {{- end -}}
 
 {{/* Labels on every resource. */}}
@@ -75,10 +75,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/part-of: eva
 app.kubernetes.io/component: module
 app.kubernetes.io/version: {{ include "eva-module-lib.version" . | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-eva.aidonow.com/capsule-code: {{ include "eva-module-lib.tenantCode" . }}
-eva.aidonow.com/module: {{ include "eva-module-lib.module" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+eva.aidonow.com/capsule-code: {{ include "eva-module-lib.tenantCode" . | quote }}
+eva.aidonow.com/module: {{ include "eva-module-lib.module" . | quote }}
 {{- end -}}
 
 {{/* A credential name turned into an environment variable name: database-password -> EVA_CREDENTIAL_DATABASE_PASSWORD. */}}
@@ -131,18 +131,18 @@ eva.aidonow.com/module: {{ include "eva-module-lib.module" . }}
 - name: NATS_URL
   valueFrom:
     secretKeyRef:
-      name: {{ include "eva-module-lib.natsSecretName" . }}
+      name: {{ include "eva-module-lib.natsSecretName" . | quote }}
       key: url
 - name: NATS_CREDS_FILE
   value: {{ printf "%s/nats.creds" (include "eva-module-lib.natsMountPath" .) | quote }}
 - name: NATS_INBOX_PREFIX
   value: {{ printf "_INBOX_%s" $code | quote }}
 {{- range $name := keys (.Values.credentials | default dict) | sortAlpha }}
-- name: {{ include "eva-module-lib.credentialEnvName" $name }}
+- name: {{ include "eva-module-lib.credentialEnvName" $name | quote }}
   valueFrom:
     secretKeyRef:
-      name: {{ $secret }}
-      key: {{ $name }}
+      name: {{ $secret | quote }}
+      key: {{ $name | quote }}
 {{- end }}
 {{- end -}}
 

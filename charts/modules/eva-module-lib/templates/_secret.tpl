@@ -13,7 +13,7 @@ Secret eva-nats, mounted.) Usage: {{ include "eva-module-lib.secret" . }}
 apiVersion: v1
 kind: Secret
 metadata:
-  name: {{ include "eva-module-lib.secretName" . }}
+  name: {{ include "eva-module-lib.secretName" . | quote }}
   labels:
     {{- include "eva-module-lib.labels" . | nindent 4 }}
 type: Opaque

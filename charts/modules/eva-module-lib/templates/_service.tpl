@@ -3,7 +3,7 @@
 apiVersion: v1
 kind: Service
 metadata:
-  name: {{ include "eva-module-lib.fullname" . }}
+  name: {{ include "eva-module-lib.fullname" . | quote }}
   labels:
     {{- include "eva-module-lib.labels" . | nindent 4 }}
 spec:

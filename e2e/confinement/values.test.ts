@@ -1,0 +1,130 @@
+/**
+ * The module values contract against the real API server, the real operator and helm: what a tenant
+ * may not set is refused at apply (each refusal beside a positive control that the same apply with a
+ * benign value goes through); benign config, replicaCount and resources take effect; a spec stored
+ * before the contract (written under the previous CRD) is reported by the operator (a Warning event
+ * naming the key), and its release stays installed, untouched.
+ *
+ * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with V.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { eventually, kubectl, kubectlOk, tenantManifest } from '../../test/support/kubectl.ts';
+import { repoRoot } from '../../test/support/tools.ts';
+import { helmReleases } from '../support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../support/operator.ts';
+import { describeShowsWarning, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from '../support/tenants.ts';
+
+const VERSION = '9.6.1';
+const CASE_MS = 600_000;
+/** The CRD as it was before the values contract (the commit this work started from). */
+const CRD_BEFORE_CONTRACT = '0adbf2e';
+const CRD_NAME = 'crd/evatenants.eva.aidonow.com';
+
+const spec = (code: string, helmValues?: Record<string, unknown>): Record<string, unknown> => ({
+  capsuleCode: code, tier: 'Starter', wave: 1, seedsVersion: '1.0.0', operatorVersion: VERSION, ...(helmValues ? { helmValues } : {}),
+});
+
+/** Server-side dry run with client-side validation off: only the API server judges. */
+function dryRun(name: string, helmValues: Record<string, unknown>): { status: number; stderr: string } {
+  return kubectl(['apply', '--dry-run=server', '--validate=false', '-f', '-'], tenantManifest(name, spec('VREFUS', helmValues)));
+}
+
+function installCrd(file: string): void {
+  kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', file]);
+  kubectlOk(['wait', '--for=condition=Established', CRD_NAME]);
+}
+
+describe('module values contract (real API server, operator, helm)', () => {
+  let operator: OperatorProcess;
+  const made: string[] = [];
+
+  beforeAll(async () => {
+    installCrd(join(repoRoot, 'crds'));
+    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0' });
+    await operator.ready();
+  }, 120_000);
+
+  afterAll(async () => {
+    installCrd(join(repoRoot, 'crds'));
+    const ours = made.filter((name) => pinnedVersion(name) === VERSION);
+    for (const name of ours) kubectl(['delete', 'evt', name, '--wait=false']);
+    const gone = await Promise.all(ours.map((name) => waitForGone(name, 240_000)));
+    await operator.stop();
+    removeSecretsDir(operator);
+    expect(gone.every(Boolean)).toBe(true);
+  }, 300_000);
+
+  it.each([
+    ['a foreign image', { image: { repository: 'evil.example/miner' } }, 'image is set by the operator'],
+    ['another tenant’s code', { tenant: { code: 'OTHERS' } }, 'tenant is set by the operator'],
+    ['an operator-owned key of the wrong type', { service: 'x' }, 'spec.helmValues.orbit-crm.service'],
+    ['an injected probe path', { probes: { livenessPath: '/livez\n---\nkind: ConfigMap' } }, 'spec.helmValues.orbit-crm.probes.livenessPath'],
+    ['replicas above the Starter maximum', { replicaCount: 3 }, 'replicaCount is above the tier'],
+    ['resources above the Starter maximum', { resources: { limits: { memory: '2Gi' } } }, 'resources are above the tier'],
+  ])('refuses %s at apply, naming where; the benign value is accepted (positive control)', (_label, values, named) => {
+    const refused = dryRun('vrefus', { 'orbit-crm': values });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain(named);
+    const control = dryRun('vrefus', { 'orbit-crm': { replicaCount: 2, resources: { limits: { memory: '1Gi' } }, probes: { livenessPath: '/livez' }, config: { foo: 'bar' } } });
+    expect(control.stderr).toBe('');
+    expect(control.status).toBe(0);
+  });
+
+  it('benign config, replicaCount and resources are accepted and take effect', async () => {
+    const name = 'vbenin';
+    const namespace = 'eva-tenant-vbenin';
+    const resources = { requests: { cpu: '100m', memory: '96Mi' }, limits: { cpu: '300m', memory: '320Mi' } };
+    made.push(name);
+    const at = Date.now();
+    kubectlOk(['apply', '-f', '-'], tenantManifest(name, spec('VBENIN', { 'orbit-crm': { config: { currency: 'USD' }, replicaCount: 2, resources } })));
+    await waitForTenant(name, 'Active', isActive, CASE_MS, at);
+    const config = kubectlOk(['get', 'configmap', 'orbit-crm-config', '-n', namespace, '-o', 'jsonpath={.data.config\\.yaml}']);
+    expect((parse(config) as { config: { currency: string } }).config.currency).toBe('USD');
+    const deployment = JSON.parse(kubectlOk(['get', 'deployment', 'orbit-crm', '-n', namespace, '-o', 'json'])) as {
+      spec: { replicas: number; template: { spec: { containers: { resources: unknown }[] } } };
+    };
+    expect(deployment.spec.replicas).toBe(2);
+    expect(deployment.spec.template.spec.containers[0]?.resources).toEqual(resources);
+  }, CASE_MS);
+
+  it('a spec stored before the contract is reported by the operator, naming the key; its release stays installed', async () => {
+    const name = 'vstore';
+    const namespace = 'eva-tenant-vstore';
+    made.push(name);
+    const at = Date.now();
+    kubectlOk(['apply', '-f', '-'], tenantManifest(name, spec('VSTORE')));
+    await waitForTenant(name, 'Active', isActive, CASE_MS, at);
+    const before = helmReleases(namespace).find((r) => r.name === 'orbit-crm');
+    expect(before?.status).toBe('deployed');
+
+    // The old CRD stores what the new one refuses (an honest pre-upgrade object), then the upgrade.
+    const oldCrd = execFileSync('git', ['-C', repoRoot, 'show', `${CRD_BEFORE_CONTRACT}:crds/evatenants.eva.aidonow.com.yaml`], { encoding: 'utf8' });
+    kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', '-'], oldCrd);
+    kubectlOk(['wait', '--for=condition=Established', CRD_NAME]);
+    try {
+      patchTenantSpec(name, { helmValues: { 'orbit-crm': { image: { repository: 'evil.example/miner' } } } });
+    } finally {
+      installCrd(join(repoRoot, 'crds'));
+    }
+    expect(kubectlOk(['get', 'evt', name, '-o', 'jsonpath={.spec.helmValues.orbit-crm.image.repository}'])).toBe('evil.example/miner');
+
+    // The API server refuses every update of this object now (status too: the rule is not ratcheted),
+    // so the operator's report is its Warning event, naming the key.
+    const reported = await eventually(() => describeShowsWarning(name, 'InvalidHelmValues'), CASE_MS, 2_000);
+    expect(reported, kubectl(['describe', 'evt', name]).stdout).toBe(true);
+    expect(kubectl(['describe', 'evt', name]).stdout).toContain('image: set by the operator');
+    // Never uninstalled, never upgraded with the foreign image.
+    const after = helmReleases(namespace).find((r) => r.name === 'orbit-crm');
+    expect(after).toMatchObject({ status: 'deployed', revision: before?.revision });
+    const image = kubectlOk(['get', 'deployment', 'orbit-crm', '-n', namespace, '-o', 'jsonpath={.spec.template.spec.containers[0].image}']);
+    expect(image).not.toContain('evil.example');
+
+    // Positive control: removing the key (a valid update) converges the tenant again.
+    const fixed = Date.now();
+    patchTenantSpec(name, { helmValues: null });
+    await waitForTenant(name, 'Active', isActive, CASE_MS, fixed);
+  }, CASE_MS * 2);
+});

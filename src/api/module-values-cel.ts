@@ -1,0 +1,102 @@
+/**
+ * The CRD side of the module values contract, compiled from TenantModuleValuesSchema and the tier table.
+ *
+ * The API server prunes undeclared fields before it validates, so a client that skips strict field
+ * validation would see `foo:` dropped in silence; and CEL cannot see undeclared fields at all (it types
+ * an object by its declared properties; kube-apiserver 1.36: "undefined field"). So every closed object
+ * of the contract keeps unknown fields (x-kubernetes-preserve-unknown-fields): never dropped, and the
+ * operator refuses them by name (moduleValuesProblems). The operator-owned keys are declared, so a
+ * CEL rule refuses each by name at apply. Refusing unknown keys by counting (`anyOf` of key subsets
+ * with maxProperties) was tried and dropped: junctors are not ratcheted, so a tenant stored before the
+ * contract could no longer be updated at all (not even its status or finalizer).
+ */
+import { Kind, type SchemaOptions, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
+import { TIERS } from './constants.ts';
+import { OPERATOR_OWNED_KEYS, TENANT_KEYS, TenantModuleValuesSchema } from './module-values.ts';
+import type { CelRule } from './schema-kinds.ts';
+import { MODULE_BOUNDS_BY_TIER, type ModuleBounds } from './tiers.ts';
+
+/** A CEL rule with a message computed from the object. */
+export interface CelRuleWithExpression extends CelRule {
+  messageExpression?: string;
+}
+
+type Node = Record<string, unknown>;
+
+const celString = (value: string): string => {
+  if (value.includes("'") || value.includes('\\')) throw new Error(`cannot quote ${value} in CEL`);
+  return `'${value}'`;
+};
+
+/** A TypeBox schema as structural OpenAPI: closed objects keep unknown keys (see above). */
+export function structural(schema: Node): Node {
+  // JSON round trip: drops TypeBox's symbol-keyed bookkeeping ([Kind]).
+  const { additionalProperties, properties, ...rest } = JSON.parse(JSON.stringify(schema)) as Node;
+  if (additionalProperties !== false || typeof properties !== 'object' || properties === null) return { additionalProperties, properties, ...rest };
+  const children = Object.fromEntries(Object.entries(properties as Record<string, Node>).map(([key, child]) => [key, structural(child)]));
+  return { ...rest, properties: children, 'x-kubernetes-preserve-unknown-fields': true };
+}
+
+/** Declared so that the API server keeps them and CEL can refuse them by name. */
+const ownedKeyProperties = Object.fromEntries(
+  OPERATOR_OWNED_KEYS.map((key) => [key, { type: 'object', 'x-kubernetes-preserve-unknown-fields': true, description: 'set by the operator; refused here' }]),
+);
+
+/**
+ * On spec.helmValues. Not ratcheted (measured: neither plain rules nor oldSelf transition rules let an
+ * unchanged stored value pass on kube-apiserver 1.36), so a spec stored before the contract with one
+ * of these keys refuses every update, status included, until its owner removes the key.
+ */
+export const ownedKeyRules: CelRuleWithExpression[] = OPERATOR_OWNED_KEYS.map((key) => ({
+  rule: `self.all(m, !has(self[m].${key}))`,
+  message: `${key} is set by the operator; a tenant may set only ${TENANT_KEYS.join(', ')}`,
+  reason: 'FieldValueForbidden',
+}));
+
+/** The per-tier value of a bound as a CEL expression on the spec (`self.tier`). */
+function byTier(pick: (bounds: ModuleBounds) => string): string {
+  const [last, ...others] = [...TIERS].reverse();
+  if (last === undefined) throw new Error('no tiers');
+  return others.reduce((tail, tier) => `(self.tier == ${celString(tier)} ? ${pick(MODULE_BOUNDS_BY_TIER[tier])} : ${tail})`, pick(MODULE_BOUNDS_BY_TIER[last]));
+}
+
+const within = (path: string, max: string): string => `(!has(${path}) || quantity(${path}).compareTo(quantity(${max})) <= 0)`;
+
+function resourcesWithin(v: string): string {
+  const maxCpu = byTier((b) => celString(b.maxCpu));
+  const maxMemory = byTier((b) => celString(b.maxMemory));
+  const kinds = ['requests', 'limits'].map((kind) => `(!has(${v}.resources.${kind}) || (${within(`${v}.resources.${kind}.cpu`, maxCpu)} && ${within(`${v}.resources.${kind}.memory`, maxMemory)}))`);
+  return `(!has(${v}.resources) || (${kinds.join(' && ')}))`;
+}
+
+/** Rules on the spec: the bounds depend on `tier`, a sibling of `helmValues`. A static message: naming the module
+ * or the tier in a messageExpression costs more than the API server's CEL budget allows. */
+export function tierBoundRules(): CelRuleWithExpression[] {
+  const maxReplicas = byTier((b) => String(b.maxReplicas));
+  const table = (pick: (bounds: ModuleBounds) => string): string => TIERS.map((tier) => `${tier} ${pick(MODULE_BOUNDS_BY_TIER[tier])}`).join(', ');
+  const checks = [
+    { ok: `(!has($v.replicaCount) || $v.replicaCount <= ${maxReplicas})`, message: `helmValues: replicaCount is above the tier's maximum (${table((b) => String(b.maxReplicas))})` },
+    { ok: resourcesWithin('$v'), message: `helmValues: resources are above the tier's maximum per container (cpu: ${table((b) => b.maxCpu)}; memory: ${table((b) => b.maxMemory)})` },
+  ];
+  return checks.map(({ ok, message }) => ({
+    rule: `!has(self.helmValues) || self.helmValues.all(m, ${ok.replaceAll('$v', 'self.helmValues[m]')})`,
+    message,
+  }));
+}
+
+TypeRegistry.Set('TenantModuleValues', (_schema, value) => typeof value === 'object' && value !== null && !Array.isArray(value));
+
+/**
+ * spec.helmValues.<module> in the CRD. At run time the parser only requires an object: a spec stored
+ * before the contract existed must still parse, so the modules step can report it by name
+ * (moduleValuesProblems) rather than the whole tenant becoming unreadable.
+ */
+export function TenantModuleValues(options: SchemaOptions = {}): TUnsafe<Record<string, unknown>> {
+  const node = structural(TenantModuleValuesSchema);
+  return Type.Unsafe<Record<string, unknown>>({
+    ...options,
+    ...node,
+    [Kind]: 'TenantModuleValues',
+    properties: { ...(node['properties'] as Node), ...ownedKeyProperties },
+  });
+}
