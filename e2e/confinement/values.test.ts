@@ -2,13 +2,12 @@
  * The module values contract against the real API server, the real operator and helm: what a tenant
  * may not set is refused at apply (each refusal beside a positive control that the same apply with a
  * benign value goes through); benign config, replicaCount and resources take effect; a spec stored
- * before the contract (written under the previous CRD) is reported by the operator (a Warning event
- * naming the key), and its release stays installed, untouched.
+ * before the contract (written while the cluster had no values policy) is reported by the operator
+ * (ModulesDeployed False and a Warning event naming the key), and its release stays installed, untouched.
  *
  * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with V.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../../test/support/kubectl.ts';
@@ -19,8 +18,8 @@ import { describeShowsWarning, isActive, patchTenantSpec, pinnedVersion, waitFor
 
 const VERSION = '9.6.1';
 const CASE_MS = 600_000;
-/** The CRD as it was before the values contract (the commit this work started from). */
-const CRD_BEFORE_CONTRACT = '0adbf2e';
+/** The ValidatingAdmissionPolicy (and binding) of the values contract (charts/eva-operator/templates/tenant-values-policy.yaml). */
+const VALUES_POLICY = 'eva-tenant-values';
 const CRD_NAME = 'crd/evatenants.eva.aidonow.com';
 
 const spec = (code: string, helmValues?: Record<string, unknown>): Record<string, unknown> => ({
@@ -100,19 +99,20 @@ describe('module values contract (real API server, operator, helm)', () => {
     const before = helmReleases(namespace).find((r) => r.name === 'orbit-crm');
     expect(before?.status).toBe('deployed');
 
-    // The old CRD stores what the new one refuses (an honest pre-upgrade object), then the upgrade.
-    const oldCrd = execFileSync('git', ['-C', repoRoot, 'show', `${CRD_BEFORE_CONTRACT}:crds/evatenants.eva.aidonow.com.yaml`], { encoding: 'utf8' });
-    kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', '-'], oldCrd);
-    kubectlOk(['wait', '--for=condition=Established', CRD_NAME]);
+    // Before this upgrade the cluster had no values policy: without its binding, the API server stores
+    // what the policy refuses (an honest pre-upgrade object); then the binding is back.
+    const binding = JSON.parse(kubectlOk(['get', 'validatingadmissionpolicybinding', VALUES_POLICY, '-o', 'json'])) as { metadata: Record<string, unknown> };
+    binding.metadata = { name: VALUES_POLICY, labels: binding.metadata['labels'] };
+    kubectlOk(['delete', 'validatingadmissionpolicybinding', VALUES_POLICY]);
     try {
       patchTenantSpec(name, { helmValues: { 'orbit-crm': { image: { repository: 'evil.example/miner' } } } });
     } finally {
-      installCrd(join(repoRoot, 'crds'));
+      kubectlOk(['create', '-f', '-'], JSON.stringify(binding));
     }
     expect(kubectlOk(['get', 'evt', name, '-o', 'jsonpath={.spec.helmValues.orbit-crm.image.repository}'])).toBe('evil.example/miner');
 
-    // The API server refuses every update of this object now (status too: the rule is not ratcheted),
-    // so the operator's report is its Warning event, naming the key.
+    // The policy judges only writes that change the spec: the operator can still write status and
+    // finalizer, and reports the stored spec (condition and Warning event), naming the key.
     const reported = await eventually(() => describeShowsWarning(name, 'InvalidHelmValues'), CASE_MS, 2_000);
     expect(reported, kubectl(['describe', 'evt', name]).stdout).toBe(true);
     expect(kubectl(['describe', 'evt', name]).stdout).toContain('image: set by the operator');
@@ -122,6 +122,11 @@ describe('module values contract (real API server, operator, helm)', () => {
     const image = kubectlOk(['get', 'deployment', 'orbit-crm', '-n', namespace, '-o', 'jsonpath={.spec.template.spec.containers[0].image}']);
     expect(image).not.toContain('evil.example');
 
+    const modulesDeployed = kubectlOk(['get', 'evt', name, '-o', 'jsonpath={.status.conditions[?(@.type=="ModulesDeployed")].reason}']);
+    expect(modulesDeployed).toBe('InvalidHelmValues');
+    // The same spec written now is refused at apply (the policy is back).
+    const again = kubectl(['apply', '--dry-run=server', '-f', '-'], tenantManifest('vstor2', spec('VSTOR2', { 'orbit-crm': { image: { repository: 'evil.example/miner' } } })));
+    expect(again.stderr).toContain('image is set by the operator');
     // Positive control: removing the key (a valid update) converges the tenant again.
     const fixed = Date.now();
     patchTenantSpec(name, { helmValues: null });

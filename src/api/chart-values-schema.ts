@@ -4,6 +4,8 @@
  * it before rendering, so a chart installed by hand is held to the same contract as the operator.
  * `npm run charts:schema` writes the files; a test fails when they drift.
  */
+import { GROUP, PLURAL } from './constants.ts';
+import { VALUES_POLICY_NAME, valuesPolicyValidations } from './module-values-cel.ts';
 import { OperatorModuleValuesSchema, TenantModuleValuesSchema } from './module-values.ts';
 import type { ModuleName } from './modules.ts';
 
@@ -26,4 +28,60 @@ export function chartValuesSchemaJson(): string {
     additionalProperties: false,
   };
   return `${JSON.stringify(schema, null, 2)}\n`;
+}
+
+export const VALUES_POLICY_FILE = 'charts/eva-operator/templates/tenant-values-policy.yaml';
+
+/**
+ * The operator chart's template of the values policy (the CEL rules of module-values-cel.ts), with the
+ * same single-owner guard as templates/deletion-protection.yaml: cluster-wide, installed by the first
+ * release (or the dev cluster), left alone by any other. JSON strings are valid YAML scalars, so no
+ * expression or message needs escaping.
+ */
+export function valuesPolicyTemplate(): string {
+  const q = (text: string): string => JSON.stringify(text);
+  const validations = valuesPolicyValidations()
+    .map((v) => `    - expression: ${q(v.expression)}\n      message: ${q(v.message)}\n      reason: ${v.reason}`)
+    .join('\n');
+  const labels = '  labels:\n    app.kubernetes.io/name: eva-operator\n    app.kubernetes.io/component: tenant-values';
+  return `# Generated from src/api/module-values-cel.ts by \`npm run charts:schema\`; do not edit (a test compares).
+# The module values contract at apply time: operator-owned keys in spec.helmValues and values above the
+# tier's bounds are refused by the API server, naming the key or the bound. A policy, not CRD rules:
+# it judges a create and an update that changes the spec, never a write of status or metadata, so a
+# tenant stored before the contract stays writable and the operator reports it (InvalidHelmValues).
+# Installed by the chart, and rendered from here by scripts/dev-cluster.sh up (quickstart --local too).
+{{- $existing := lookup "admissionregistration.k8s.io/v1" "ValidatingAdmissionPolicy" "" ${q(VALUES_POLICY_NAME)} }}
+{{- $owner := dig "metadata" "annotations" "meta.helm.sh/release-name" "" $existing }}
+{{- $ownerNamespace := dig "metadata" "annotations" "meta.helm.sh/release-namespace" "" $existing }}
+{{- $ours := or (not $existing) (and (eq $owner .Release.Name) (eq $ownerNamespace .Release.Namespace)) }}
+{{- if and .Values.tenantValuesPolicy $ours }}
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: ${VALUES_POLICY_NAME}
+${labels}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [${GROUP}]
+        apiVersions: ["*"]
+        operations: [CREATE, UPDATE]
+        resources: [${PLURAL}]
+  matchConditions:
+    - name: spec-written
+      expression: "request.operation == 'CREATE' || object.spec != oldObject.spec"
+  validations:
+${validations}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: ${VALUES_POLICY_NAME}
+${labels}
+spec:
+  policyName: ${VALUES_POLICY_NAME}
+  validationActions: [Deny]
+{{- end }}
+`;
 }

@@ -16,7 +16,7 @@ import {
   WAVES,
 } from './constants.ts';
 import { MODULES } from './modules.ts';
-import { ownedKeyRules, TenantModuleValues, tierBoundRules } from './module-values-cel.ts';
+import { TenantModuleValues } from './module-values-cel.ts';
 import { celRules, FreeFormObject, StringEnum, StringKeyedMap } from './schema-kinds.ts';
 
 const knownModulesRule = celRules({
@@ -72,7 +72,7 @@ export const EvaTenantSpecSchema = Type.Object(
       StringKeyedMap(TenantModuleValues(), {
         description: 'Per-module values a tenant may set (module name -> config, replicaCount, resources, probes); everything else is the operator\'s.',
         maxProperties: MODULES.length,
-        'x-kubernetes-validations': [...knownModulesRule['x-kubernetes-validations'], ...ownedKeyRules],
+        ...knownModulesRule,
       }),
     ),
     wave: Type.Optional(
@@ -96,7 +96,7 @@ export const EvaTenantSpecSchema = Type.Object(
       }),
     ),
   },
-  { description: 'The desired tenant.', 'x-kubernetes-validations': tierBoundRules() },
+  { description: 'The desired tenant.' },
 );
 
 export const ConditionSchema = Type.Object({

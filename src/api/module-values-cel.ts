@@ -43,11 +43,13 @@ const ownedKeyProperties = Object.fromEntries(
 );
 
 /**
- * On spec.helmValues. Not ratcheted (measured: neither plain rules nor oldSelf transition rules let an
- * unchanged stored value pass on kube-apiserver 1.36), so a spec stored before the contract with one
- * of these keys refuses every update, status included, until its owner removes the key.
+ * On spec.helmValues (as `self`). Not put in the CRD: CRD rules are not ratcheted here (measured:
+ * neither plain rules nor oldSelf transition rules let an unchanged stored value pass on
+ * kube-apiserver 1.36), so a spec stored before the contract would refuse every update, status and
+ * finalizer included. They run in the ValidatingAdmissionPolicy of valuesPolicyYaml instead, on the
+ * writes that change the spec only.
  */
-export const ownedKeyRules: CelRuleWithExpression[] = OPERATOR_OWNED_KEYS.map((key) => ({
+const ownedKeyRules: CelRuleWithExpression[] = OPERATOR_OWNED_KEYS.map((key) => ({
   rule: `self.all(m, !has(self[m].${key}))`,
   message: `${key} is set by the operator; a tenant may set only ${TENANT_KEYS.join(', ')}`,
   reason: 'FieldValueForbidden',
@@ -69,9 +71,9 @@ function resourcesWithin(v: string): string {
   return `(!has(${v}.resources) || (${kinds.join(' && ')}))`;
 }
 
-/** Rules on the spec: the bounds depend on `tier`, a sibling of `helmValues`. A static message: naming the module
- * or the tier in a messageExpression costs more than the API server's CEL budget allows. */
-export function tierBoundRules(): CelRuleWithExpression[] {
+/** Rules on the spec (as `self`): the bounds depend on `tier`, a sibling of `helmValues`. A static message:
+ * naming the module or the tier in a messageExpression costs more than the API server's CEL budget allows. */
+function tierBoundRules(): CelRuleWithExpression[] {
   const maxReplicas = byTier((b) => String(b.maxReplicas));
   const table = (pick: (bounds: ModuleBounds) => string): string => TIERS.map((tier) => `${tier} ${pick(MODULE_BOUNDS_BY_TIER[tier])}`).join(', ');
   const checks = [
@@ -99,4 +101,22 @@ export function TenantModuleValues(options: SchemaOptions = {}): TUnsafe<Record<
     [Kind]: 'TenantModuleValues',
     properties: { ...(node['properties'] as Node), ...ownedKeyProperties },
   });
+}
+
+/** The name of the policy (and of its binding); cluster-wide, one per cluster. */
+export const VALUES_POLICY_NAME = 'eva-tenant-values';
+
+/**
+ * The rules above as a ValidatingAdmissionPolicy's validations: `self` (helmValues, or the spec) is
+ * written as the request's object. The policy judges a create, and an update whose spec changed; a
+ * write of status or metadata alone (the operator's) never meets it, so a tenant stored before the
+ * contract stays writable and the operator reports it (InvalidHelmValues).
+ */
+export function valuesPolicyValidations(): Array<{ expression: string; message: string; reason: string }> {
+  const onHelmValues = ownedKeyRules.map((r) => ({
+    expression: `!has(object.spec.helmValues) || ${r.rule.replaceAll('self', 'object.spec.helmValues')}`,
+    message: r.message,
+  }));
+  const onSpec = tierBoundRules().map((r) => ({ expression: r.rule.replaceAll('self.', 'object.spec.'), message: r.message }));
+  return [...onHelmValues, ...onSpec].map((v) => ({ ...v, reason: 'Invalid' }));
 }

@@ -242,6 +242,8 @@ describe('helm template: defaults', () => {
         `ValidatingAdmissionPolicyBinding/${FULLNAME}-write-confinement`,
         'ValidatingAdmissionPolicy/eva-tenant-deletion-protection',
         'ValidatingAdmissionPolicyBinding/eva-tenant-deletion-protection',
+        'ValidatingAdmissionPolicy/eva-tenant-values',
+        'ValidatingAdmissionPolicyBinding/eva-tenant-values',
       ].sort(),
     );
   });
