@@ -117,7 +117,7 @@ describe('the render guard (real operator, helm and API server)', () => {
     charts.plant('orbit-crm', 'zz-binding.yaml', clusterAdminBinding(PROBE, [TENANTS.control]));
     charts.plant('orbit-crm', 'deployment.yaml', deploymentWithImage(FOREIGN_IMAGE, [TENANTS.control]));
     expect(renderedWithoutGuard(TENANTS.control)).toContain('name: cluster-admin');
-    expect(renderedWithoutGuard(TENANTS.control)).toContain(`image: ${FOREIGN_IMAGE}`);
+    expect(renderedWithoutGuard(TENANTS.control)).toContain(`image: "${FOREIGN_IMAGE}"`); // the library quotes every value
 
     const { tenant } = await waitForTenant(nameOf(TENANTS.control), 'ModulesDeployed RenderRejected', conditionFalse('ModulesDeployed', 'RenderRejected'), 240_000);
     const message = tenant.conditions['ModulesDeployed']?.message ?? '';

@@ -105,7 +105,9 @@ describe('module values contract (real API server, operator, helm)', () => {
     binding.metadata = { name: VALUES_POLICY, labels: binding.metadata['labels'] };
     kubectlOk(['delete', 'validatingadmissionpolicybinding', VALUES_POLICY]);
     try {
-      patchTenantSpec(name, { helmValues: { 'orbit-crm': { image: { repository: 'evil.example/miner' } } } });
+      // The API server drops the binding from its admission a moment after the delete.
+      const stored = await eventually(() => kubectl(['patch', 'evt', name, '--type=merge', '-p', JSON.stringify({ spec: { helmValues: { 'orbit-crm': { image: { repository: 'evil.example/miner' } } } } })]).status === 0, 30_000, 500);
+      expect(stored, 'the spec was not stored without the policy binding').toBe(true);
     } finally {
       kubectlOk(['create', '-f', '-'], JSON.stringify(binding));
     }
@@ -125,8 +127,8 @@ describe('module values contract (real API server, operator, helm)', () => {
     const modulesDeployed = kubectlOk(['get', 'evt', name, '-o', 'jsonpath={.status.conditions[?(@.type=="ModulesDeployed")].reason}']);
     expect(modulesDeployed).toBe('InvalidHelmValues');
     // The same spec written now is refused at apply (the policy is back).
-    const again = kubectl(['apply', '--dry-run=server', '-f', '-'], tenantManifest('vstor2', spec('VSTOR2', { 'orbit-crm': { image: { repository: 'evil.example/miner' } } })));
-    expect(again.stderr).toContain('image is set by the operator');
+    const again = (): string => kubectl(['apply', '--dry-run=server', '-f', '-'], tenantManifest('vstorb', spec('VSTORB', { 'orbit-crm': { image: { repository: 'evil.example/miner' } } }))).stderr;
+    expect(await eventually(() => again().includes('image is set by the operator'), 30_000, 500), again()).toBe(true);
     // Positive control: removing the key (a valid update) converges the tenant again.
     const fixed = Date.now();
     patchTenantSpec(name, { helmValues: null });
