@@ -107,7 +107,6 @@ function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objec
       binary: config.helmBinary,
       maxProcesses: config.helmConcurrency,
       pluginsDir: config.renderGuard.pluginsDir,
-      ...(process.env['KUBECONFIG'] ? { kubeconfig: process.env['KUBECONFIG'] } : {}),
     }),
     images: ImageCatalog.fromFile(config.imagesFile, config.airGapRegistry),
     config,

@@ -205,24 +205,26 @@ async function expectSecretsReachedTheChart(scope: TenantScope): Promise<void> {
   expect(await decoded('orbit-itsm-credentials', 'db-password')).toBe(await decoded(credentialsSecretName(scope.code), 'db-password'));
 }
 
-/** Leaves orbit-crm pending-install: a helm killed mid-install, like an operator that was OOM-killed (a pod quota of 0 stays behind). */
-async function killedMidInstall(scope: TenantScope): Promise<void> {
-  // No pod may start, so `helm --wait` waits; kill it mid-install.
-  await quota(scope.namespace, 0);
+/** Runs `helm upgrade orbit-crm` (with `extra` args and a values file) and SIGKILLs it once the release is `status`: a helm killed mid-flight. */
+async function helmKilledWhile(scope: TenantScope, status: string, valuesText: string, extra: readonly string[]): Promise<void> {
   const values = join(tmpdir(), `eva-plain-values-${scope.code}.yaml`);
-  writeFileSync(values, `tenant: {code: ${scope.code}, tier: Starter}\n`);
-  const helm = spawn(
-    tool('helm'),
-    ['upgrade', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), '--install', '-n', scope.namespace, '--values', values, '--wait', '--timeout', '5m', '--labels', 'app.kubernetes.io/managed-by=eva-operator'],
-    { env: { ...process.env }, stdio: 'ignore' },
-  );
+  writeFileSync(values, valuesText);
+  const args = ['upgrade', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), ...extra, '-n', scope.namespace, '--values', values, '--wait', '--timeout', '5m'];
+  const helm = spawn(tool('helm'), args, { env: { ...process.env }, stdio: 'ignore' });
   try {
-    expect(await untilStatus(scope.namespace, 'orbit-crm', 'pending-install')).toBe(true);
+    expect(await untilStatus(scope.namespace, 'orbit-crm', status)).toBe(true);
   } finally {
     helm.kill('SIGKILL');
     rmSync(values, { force: true });
   }
   await new Promise((resolve) => helm.once('exit', resolve));
+}
+
+/** Leaves orbit-crm pending-install: a helm killed mid-install, like an operator that was OOM-killed (a pod quota of 0 stays behind). */
+async function killedMidInstall(scope: TenantScope): Promise<void> {
+  // No pod may start, so `helm --wait` waits; kill it mid-install.
+  await quota(scope.namespace, 0);
+  await helmKilledWhile(scope, 'pending-install', `tenant: {code: ${scope.code}, tier: Starter}\n`, ['--install', '--labels', 'app.kubernetes.io/managed-by=eva-operator']);
   expect((await releasesOf(scope.namespace)).get('orbit-crm')?.status).toBe('pending-install');
   await kube.core.deleteNamespacedResourceQuota({ name: 'pods', namespace: scope.namespace });
 }
@@ -422,20 +424,7 @@ describe('modules step (real helm, real control plane)', () => {
     expect(await untilReady(scope)).toEqual({ ready: true });
     const desiredHash = (await releasesOf(scope.namespace)).get('orbit-crm')?.labels[VALUES_HASH_LABEL];
     await quota(scope.namespace, 2);
-    const values = join(tmpdir(), `eva-plain-values-${scope.code}.yaml`);
-    writeFileSync(values, `config: {restart: "1"}\n`);
-    const helm = spawn(
-      tool('helm'),
-      ['upgrade', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), '-n', scope.namespace, '--reuse-values', '--values', values, '--wait', '--timeout', '5m'],
-      { env: { ...process.env }, stdio: 'ignore' },
-    );
-    try {
-      expect(await untilStatus(scope.namespace, 'orbit-crm', 'pending-upgrade')).toBe(true);
-    } finally {
-      helm.kill('SIGKILL');
-      rmSync(values, { force: true });
-    }
-    await new Promise((resolve) => helm.once('exit', resolve));
+    await helmKilledWhile(scope, 'pending-upgrade', `config: {restart: "1"}\n`, ['--reuse-values']);
     expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'pending-upgrade', version: 2 });
     expect(await step.verify(scope, deps())).toMatchObject({ ready: false, reason: 'ReleaseNotDeployed' });
     await kube.core.deleteNamespacedResourceQuota({ name: 'pods', namespace: scope.namespace });
