@@ -8,16 +8,9 @@ import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
 import type { SagaView } from '../saga/conditions.ts';
 import type { SagaEmitted } from '../saga/machine.ts';
-import type { StepName } from '../steps/step.ts';
+import { STEP_DESCRIPTORS } from '../steps/registry.ts';
 import { buildStatus, sameStatus } from './tenant-status.ts';
 import type { TenantStore } from './tenant-store.ts';
-
-const EVENT_OF_STEP: Partial<Record<StepName, Reason>> = {
-  namespace: Reason.NamespaceCreated,
-  seed: Reason.SeedLoaded,
-  modules: Reason.ModuleDeployComplete,
-  ingress: Reason.IngressProvisioned,
-};
 
 /** Reads what status.modules and status.url show; `fresh`: from the API, not the watch caches. */
 export type Observe = (fresh: boolean) => Promise<ObservedTenant>;
@@ -86,8 +79,8 @@ export class StatusWriter {
 
   announce(emitted: SagaEmitted): void {
     if (emitted.type === 'StepCompleted') {
-      const reason = EVENT_OF_STEP[emitted.step];
-      if (reason) this.queueEvent('Normal', reason, `step ${emitted.step} complete`);
+      const reason = STEP_DESCRIPTORS[emitted.step].completedEvent;
+      if (reason !== null) this.queueEvent('Normal', reason, `step ${emitted.step} complete`);
       return;
     }
     if (emitted.type === 'ProvisioningComplete') {
