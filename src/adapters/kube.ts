@@ -31,6 +31,7 @@ import { TokenBucket } from 'limiter';
 import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
+import type { Reason } from '../api/reasons.ts';
 import { apiReads, type KubeReads } from './tenant-objects.ts';
 
 export const FIELD_MANAGER = 'eva-operator';
@@ -245,7 +246,7 @@ export class Kube {
   }
 
   /** Records a core/v1 Event on the tenant (cluster-scoped objects keep theirs in `default`). */
-  async recordEvent(tenant: EvaTenant, type: EventType, reason: string, message: string): Promise<void> {
+  async recordEvent(tenant: EvaTenant, type: EventType, reason: Reason, message: string): Promise<void> {
     const now = new Date();
     await this.core.createNamespacedEvent({
       namespace: 'default',

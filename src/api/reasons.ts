@@ -1,5 +1,5 @@
 /**
- * Every reason the operator puts on a condition or a Warning event, in one catalogue (as Flux keeps
+ * Every reason the operator puts on a condition or an Event, in one catalogue (as Flux keeps
  * its reasons in api/v2/condition_types.go). Steps, the decommission saga and the status writer use
  * these names; `StepError.reason` is typed by them, so a reason cannot be invented at a call site.
  * Values are CamelCase, as Kubernetes condition reasons must be.
@@ -21,6 +21,19 @@ export const Reason = {
   IngressWithdrawn: 'IngressWithdrawn',
   NatsCredentialsRefused: 'NatsCredentialsRefused',
   Retained: 'Retained',
+
+  // -- Normal events: the saga's progress (controller/status-writer.ts) and the decommission ------------
+  ProvisioningStarted: 'ProvisioningStarted',
+  NamespaceCreated: 'NamespaceCreated',
+  SeedLoaded: 'SeedLoaded',
+  ModuleDeployStarted: 'ModuleDeployStarted',
+  ModuleDeployComplete: 'ModuleDeployComplete',
+  IngressProvisioned: 'IngressProvisioned',
+  ProvisioningComplete: 'ProvisioningComplete',
+  DeprovisionStarted: 'DeprovisionStarted',
+  DeprovisionComplete: 'DeprovisionComplete',
+  /** A cluster operator forced the decommission past steps (a Warning event). */
+  DecommissionForced: 'DecommissionForced',
 
   // -- GitOps lifecycle (kstatus summary of tenants the saga does not run for) ----------------------
   Decommissioning: 'Decommissioning',

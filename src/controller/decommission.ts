@@ -8,12 +8,17 @@ import { readOptional } from '../adapters/kube.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
 import { retainedAccount } from '../steps/account.ts';
-import { STEPS, type OperatorDeps } from '../steps/registry.ts';
-import { READY, type Step, type StepName } from '../steps/step.ts';
+import { type OperatorDeps, STEP_DESCRIPTORS, stepOf } from '../steps/registry.ts';
+import { READY, STEP_NAMES, type Step, type StepName } from '../steps/step.ts';
 import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 
-/** Provisioning backwards; 'revoke' has nothing of its own (the account goes whole). */
-export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];
+/** The steps with something of their own to remove, in their descriptors' decommission order. */
+export const DECOMMISSION_ORDER: readonly StepName[] = STEP_NAMES.flatMap((name) => {
+  const part = STEP_DESCRIPTORS[name].decommission;
+  return part === null ? [] : [{ name, order: part.order }];
+})
+  .sort((a, b) => a.order - b.order)
+  .map(({ name }) => name);
 
 const REMOVED = 'Removed';
 /** The state of a step whose data spec.dataRetention Retain keeps: as final as Removed. */
@@ -28,7 +33,7 @@ const KEPT: Removal = { remove: () => Promise.resolve(), verifyRemoved: () => Pr
  */
 const RETAINING: Partial<Record<StepName, Removal>> = { seed: KEPT, streams: KEPT, account: retainedAccount };
 
-const removalOf = (step: StepName, scope: TenantScope): Removal => (retainsData(scope) ? (RETAINING[step] ?? STEPS[step]) : STEPS[step]);
+const removalOf = (step: StepName, scope: TenantScope): Removal => (retainsData(scope) ? (RETAINING[step] ?? stepOf(step)) : stepOf(step));
 const doneState = (step: StepName, scope: TenantScope): string => (retainsData(scope) && RETAINING[step] !== undefined ? RETAINED : REMOVED);
 
 /** Steps named in the force annotation; unknown names are returned apart so they can be reported. */
@@ -72,11 +77,8 @@ async function verifyStep(step: StepName, scope: TenantScope, deps: OperatorDeps
   }
 }
 
-/**
- * Steps whose objects live in the tenant namespace under fixed names (Ingress, releases, credentials,
- * alert rules, quota and limit range): nothing on them says which EvaTenant made them, the namespace does.
- */
-const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'alerts', 'network', 'quotas']);
+/** Steps whose objects live in the tenant namespace under fixed names (StepDescriptor.decommission). */
+const inTenantNamespace = (step: StepName): boolean => STEP_DESCRIPTORS[step].decommission?.inTenantNamespace === true;
 
 /**
  * The state of the in-namespace steps when they must not run, or undefined when the namespace is this
@@ -97,7 +99,7 @@ async function foreignNamespaceState(scope: TenantScope, deps: OperatorDeps): Pr
 /** Steps named in `skip` (forced past by a cluster operator) count as removed without checking. */
 export async function decommission(scope: TenantScope, deps: OperatorDeps, skip: ReadonlySet<StepName> = new Set()): Promise<DecommissionResult> {
   const foreign = await foreignNamespaceState(scope, deps);
-  const leftAlone = (step: StepName): string | undefined => (IN_TENANT_NAMESPACE.has(step) ? foreign : undefined);
+  const leftAlone = (step: StepName): string | undefined => (inTenantNamespace(step) ? foreign : undefined);
   const failures = new Map<StepName, string>();
   for (const step of DECOMMISSION_ORDER) {
     if (skip.has(step) || leftAlone(step) !== undefined) continue;

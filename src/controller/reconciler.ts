@@ -117,7 +117,7 @@ export class TenantReconciler {
     const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log);
     const phaseBefore = tenant.status?.phase;
     if (phaseBefore !== 'Decommissioning' && phaseBefore !== 'Decommissioned') {
-      await writer.event('Normal', 'DeprovisionStarted', `decommissioning tenant ${scope.code}`);
+      await writer.event('Normal', Reason.DeprovisionStarted, `decommissioning tenant ${scope.code}`);
     }
     const forced = forcedSteps(tenant.metadata.annotations?.[FORCE_DECOMMISSION_ANNOTATION]);
     await reportForced(writer, forced);
@@ -127,7 +127,7 @@ export class TenantReconciler {
       return { kind: 'backoff' };
     }
     this.ctx.metrics.forgetTenant(scope.code);
-    if (phaseBefore !== 'Decommissioned') await writer.event('Normal', 'DeprovisionComplete', completeMessage(scope));
+    if (phaseBefore !== 'Decommissioned') await writer.event('Normal', Reason.DeprovisionComplete, completeMessage(scope));
     // Deleted: the finalizer comes off last. Kept (lifecycle Decommissioned): the CR stays, empty.
     if (tenant.metadata.deletionTimestamp !== undefined) await removeFinalizer(this.ctx.tenants, writer.current);
     else if (phaseBefore !== 'Decommissioned') await writer.write(decommissionStatus(tenant, 'Decommissioned', result.states));
@@ -146,7 +146,7 @@ function completeMessage(scope: TenantScope): string {
 async function reportForced(writer: StatusWriter, forced: ReturnType<typeof forcedSteps>): Promise<void> {
   if (forced.skip.size === 0 && forced.unknown.length === 0) return;
   const unknown = forced.unknown.length > 0 ? `; unknown steps ignored: ${forced.unknown.join(', ')}` : '';
-  await writer.event('Warning', 'DecommissionForced', `forced past: ${[...forced.skip].join(', ') || 'nothing'}${unknown}`);
+  await writer.event('Warning', Reason.DecommissionForced, `forced past: ${[...forced.skip].join(', ') || 'nothing'}${unknown}`);
 }
 
 /**

@@ -3,20 +3,14 @@
  * unchanged status is not written; events are an audit trail, so a failed event write is logged only.
  */
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
+import { Reason } from '../api/reasons.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
 import type { SagaView } from '../saga/conditions.ts';
 import type { SagaEmitted } from '../saga/machine.ts';
-import type { StepName } from '../steps/step.ts';
+import { STEP_DESCRIPTORS } from '../steps/registry.ts';
 import { buildStatus, sameStatus } from './tenant-status.ts';
 import type { TenantStore } from './tenant-store.ts';
-
-const EVENT_OF_STEP: Partial<Record<StepName, string>> = {
-  namespace: 'NamespaceCreated',
-  seed: 'SeedLoaded',
-  modules: 'ModuleDeployComplete',
-  ingress: 'IngressProvisioned',
-};
 
 /** Reads what status.modules and status.url show; `fresh`: from the API, not the watch caches. */
 export type Observe = (fresh: boolean) => Promise<ObservedTenant>;
@@ -85,18 +79,19 @@ export class StatusWriter {
 
   announce(emitted: SagaEmitted): void {
     if (emitted.type === 'StepCompleted') {
-      const reason = EVENT_OF_STEP[emitted.step];
-      if (reason) this.queueEvent('Normal', reason, `step ${emitted.step} complete`);
+      const reason = STEP_DESCRIPTORS[emitted.step].completedEvent;
+      if (reason !== null) this.queueEvent('Normal', reason, `step ${emitted.step} complete`);
       return;
     }
     if (emitted.type === 'ProvisioningComplete') {
       const started = this.current.status?.provisioningStartedAt;
       if (started) this.becameActiveAfterSeconds = (Date.now() - Date.parse(started)) / 1000;
     }
-    this.queueEvent('Normal', emitted.type, messageOf(emitted.type));
+    // The saga's own events are named as their reasons in the catalogue.
+    this.queueEvent('Normal', Reason[emitted.type], messageOf(emitted.type));
   }
 
-  async event(type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  async event(type: 'Normal' | 'Warning', reason: Reason, message: string): Promise<void> {
     this.queueEvent(type, reason, message);
     await this.flushEvents();
   }
@@ -117,7 +112,7 @@ export class StatusWriter {
     if (view.stage !== 'provisioning') this.lastProblem = reason;
   }
 
-  private queueEvent(type: 'Normal' | 'Warning', reason: string, message: string): void {
+  private queueEvent(type: 'Normal' | 'Warning', reason: Reason, message: string): void {
     // Events are an audit trail, not state: a failed event write is logged, never fatal.
     this.pendingEvents = this.pendingEvents.then(() =>
       this.store.recordEvent(this.current, type, reason, message).catch((err: unknown) => {

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { PROVISIONING_CONDITIONS, ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
+import { sagaRecord, sagaRecordOf } from '../saga/persisted.ts';
 import { allConditions, type ConditionState, hibernatedConditions, hibernatedPhase, mergeConditions, phaseOf, progressConditions, type SagaView } from '../saga/conditions.ts';
 
 function elapsedSince(start: string, now: Date): number {
@@ -33,7 +34,7 @@ export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknow
     phase: hibernated ? hibernatedPhase(view) : phaseOf(view),
     conditions,
     ...timings(previous, view, conditions, now),
-    saga: { snapshot: persisted, specDigest: provisionedSpecDigest(tenant) },
+    saga: sagaRecord(persisted, provisionedSpecDigest(tenant)),
   };
   if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
   return status;
@@ -82,7 +83,7 @@ function provisionedSpecDigest(tenant: Pick<EvaTenant, 'spec' | 'metadata'>): st
  * status without a digest (written by an older operator) counts any new generation.
  */
 export function provisionedSpecChanged(tenant: EvaTenant): boolean {
-  const stored = tenant.status?.saga?.['specDigest'];
+  const stored = sagaRecordOf(tenant.status).specDigest;
   if (stored === undefined) {
     const observed = tenant.status?.observedGeneration;
     return observed !== undefined && observed !== tenant.metadata.generation;
@@ -96,6 +97,5 @@ export function sameStatus(a: EvaTenantStatus | undefined, b: EvaTenantStatus): 
 }
 
 export function persistedSnapshotOf(tenant: EvaTenant): unknown {
-  const saga = tenant.status?.saga;
-  return saga && typeof saga === 'object' ? saga['snapshot'] : undefined;
+  return sagaRecordOf(tenant.status).snapshot;
 }

@@ -5,6 +5,7 @@
  */
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import type { EventType, JsonPatchOperation, Kube } from '../adapters/kube.ts';
+import type { Reason } from '../api/reasons.ts';
 
 export interface TenantStore {
   /** The tenant, or undefined when it is gone. */
@@ -15,7 +16,7 @@ export interface TenantStore {
   jsonPatch(name: string, operations: JsonPatchOperation[]): Promise<void>;
   /** Replaces the status, guarded by the tenant's resourceVersion (a 409 propagates). */
   writeStatus(tenant: EvaTenant, status: EvaTenantStatus): Promise<EvaTenant>;
-  recordEvent(tenant: EvaTenant, type: EventType, reason: string, message: string): Promise<void>;
+  recordEvent(tenant: EvaTenant, type: EventType, reason: Reason, message: string): Promise<void>;
 }
 
 export function kubeTenantStore(kube: Kube): TenantStore {

@@ -11,24 +11,14 @@ import {
   type ProvisioningCondition,
 } from '../api/constants.ts';
 import type { Condition } from '../api/evatenant.ts';
+import { STEP_DESCRIPTORS } from '../steps/registry.ts';
 import { STEP_NAMES, type StepName } from '../steps/step.ts';
 import type { StepProblem } from './machine.ts';
 
-export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>> = {
-  namespace: 'NamespaceReady',
-  quotas: 'NamespaceReady',
-  network: 'NamespaceReady',
-  account: 'Provisioned',
-  streams: 'Provisioned',
-  alerts: 'Provisioned',
-  record: 'Provisioned',
-  seed: 'SeedLoaded',
-  modules: 'ModulesDeployed',
-  revoke: 'ModulesDeployed',
-  ingress: 'IngressReady',
-};
+/** The condition a step reports, from its descriptor. */
+export const conditionOf = (step: StepName): ProvisioningCondition => STEP_DESCRIPTORS[step].condition;
 
-const stepsOf = (condition: ProvisioningCondition): StepName[] => STEP_NAMES.filter((step) => CONDITION_OF_STEP[step] === condition);
+const stepsOf = (condition: ProvisioningCondition): StepName[] => STEP_NAMES.filter((step) => conditionOf(step) === condition);
 
 const TRUE_REASON: Readonly<Record<ProvisioningCondition, [Reason, string]>> = {
   NamespaceReady: [Reason.NamespaceActive, 'namespace, quota, limit range and network policy are in place'],
@@ -71,16 +61,16 @@ function problemState(problem: StepProblem): ConditionState {
 /** The condition group the saga is working on (or stuck at), if any. */
 function focusOf(view: SagaView): { condition: ProvisioningCondition; state: ConditionState } | undefined {
   if (view.problem && view.stage !== 'active' && view.stage !== 'checking') {
-    return { condition: CONDITION_OF_STEP[view.problem.step], state: problemState(view.problem) };
+    return { condition: conditionOf(view.problem.step), state: problemState(view.problem) };
   }
   if (view.stage === 'provisioning' && view.currentStep) {
-    const condition = CONDITION_OF_STEP[view.currentStep];
+    const condition = conditionOf(view.currentStep);
     // Written once per condition (not per step): the message names the condition's steps.
     return { condition, state: { status: 'Unknown', reason: Reason.Progressing, message: `running steps ${stepsOf(condition).join(', ')}` } };
   }
   // A graceful stop between two steps: what is done stays True, the next step is not started yet.
   if (view.stage === 'interrupted' && view.currentStep) {
-    const condition = CONDITION_OF_STEP[view.currentStep];
+    const condition = conditionOf(view.currentStep);
     return { condition, state: { status: 'Unknown', reason: Reason.Interrupted, message: `the operator stopped before step ${view.currentStep}; it resumes there` } };
   }
   return undefined;

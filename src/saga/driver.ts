@@ -7,7 +7,7 @@
 import { type AnyMachineSnapshot, createActor, fromPromise, waitFor } from 'xstate';
 import { ShutdownError } from '../errors.ts';
 import { type DriftReport, STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
-import { CONDITION_OF_STEP, type SagaStage, type SagaView } from './conditions.ts';
+import { conditionOf, type SagaStage, type SagaView } from './conditions.ts';
 import { REST_TAG, type SagaEmitted, type SagaEvent, tenantSagaMachine } from './machine.ts';
 
 export interface SagaIo {
@@ -61,7 +61,7 @@ export function viewOf(snapshot: AnyMachineSnapshot): SagaView {
 function sameCondition(before: SagaView | undefined, after: SagaView): boolean {
   if (before?.stage !== 'provisioning' || after.stage !== 'provisioning') return false;
   if (before.currentStep === undefined || after.currentStep === undefined) return false;
-  return CONDITION_OF_STEP[before.currentStep] === CONDITION_OF_STEP[after.currentStep];
+  return conditionOf(before.currentStep) === conditionOf(after.currentStep);
 }
 
 /** The step a restored saga rests waiting on, if it is waiting. */

@@ -2,7 +2,7 @@
  * The tenant saga: one XState machine that owns the ORDER of provisioning and nothing else. Side
  * effects live in src/steps; the driver (saga/driver.ts) provides the actors and persists snapshots.
  *
- *   requested -> provisioning(namespace, quotas, streams, record, seed, modules, ingress) -> active
+ *   requested -> provisioning(one state per step, in STEP_NAMES order: namespace ... ingress) -> active
  *   active --RECONCILE--> checking --in sync--> active
  *                                  --drifted--> provisioning (repair)   --check failed--> degraded
  *   a step that is not done yet -> waiting; a step that failed -> failed; shutdown -> interrupted
@@ -60,6 +60,7 @@ const saga = setup({
     context: {} as SagaContext,
     events: {} as SagaEvent,
     emitted: {} as SagaEmitted,
+    tags: {} as typeof REST_TAG,
   },
   actors: {
     // Placeholders: the driver provides the real ones with machine.provide().
@@ -77,18 +78,21 @@ const saga = setup({
   },
 });
 
-function stepState(step: StepName, next: string): object {
-  return {
+/** A state node of this machine: XState checks it against the actors, guards, events and tags above. */
+type SagaStateConfig = Parameters<typeof saga.createStateConfig>[0];
+
+function stepState(step: StepName, next: string): SagaStateConfig {
+  return saga.createStateConfig({
     entry: step === 'modules' ? emit({ type: 'ModuleDeployStarted' as const }) : [],
     invoke: {
       src: 'runStep',
       input: { step },
       onDone: [
         {
-          guard: { type: 'stepPending', params: ({ event }: { event: DoneEvent }) => ({ output: event.output }) },
+          guard: { type: 'stepPending', params: ({ event }) => ({ output: event.output }) },
           target: '#tenant.waiting',
           actions: assign({
-            problem: ({ event }: { event: DoneEvent }) =>
+            problem: ({ event }) =>
               event.output.kind === 'pending'
                 ? { step, reason: event.output.reason, message: event.output.message, needsUser: false }
                 : undefined,
@@ -101,20 +105,20 @@ function stepState(step: StepName, next: string): object {
       ],
       onError: [
         {
-          guard: { type: 'shuttingDown', params: ({ event }: { event: ErrorEvent }) => ({ error: event.error }) },
+          guard: { type: 'shuttingDown', params: ({ event }) => ({ error: event.error }) },
           target: '#tenant.interrupted',
         },
         {
           target: '#tenant.failed',
-          actions: assign({ problem: ({ event }: { event: ErrorEvent }) => problemFromError(step, event.error) }),
+          actions: assign({ problem: ({ event }) => problemFromError(step, event.error) }),
         },
       ],
     },
-  };
+  });
 }
 
-function provisioningStates(): Record<string, object> {
-  const states: Record<string, object> = { resume: { type: 'history' } };
+function provisioningStates(): Record<string, SagaStateConfig> {
+  const states: Record<string, SagaStateConfig> = { resume: { type: 'history' } };
   STEP_NAMES.forEach((step, index) => {
     const next = STEP_NAMES[index + 1];
     states[step] = stepState(step, next ?? '#tenant.active');

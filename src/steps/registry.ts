@@ -1,6 +1,9 @@
 /**
- * The steps in saga order, and the two operations the saga needs from them: run one step (ensure,
- * then verify) and check them all for drift (verify only: no write, no helm process).
+ * What each step is, in one descriptor per step (the step itself, the condition it reports, its
+ * completion Event, its place in the decommission), from which the saga, the status writer and the
+ * decommission derive their tables; and the two operations the saga needs from the steps: run one
+ * step (ensure, then verify) and check them all for drift (verify only: no write, no helm process).
+ * The saga runs the steps in the order of STEP_NAMES (step.ts).
  */
 import type { OperatorConfig } from '../config.ts';
 import type { Helm } from '../adapters/helm.ts';
@@ -10,6 +13,7 @@ import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
 import { InputError, problemOf, ShutdownError } from '../errors.ts';
+import type { ProvisioningCondition } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { ingressStep } from './ingress.ts';
 import { modulesStep } from './modules.ts';
@@ -36,25 +40,51 @@ export interface OperatorDeps {
   seedsBasePath: string;
 }
 
-export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
-  namespace: namespaceStep,
-  quotas: quotasStep,
-  network: networkStep,
-  account: accountStep,
-  streams: streamsStep,
-  alerts: alertsStep,
-  record: recordStep,
-  seed: seedStep,
-  modules: modulesStep,
-  revoke: revokeStep,
-  ingress: withdrawnWhileHibernated(ingressStep),
+/** One step, with everything the layers above need to know about it. */
+export interface StepDescriptor {
+  /** ensure / verify / remove / verifyRemoved; its `name` is the descriptor's key. */
+  readonly step: Step<OperatorDeps>;
+  /** The provisioning condition it reports (several steps share one). */
+  readonly condition: ProvisioningCondition;
+  /** The Normal Event recorded when it completes; null: its completion is no news of its own. */
+  readonly completedEvent: Reason | null;
+  /** Its part in the decommission saga; null: it has nothing of its own to remove. */
+  readonly decommission: {
+    /** Removed in ascending order (spaced by 10, so a new step fits between two). */
+    readonly order: number;
+    /**
+     * Its objects live in the tenant namespace under fixed names: nothing on them says which EvaTenant
+     * made them, the namespace does, so they are left alone in a namespace that is not this tenant's.
+     */
+    readonly inTenantNamespace: boolean;
+  } | null;
+}
+
+/** Every step has a descriptor, and every descriptor every field: a step that forgets one does not compile. */
+export type StepDescriptors = { readonly [Name in StepName]: StepDescriptor };
+
+export const STEP_DESCRIPTORS: StepDescriptors = {
+  namespace: { step: namespaceStep, condition: 'NamespaceReady', completedEvent: Reason.NamespaceCreated, decommission: { order: 100, inTenantNamespace: false } },
+  quotas: { step: quotasStep, condition: 'NamespaceReady', completedEvent: null, decommission: { order: 90, inTenantNamespace: true } },
+  network: { step: networkStep, condition: 'NamespaceReady', completedEvent: null, decommission: { order: 80, inTenantNamespace: true } },
+  account: { step: accountStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 70, inTenantNamespace: false } },
+  streams: { step: streamsStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 40, inTenantNamespace: false } },
+  alerts: { step: alertsStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 60, inTenantNamespace: true } },
+  record: { step: recordStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 50, inTenantNamespace: false } },
+  seed: { step: seedStep, condition: 'SeedLoaded', completedEvent: Reason.SeedLoaded, decommission: { order: 30, inTenantNamespace: false } },
+  modules: { step: modulesStep, condition: 'ModulesDeployed', completedEvent: Reason.ModuleDeployComplete, decommission: { order: 20, inTenantNamespace: true } },
+  // Nothing of its own to remove: step 'account' deletes the whole account.
+  revoke: { step: revokeStep, condition: 'ModulesDeployed', completedEvent: null, decommission: null },
+  ingress: { step: withdrawnWhileHibernated(ingressStep), condition: 'IngressReady', completedEvent: Reason.IngressProvisioned, decommission: { order: 10, inTenantNamespace: true } },
 };
 
+export const stepOf = (name: StepName): Step<OperatorDeps> => STEP_DESCRIPTORS[name].step;
+
 /** What the controller watches to wake tenants up (see controller/wakeups.ts). */
-export const WAKE_ON: readonly WakeOn[] = STEP_NAMES.flatMap((name) => STEPS[name].wakeOn ?? []);
+export const WAKE_ON: readonly WakeOn[] = STEP_NAMES.flatMap((name) => stepOf(name).wakeOn ?? []);
 
 /** Whether a step waiting on the world is woken by a watch (and can be polled slowly). */
-export const isWatchedStep = (step: StepName): boolean => STEPS[step].wakeOn !== undefined;
+export const isWatchedStep = (step: StepName): boolean => stepOf(step).wakeOn !== undefined;
 
 export interface StepTimer {
   observe(step: StepName, seconds: number): void;
@@ -66,7 +96,7 @@ export async function runStep(step: StepName, scope: TenantScope, deps: Operator
   const started = performance.now();
   try {
     // An ensure that knows from its own writes needs no second read of the same objects.
-    const verdict = (await STEPS[step].ensure(scope, deps)) ?? (await STEPS[step].verify(scope, deps));
+    const verdict = (await stepOf(step).ensure(scope, deps)) ?? (await stepOf(step).verify(scope, deps));
     return verdict.ready ? { kind: 'done' } : { kind: 'pending', reason: verdict.reason, message: verdict.message };
   } finally {
     timer?.observe(step, (performance.now() - started) / 1000);
@@ -75,7 +105,7 @@ export async function runStep(step: StepName, scope: TenantScope, deps: Operator
 
 async function verifySafely(step: StepName, scope: TenantScope, deps: OperatorDeps): Promise<Verdict | DriftReport> {
   try {
-    return await STEPS[step].verify(scope, deps);
+    return await stepOf(step).verify(scope, deps);
   } catch (err) {
     // A refused spec is drift ensure will report; anything else means the check itself could not run.
     const { reason, message } = problemOf(err, Reason.CheckFailed);

@@ -6,6 +6,7 @@
 import { ApiException } from '@kubernetes/client-node';
 import type { EvaTenant, EvaTenantStatus } from '../../src/api/evatenant.ts';
 import type { EventType, JsonPatchOperation } from '../../src/adapters/kube.ts';
+import type { Reason } from '../../src/api/reasons.ts';
 import type { TenantStore } from '../../src/controller/tenant-store.ts';
 
 export interface RecordedEvent {
@@ -88,7 +89,7 @@ export class MemoryTenantStore implements TenantStore {
     return Promise.resolve(this.put({ ...current, status }));
   }
 
-  recordEvent(_tenant: EvaTenant, type: EventType, reason: string, message: string): Promise<void> {
+  recordEvent(_tenant: EvaTenant, type: EventType, reason: Reason, message: string): Promise<void> {
     this.events.push({ type, reason, message });
     return Promise.resolve();
   }
@@ -132,7 +133,7 @@ export class FailingTenantStore implements TenantStore {
     return this.guard('writeStatus', () => this.inner.writeStatus(tenant, status));
   }
 
-  recordEvent(tenant: EvaTenant, type: EventType, reason: string, message: string): Promise<void> {
+  recordEvent(tenant: EvaTenant, type: EventType, reason: Reason, message: string): Promise<void> {
     return this.guard('recordEvent', () => this.inner.recordEvent(tenant, type, reason, message));
   }
 
