@@ -19,7 +19,7 @@ import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
-import { TenantObjectCache } from './adapters/tenant-objects.ts';
+import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
 import { NatsPool } from './adapters/nats.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
@@ -101,7 +101,8 @@ async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Pro
 function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache): OperatorDeps {
   return {
     kube,
-    driftReads: objects.reads,
+    reads: apiReads(kube),
+    cachedReads: objects.reads,
     nats,
     helm: new Helm({
       binary: config.helmBinary,
