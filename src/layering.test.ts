@@ -1,7 +1,8 @@
 /**
  * The layout is the architecture: imports only go down
  *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> tenancy -> (errors, log, versions, ...) -> api
- * A type two layers share lives in the lower one. Tests may import anything; production code may not.
+ * and no two files import each other, directly or round about, inside a folder either (no import
+ * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -63,14 +64,76 @@ function upwardImports(): string[] {
   return problems;
 }
 
+/** Every production file (relative to src/) and the files it imports, type-only imports included. */
+function importGraph(): Map<string, string[]> {
+  return new Map(sourceFiles(SRC).map((file) => [relative(SRC, file), relativeImports(file).map((target) => relative(SRC, target))]));
+}
+
+/**
+ * The import circles of a graph (Tarjan's strongly connected components): every set of two or more
+ * files that reach each other through imports, and every file that imports itself; each sorted.
+ */
+export function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const order = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (node: string): void => {
+    order.set(node, order.size);
+    low.set(node, order.size - 1);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!order.has(next)) visit(next);
+      if (onStack.has(next)) low.set(node, Math.min(low.get(node) ?? 0, low.get(next) ?? 0));
+    }
+    if (low.get(node) === order.get(node)) closeComponent(node);
+  };
+  /** `root` heads a strongly connected component: it and everything above it on the stack. */
+  const closeComponent = (root: string): void => {
+    const component: string[] = [];
+    for (let member = stack.pop(); member !== undefined; member = member === root ? undefined : stack.pop()) {
+      onStack.delete(member);
+      component.push(member);
+    }
+    if (component.length > 1 || (graph.get(root) ?? []).includes(root)) cycles.push(component.sort());
+  };
+  for (const node of graph.keys()) if (!order.has(node)) visit(node);
+  return cycles;
+}
+
 describe('layering', () => {
-  it('every production import goes down the layout (no folder imports a folder above it, so no cycles)', () => {
+  it('every production import goes down the layout (no folder imports a folder above it)', () => {
     expect(upwardImports()).toEqual([]);
+  });
+
+  it('no import circle: no production file imports itself, directly or through others', () => {
+    expect(importCycles(importGraph())).toEqual([]);
   });
 
   it('the check sees imports: the saga imports steps, and steps import adapters', () => {
     const edges = sourceFiles(SRC).flatMap((file) => relativeImports(file).map((t) => `${unitOf(file)}->${unitOf(t)}`));
     expect(edges).toContain('saga->steps');
     expect(edges).toContain('steps->adapters');
+  });
+});
+
+describe('the import circle finder', () => {
+  const graph = (edges: Record<string, string[]>): Map<string, string[]> => new Map(Object.entries(edges));
+
+  it('finds a circle through three files, and not the file that only leads into it', () => {
+    expect(importCycles(graph({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] }))).toEqual([['a', 'b', 'c']]);
+  });
+
+  it('finds two files importing each other (the kube.ts <-> tenant-objects.ts shape) and a file importing itself', () => {
+    expect(importCycles(graph({ 'kube.ts': ['tenant-objects.ts'], 'tenant-objects.ts': ['kube.ts', 'informers.ts'], 'informers.ts': [], 'self.ts': ['self.ts'] }))).toEqual([
+      ['kube.ts', 'tenant-objects.ts'],
+      ['self.ts'],
+    ]);
+  });
+
+  it('finds none where imports only go down: a diamond, and an import of a file outside the graph', () => {
+    expect(importCycles(graph({ top: ['left', 'right'], left: ['bottom'], right: ['bottom', 'elsewhere'], bottom: [] }))).toEqual([]);
   });
 });
