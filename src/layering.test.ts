@@ -19,6 +19,7 @@ const LAYER: Readonly<Record<string, number>> = {
   'versions.ts': 1,
   tenancy: 1.5,
   'log.ts': 1,
+  config: 2.4,
   'config.ts': 2.5,
   adapters: 2,
   nats: 2.6,
