@@ -1,7 +1,8 @@
 /**
  * Operator configuration from the environment, validated once at start. Every bad value is reported
  * at once, each with the variable's name, so a misconfigured Deployment fails with a useful message.
- * The sections' readers live in config/ (NATS, NetworkPolicy, Ingress), the reader itself in
+ * The only module that reads the environment (src/layering.test.ts checks it; entry points aside):
+ * the sections' readers live in config/ (NATS, NetworkPolicy, Ingress), the reader itself in
  * config/env-reader.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -95,6 +96,16 @@ export function renderGuardSettings(): RenderGuardSettings {
 
 /** A non-empty label value (the default shard is SHARD unset, not empty). */
 const SHARD_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** What `eva-operator version` prints: OPERATOR_VERSION as set, without the rest of the operator's configuration. */
+export function operatorVersionOf(environment: Env = process.env): string {
+  return environment['OPERATOR_VERSION'] ?? 'unknown';
+}
+
+/** The helm binary the release subcommands run (HELM, as the scripts set it; the operator's own is HELM_BINARY). */
+export function releaseHelmBinary(environment: Env = process.env): string {
+  return environment['HELM'] ?? 'helm';
+}
 
 export function loadConfig(environment: Env = process.env): OperatorConfig {
   const env = new EnvReader(environment);

@@ -104,6 +104,17 @@ export function importCycles(graph: ReadonlyMap<string, readonly string[]>): str
   return cycles;
 }
 
+/** Production files that may read process.env besides config.ts, and why it is not configuration there. */
+const OTHER_ENVIRONMENT_READERS: Readonly<Record<string, string>> = {
+  'render-guard-cli.ts': "an entry point: helm's post-renderer process, told its policy and report file by the plugin's environment",
+  'adapters/helm.ts': 'hands an allow-listed part of its own environment down to the helm processes it starts',
+};
+
+const environmentReaders = (): string[] =>
+  sourceFiles(SRC)
+    .filter((file) => /process\.env\b/.test(readFileSync(file, 'utf8')))
+    .map((file) => relative(SRC, file));
+
 describe('layering', () => {
   it('every production import goes down the layout (no folder imports a folder above it)', () => {
     expect(upwardImports()).toEqual([]);
@@ -111,6 +122,12 @@ describe('layering', () => {
 
   it('no import circle: no production file imports itself, directly or through others', () => {
     expect(importCycles(importGraph())).toEqual([]);
+  });
+
+  it('the environment is read in config.ts (and the few files OTHER_ENVIRONMENT_READERS names, with a reason)', () => {
+    const readers = environmentReaders();
+    expect(readers, 'the check sees the reader').toContain('config.ts');
+    expect(readers.filter((file) => file !== 'config.ts' && !(file in OTHER_ENVIRONMENT_READERS))).toEqual([]);
   });
 
   it('the check sees imports: the saga imports steps, and steps import adapters', () => {

@@ -111,6 +111,7 @@ const PASSED_ENV = ['PATH', 'HOME', 'TMPDIR', 'KUBERNETES_SERVICE_HOST', 'KUBERN
 const HELM_GOGC = '200';
 const PASSED_ENV_PREFIXES = ['HELM_', 'XDG_'];
 
+/** Reads process.env itself (not config.ts): what helm inherits from the operator is not the operator's configuration. */
 function helmEnvironment(kubeconfig: string | undefined, pluginsDir: string | undefined): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
