@@ -20,7 +20,7 @@ import { ImageCatalog } from './adapters/images.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
-import { NatsPool } from './adapters/nats.ts';
+import { NatsPool } from './adapters/nats-pool.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
 import type { Logger } from './log.ts';
