@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log.ts';
 import type { LeaseStore } from '../adapters/lease-store.ts';
 import { microTimeMs } from './lease.ts';
-import { type Clock, LeaderElector } from './leader-election.ts';
+import type { Clock } from './clock.ts';
+import { LeaderElector } from './leader-election.ts';
 
 const log = createLogger('silent');
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
