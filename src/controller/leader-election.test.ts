@@ -1,3 +1,4 @@
+/** The elector against a fake clock and an in-memory Lease server; one file (over ~350 lines) because every case shares that harness. */
 import { V1MicroTime, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log.ts';
