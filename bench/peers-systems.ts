@@ -150,9 +150,10 @@ function renderOneTenant(code: string): Map<ModuleName, KubernetesObject[]> {
   return new Map(MODULES.map((module) => [module, renderRelease(code, module, valuesOf(code, module, catalog))]));
 }
 
-function applyNamespaces(codes: readonly string[], extra: (code: string) => object[] = () => []): Promise<void> {
-  const lines = codes.flatMap((code) => [{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespaceOf(code) } }, ...extra(code)].map((o) => JSON.stringify(o)));
-  return applyInSlices(lines);
+/** The namespaces first, then what goes in them: slices are applied four at once, so one slice may not wait for another's namespace. */
+async function applyNamespaces(codes: readonly string[], extra: (code: string) => object[] = () => []): Promise<void> {
+  await applyInSlices(codes.map((code) => JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespaceOf(code) } })));
+  await applyInSlices(codes.flatMap((code) => extra(code).map((o) => JSON.stringify(o))));
 }
 
 // ---- eva-operator ---------------------------------------------------------------------------------
