@@ -11,7 +11,7 @@
  */
 import { Command } from 'commander';
 import { renderCrdYaml } from './api/crd.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, operatorVersionOf } from './config.ts';
 import { createLogger } from './log.ts';
 import { releaseCommands } from './release/commands.ts';
 
@@ -73,7 +73,7 @@ program
   .command('version')
   .description('print the operator version (OPERATOR_VERSION)')
   .action(() => {
-    process.stdout.write(`${process.env['OPERATOR_VERSION'] ?? 'unknown'}\n`);
+    process.stdout.write(`${operatorVersionOf()}\n`);
   });
 
 program

@@ -6,9 +6,9 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { Reason } from './api/reasons.ts';
 import { DependencyError, messageOf } from './errors.ts';
-import type { Phase } from './api/constants.ts';
 import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
+import { TenantInformer } from './controller/tenant-informer.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
 import { operatorSteps } from './controller/tenant-steps.ts';
 import { cacheFirstTenantStore, kubeTenantStore } from './controller/tenant-store.ts';
@@ -19,8 +19,8 @@ import { Helm } from './adapters/helm.ts';
 import { ImageCatalog } from './adapters/images.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
-import { TenantObjectCache } from './adapters/tenant-objects.ts';
-import { NatsPool } from './adapters/nats.ts';
+import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
+import { NatsPool } from './adapters/nats-pool.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
 import type { Logger } from './log.ts';
@@ -101,7 +101,8 @@ async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Pro
 function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache): OperatorDeps {
   return {
     kube,
-    driftReads: objects.reads,
+    reads: apiReads(kube),
+    cachedReads: objects.reads,
     nats,
     helm: new Helm({
       binary: config.helmBinary,
@@ -136,27 +137,39 @@ function operatorKubeConfig(config: OperatorConfig, metrics: OperatorMetrics): K
   });
 }
 
+/** The tenant informer first, then the reconciler and the controller that use it (callbacks given at construction). */
+function buildController(config: OperatorConfig, log: Logger, metrics: OperatorMetrics, deps: OperatorDeps, objects: TenantObjectCache): { informer: TenantInformer; controller: Controller } {
+  const { kube } = deps;
+  const informer = new TenantInformer({
+    kube,
+    log,
+    onPhaseCounts: (counts) => {
+      metrics.setTenantsByPhase(counts);
+    },
+  });
+  // The informer's cache answers for a tenant unchanged since this process last read or wrote it.
+  const tenants = cacheFirstTenantStore(kubeTenantStore(kube), (name) => informer.cachedTenant(name));
+  const onOwnWrite = (name: string, rv: string | undefined): void => {
+    informer.noteOwnWrite(name, rv);
+  };
+  const reconciler = new TenantReconciler({ tenants, steps: operatorSteps(deps, metrics), config, log, metrics, onOwnWrite });
+  const controller = new Controller({ tenants: informer, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON });
+  return { informer, controller };
+}
+
+/** Built in dependency order: every part exists before the parts that use it. */
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
-  // Scrapes read the controller's informer cache; the closure runs only after both exist.
-  const metrics: OperatorMetrics = new OperatorMetrics({
-    tenantsByPhase: (): Record<Phase, number> => controller.tenantsByPhase(),
-  });
+  const metrics = new OperatorMetrics();
   const kube = new Kube(operatorKubeConfig(config, metrics), config.identity);
   const { keys, nats } = await connectNats(config, kube, log);
   const objects = new TenantObjectCache({ kube, log });
   const deps = buildDeps(config, kube, nats, objects);
-  // The controller's cache answers for a tenant unchanged since this process last read or wrote it.
-  const tenants = cacheFirstTenantStore(kubeTenantStore(kube), (name) => controller.cachedTenant(name));
-  const reconciler = new TenantReconciler({ tenants, steps: operatorSteps(deps, metrics), config, log, metrics });
-  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON });
-  reconciler.onOwnWrite = (name, rv) => {
-    controller.noteOwnWrite(name, rv);
-  };
+  const { informer, controller } = buildController(config, log, metrics, deps, objects);
   // One active replica per operator version and shard: each has its own Lease.
   const lease = leaseNameForVersion(config.operatorVersion, config.shard);
   const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
-  const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => controller.cachedTenants(), leaseName: lease, metrics, log });
+  const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => informer.cachedTenants(), leaseName: lease, metrics, log });
   let leading = false;
   let stopping = false;
   const lost = Promise.withResolvers<undefined>();

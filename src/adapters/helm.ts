@@ -12,7 +12,7 @@
 import { Reason } from '../api/reasons.ts';
 import { execFile } from 'node:child_process';
 import { type BulkheadPolicy, bulkhead } from 'cockatiel';
-import type { Kube } from './kube.ts';
+import type { KubeReads } from './tenant-objects.ts';
 import { redactSecrets } from '../log.ts';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
 
@@ -111,6 +111,7 @@ const PASSED_ENV = ['PATH', 'HOME', 'TMPDIR', 'KUBERNETES_SERVICE_HOST', 'KUBERN
 const HELM_GOGC = '200';
 const PASSED_ENV_PREFIXES = ['HELM_', 'XDG_'];
 
+/** Reads process.env itself (not config.ts): what helm inherits from the operator is not the operator's configuration. */
 function helmEnvironment(kubeconfig: string | undefined, pluginsDir: string | undefined): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
@@ -325,9 +326,9 @@ export class Helm {
 }
 
 /** The latest revision of every helm release in the namespace, from storage labels; no helm process. */
-export async function readReleases(kube: Kube, namespace: string): Promise<ReleaseRecord[]> {
+export async function readReleases(reads: Pick<KubeReads, 'list'>, namespace: string): Promise<ReleaseRecord[]> {
   const latest = new Map<string, ReleaseRecord>();
-  for (const item of await kube.reads.list('HelmRelease', namespace)) {
+  for (const item of await reads.list('HelmRelease', namespace)) {
     const labels = item.metadata?.labels ?? {};
     const name = labels['name'];
     const version = Number(labels['version']);

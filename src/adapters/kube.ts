@@ -2,8 +2,10 @@
  * The Kubernetes adapter: the only module that builds API clients (one KubeConfig, one User-Agent,
  * one kept-alive connection pool). Objects leave it typed (EvaTenant is parsed at this boundary);
  * writes use server-side apply with one field manager, and status writes carry a resourceVersion
- * precondition. Beside it, informers.ts (watch caches) and lease-store.ts (Leases) use its clients
- * and config; elsewhere client-node is imported for its object types only.
+ * precondition. Beside it, informers.ts (watch caches), tenant-objects.ts (how tenant objects are
+ * read: the API reader and the watch caches, handed to the steps next to this class, as Flux hands
+ * controllers its cached client.Client and its APIReader) and lease-store.ts (Leases) use its
+ * clients and config; elsewhere client-node is imported for its object types only.
  */
 import {
   ApiException,
@@ -32,7 +34,6 @@ import { GROUP, KIND, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
 import type { Reason } from '../api/reasons.ts';
-import { apiReads, type KubeReads } from './tenant-objects.ts';
 
 export const FIELD_MANAGER = 'eva-operator';
 
@@ -166,8 +167,6 @@ export class Kube {
   readonly objects: KubernetesObjectApi;
 
   readonly config: KubeConfig;
-  /** How steps read tenant objects: the API server, or (for the drift check) watch caches; see withReads. */
-  readonly reads: KubeReads;
   /** Events' reportingInstance: the replica (pod name), so two replicas' events can be told apart. */
   private readonly instance: string;
 
@@ -181,12 +180,6 @@ export class Kube {
     this.coordination = config.makeApiClient(CoordinationV1Api);
     this.apiextensions = config.makeApiClient(ApiextensionsV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(config);
-    this.reads = apiReads(this);
-  }
-
-  /** The same clients, with steps' reads answered by `reads` (e.g. a TenantObjectCache). */
-  withReads(reads: KubeReads): Kube {
-    return Object.assign(Object.create(Kube.prototype) as Kube, this, { reads });
   }
 
   /** Server-side apply: idempotent, and only the fields this operator owns are touched. */

@@ -5,7 +5,8 @@ import { testScope, useNatsServer, withAccount } from '../../test/support/fixtur
 import { freePort } from '../../test/support/ports.ts';
 import { createLogger } from '../log.ts';
 import { DependencyError } from '../errors.ts';
-import { createNatsClient, JS_ERR, jsErrCode, natsStepError, NatsPool, safeTarget, type UserCredentials } from './nats.ts';
+import { createNatsClient, JS_ERR, jsErrCode, natsStepError, safeTarget, type UserCredentials } from './nats.ts';
+import { NatsPool } from './nats-pool.ts';
 import { newSeed, parseCreds, publicKeyOf, signAccount, signUser, UNLIMITED } from './nats-jwt.ts';
 
 async function failure(promise: Promise<unknown>): Promise<unknown> {

@@ -3,9 +3,12 @@
  * `apiReads` asks the API server (what provisioning uses: it must see its own writes at once), and
  * `TenantObjectCache` answers from watch caches (controller-runtime's cache), which is what the drift
  * check reads, so a thousand Active tenants cost the API server watches, not a dozen GETs each per
- * drift interval. One informer per kind across namespaces, selected by the operator's labels; cached
- * objects are trimmed to what the steps read (never managedFields, release Secrets without their
- * payload, Deployments without their pod template), so the caches stay small.
+ * drift interval. Both are passed explicitly, side by side with the Kube clients (as Flux passes its
+ * cached client.Client and its APIReader): whoever runs a step chooses which one it reads through.
+ * What no cache holds (Pods, Secrets that are not the operator's, PrometheusRules) is read with the
+ * Kube clients directly. One informer per kind across namespaces, selected by the operator's labels;
+ * cached objects are trimmed to what the steps read (never managedFields, release Secrets without
+ * their payload, Deployments without their pod template), so the caches stay small.
  */
 import type {
   KubernetesListObject,

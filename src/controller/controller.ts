@@ -1,20 +1,16 @@
 /**
- * The controller loop: an informer feeds tenant names into the work queue; N workers reconcile
- * distinct tenants in parallel; each outcome becomes forget / requeue-after / backoff. A watch that
- * fails (e.g. 410 Gone after its resourceVersion expired) is restarted, which re-lists.
+ * The controller loop: the tenant informer (tenant-informer.ts) feeds tenant names into the work
+ * queue; N workers reconcile distinct tenants in parallel; each outcome becomes forget /
+ * requeue-after / backoff.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION } from '../api/constants.ts';
-import type { EvaTenant } from '../api/evatenant.ts';
-import { parseEvaTenant } from '../api/parse.ts';
-import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { tenantNamespace } from '../tenancy/names.ts';
 import type { WakeOn } from '../steps/step.ts';
 import type { Reason } from '../api/reasons.ts';
 import { type Action, classifyError, errorPolicy } from './actions.ts';
-import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
 import type { TenantObjectCache } from '../adapters/tenant-objects.ts';
+import type { TenantInformer } from './tenant-informer.ts';
 import type { TenantReconciler } from './reconciler.ts';
 import { subscribeWakeups } from './wakeups.ts';
 import { WorkQueue } from './workqueue.ts';
@@ -26,7 +22,8 @@ export interface ControllerMetrics {
 }
 
 export interface ControllerOptions {
-  kube: Kube;
+  /** The EvaTenant watch cache: started and stopped with the controller; its events enqueue tenants. */
+  tenants: TenantInformer;
   /** This operator's version: a tenant pinned elsewhere while we work on it is handed over. */
   operatorVersion: string;
   reconciler: TenantReconciler;
@@ -37,15 +34,6 @@ export interface ControllerOptions {
   objects: TenantObjectCache;
   /** Objects steps wait on; an event on one reconciles its tenant at once (see wakeups.ts). */
   wakeOn?: readonly WakeOn[];
-}
-
-/** An object the API server accepted but we cannot read is reported by its reconcile, not here. */
-function parsedOrNothing(obj: KubernetesObject): EvaTenant | undefined {
-  try {
-    return parseEvaTenant(obj);
-  } catch {
-    return undefined;
-  }
 }
 
 /** What, besides the spec (generation), makes a tenant worth reconciling again. */
@@ -61,15 +49,11 @@ function isSuspended(obj: KubernetesObject): boolean {
 export class Controller {
   readonly queue: WorkQueue;
   private readonly options: ControllerOptions;
-  private informer: CachingInformer<KubernetesObject> | undefined;
   private readonly seen = new Map<string, string>();
   /** Tenant namespace -> EvaTenant names (two when a code is claimed twice), for wake-ups. */
   private readonly tenantsByNamespace = new Map<string, Set<string>>();
-  /** resourceVersions our own metadata writes produced: their watch events need no reconcile. */
-  private readonly ownWrites = new Map<string, string>();
   /** Per tenant being reconciled: aborting it stops the saga at the next step boundary. */
   private readonly inFlight = new Map<string, AbortController>();
-  private stopped = false;
   private synced = false;
 
   constructor(options: ControllerOptions) {
@@ -82,6 +66,7 @@ export class Controller {
         options.log.error({ err, evatenant: key }, 'reconcile handler crashed');
       },
     });
+    this.subscribeTenants(options.tenants);
     subscribeWakeups({
       objects: options.objects,
       watches: options.wakeOn ?? [],
@@ -96,57 +81,8 @@ export class Controller {
     return this.synced;
   }
 
-  /** The reconciler wrote this tenant's metadata (finalizer, owner, wave label) itself. */
-  noteOwnWrite(name: string, resourceVersion: string | undefined): void {
-    if (resourceVersion) this.ownWrites.set(name, resourceVersion);
-  }
-
-  /** The tenant as the informer's cache holds it, if it is there and parses (no API call). */
-  cachedTenant(name: string): EvaTenant | undefined {
-    const obj = this.informer?.get(name);
-    return obj === undefined ? undefined : parsedOrNothing(obj);
-  }
-
-  /** Every tenant in the informer's cache that parses (no API call). */
-  cachedTenants(): EvaTenant[] {
-    return (this.informer?.list() ?? []).map(parsedOrNothing).filter((t) => t !== undefined);
-  }
-
-  /** Tenants by status.phase, from the informer's cache (no API call). */
-  tenantsByPhase(): Record<string, number> {
-    const counts: Record<string, number> = {};
-    for (const obj of this.informer?.list() ?? []) {
-      const status = (obj as { status?: { phase?: unknown } }).status;
-      const phase = typeof status?.phase === 'string' ? status.phase : 'Requested';
-      counts[phase] = (counts[phase] ?? 0) + 1;
-    }
-    return counts;
-  }
-
   async start(): Promise<void> {
-    const { kube, log } = this.options;
-    const informer = restartingInformer<KubernetesObject>({
-      config: kube.config,
-      path: `/apis/${GROUP}/${VERSION}/${PLURAL}`,
-      list: () => kube.custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: PLURAL }),
-      log,
-      stopping: () => this.stopped,
-    });
-    informer.on('add', (obj) => {
-      this.enqueue(obj, true);
-    });
-    informer.on('update', (obj) => {
-      this.enqueue(obj, false);
-    });
-    informer.on('delete', (obj) => {
-      const name = obj.metadata?.name;
-      if (!name) return;
-      this.seen.delete(name);
-      this.ownWrites.delete(name);
-      for (const names of this.tenantsByNamespace.values()) names.delete(name);
-    });
-    this.informer = informer;
-    await informer.start();
+    await this.options.tenants.start();
     await this.options.objects.start();
     this.synced = true;
     void this.queue.run(this.options.concurrency, (key, signal) => this.handle(key, signal));
@@ -154,9 +90,23 @@ export class Controller {
 
   /** Stops watching, lets running reconciles finish their current step, and waits for them. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all([this.informer?.stop(), this.options.objects.stop()]);
+    await Promise.all([this.options.tenants.stop(), this.options.objects.stop()]);
     await this.queue.shutDown();
+  }
+
+  private subscribeTenants(tenants: TenantInformer): void {
+    tenants.on('add', (obj) => {
+      this.enqueue(obj, true);
+    });
+    tenants.on('update', (obj) => {
+      this.enqueue(obj, false);
+    });
+    tenants.on('delete', (obj) => {
+      const name = obj.metadata?.name;
+      if (!name) return;
+      this.seen.delete(name);
+      for (const names of this.tenantsByNamespace.values()) names.delete(name);
+    });
   }
 
   private enqueue(obj: KubernetesObject, always: boolean): void {
@@ -167,7 +117,7 @@ export class Controller {
     // Our own status writes change only status: they are not a reason to reconcile again.
     if (!always && this.seen.get(name) === print) return;
     this.seen.set(name, print);
-    if (!always && obj.metadata?.resourceVersion !== undefined && this.ownWrites.get(name) === obj.metadata.resourceVersion) return;
+    if (!always && this.options.tenants.isOwnWrite(obj)) return;
     // Pinned to another version while we work on it: finish the running step, persist, hand over.
     // Suspended (spec.suspend) while we work on it: the same, stop at the next step boundary.
     if (this.pinnedElsewhere(obj) || isSuspended(obj)) this.inFlight.get(name)?.abort();

@@ -4,7 +4,6 @@
  * resources are gone. Only when all are gone may the finalizer come off: zero residue.
  */
 import { LABELS } from '../api/constants.ts';
-import { readOptional } from '../adapters/kube.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
 import { retainedAccount } from '../steps/account.ts';
@@ -88,7 +87,7 @@ const inTenantNamespace = (step: StepName): boolean => STEP_DESCRIPTORS[step].de
  */
 async function foreignNamespaceState(scope: TenantScope, deps: OperatorDeps): Promise<string | undefined> {
   try {
-    const ns = await readOptional(() => deps.kube.core.readNamespace({ name: scope.namespace }));
+    const ns = await deps.reads.get('Namespace', '', scope.namespace);
     if (ns === undefined || ns.metadata?.labels?.[LABELS.tenantUid] === scope.tenant.metadata.uid) return undefined;
     return `${REMOVED} (namespace ${scope.namespace} is not this tenant's; left untouched)`;
   } catch (err) {

@@ -1,9 +1,11 @@
+/** The elector against a fake clock and an in-memory Lease server; one file (over ~350 lines) because every case shares that harness. */
 import { V1MicroTime, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log.ts';
 import type { LeaseStore } from '../adapters/lease-store.ts';
 import { microTimeMs } from './lease.ts';
-import { type Clock, LeaderElector } from './leader-election.ts';
+import type { Clock } from './clock.ts';
+import { LeaderElector } from './leader-election.ts';
 
 const log = createLogger('silent');
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');

@@ -4,53 +4,18 @@
  * renews it every retryPeriod and steps down when no renewal succeeded within renewDeadline, which
  * is shorter than leaseDuration, so it stops acting before anyone else may take the Lease over.
  * Every write carries the resourceVersion that was read: of two candidates racing for the same
- * Lease, one gets 409 Conflict and keeps waiting.
+ * Lease, one gets 409 Conflict and keeps waiting (leader-lease.ts reads and writes the Lease;
+ * clock.ts is the time it runs on).
  *
  * Each operator version elects on its own Lease (`leaseNameForVersion`), so two versions run side
  * by side during an upgrade with one leader each.
  */
-import type { V1Lease } from '@kubernetes/client-node';
 import type { Kube } from '../adapters/kube.ts';
 import { kubeLeaseStore, type LeaseStore } from '../adapters/lease-store.ts';
 import type { Logger } from '../log.ts';
-import { ACQUIRE_JITTER, claimedSpec, electionTiming, type ElectionTiming, judgeLease, releasedSpec, withSpec } from './lease.ts';
-
-// ---- the clock -------------------------------------------------------------------------------------
-
-export interface Clock {
-  /** Wall-clock ms since the epoch: written into the Lease and compared with times read from it. */
-  now(): number;
-  /** Runs `callback` after `ms`; the returned function cancels it. */
-  setTimer(callback: () => void, ms: number): () => void;
-}
-
-const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimer: (callback, ms) => {
-    const timer = setTimeout(callback, ms);
-    return () => {
-      clearTimeout(timer);
-    };
-  },
-};
-
-/** Resolves after `ms`, or as soon as `signal` aborts. */
-function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    let cancel = (): void => undefined;
-    const wake = (): void => {
-      cancel();
-      signal.removeEventListener('abort', wake);
-      resolve();
-    };
-    cancel = clock.setTimer(wake, ms);
-    signal.addEventListener('abort', wake, { once: true });
-  });
-}
-
-// ---------------------------------------------------------------------------------------------
-// The elector.
+import { type Clock, sleep, systemClock } from './clock.ts';
+import { type Attempt, LeaseRecord } from './leader-lease.ts';
+import { ACQUIRE_JITTER, electionTiming, type ElectionTiming } from './lease.ts';
 
 interface ElectionSettings {
   readonly namespace: string;
@@ -81,12 +46,6 @@ export interface LeaderCallbacks {
   /** The observed holder changed to `identity` (this replica included). */
   readonly onNewLeader?: (identity: string) => void;
 }
-
-type Attempt =
-  | { readonly kind: 'held'; readonly renewedAt: number }
-  | { readonly kind: 'busy'; readonly holder: string }
-  | { readonly kind: 'conflict' }
-  | { readonly kind: 'failed'; readonly error: unknown };
 
 type Ending =
   | { readonly kind: 'stopped' }
@@ -133,12 +92,10 @@ function startWork(callbacks: LeaderCallbacks, signal: AbortSignal): LeaderWork 
  * and resolves. To stand again, create a new elector (losing leadership usually means exiting).
  */
 export class LeaderElector {
-  readonly #store: LeaseStore;
+  readonly #lease: LeaseRecord;
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #identity: string;
-  readonly #leaseName: string;
-  readonly #namespace: string;
   readonly #timing: ElectionTiming;
   /** Aborted by stop() and crash(): ends the candidacy and wakes every wait. */
   readonly #halt = new AbortController();
@@ -153,19 +110,23 @@ export class LeaderElector {
   #term: AbortController | undefined;
   #onNewLeader: ((identity: string) => void) | undefined;
   #reportedLeader = '';
-  /** The Lease as this replica last wrote it: renewals and the release start from it. */
-  #written: V1Lease | undefined;
-  /** The resourceVersion last seen, and when (local clock) it was first seen. */
-  #observed: { readonly resourceVersion: string; readonly at: number } | undefined;
 
   constructor(options: LeaderElectorOptions) {
     if (options.identity === '') throw new Error('identity must not be empty: an empty holder means "released"');
     this.#timing = electionTiming(options.leaseDurationSeconds, options.renewDeadlineSeconds, options.retryPeriodSeconds);
-    this.#store = options.store ?? kubeLeaseStore(options.kube, options.namespace, options.leaseName);
     this.#clock = options.clock ?? systemClock;
     this.#identity = options.identity;
-    this.#leaseName = options.leaseName;
-    this.#namespace = options.namespace;
+    this.#lease = new LeaseRecord({
+      store: options.store ?? kubeLeaseStore(options.kube, options.namespace, options.leaseName),
+      clock: this.#clock,
+      identity: options.identity,
+      namespace: options.namespace,
+      leaseName: options.leaseName,
+      leaseDurationSeconds: this.#timing.leaseDurationSeconds,
+      onHolderSeen: (holder) => {
+        this.#report(holder);
+      },
+    });
     this.#log = options.log.child({ lease: `${options.namespace}/${options.leaseName}`, identity: options.identity });
   }
 
@@ -218,7 +179,7 @@ export class LeaderElector {
   async #acquire(): Promise<number | undefined> {
     this.#log.info('standing for leadership');
     while (!aborted(this.#halt.signal)) {
-      const attempt = await this.#attempt((signal) => this.#tryAcquire(signal));
+      const attempt = await this.#attempt((signal) => this.#lease.tryAcquire(signal));
       if (attempt.kind === 'held') {
         if (!aborted(this.#halt.signal)) return attempt.renewedAt;
         // Won the race while stopping: give it straight back (after a crash nothing runs).
@@ -302,7 +263,7 @@ export class LeaderElector {
     for (;;) {
       await sleep(this.#clock, this.#timing.retryPeriodMs, halted);
       if (aborted(halted)) return;
-      const attempt = await this.#attempt((signal) => this.#tryRenew(signal));
+      const attempt = await this.#attempt((signal) => this.#lease.tryRenew(signal));
       if (aborted(halted)) return;
       if (attempt.kind === 'held') {
         renewed(attempt.renewedAt);
@@ -345,60 +306,6 @@ export class LeaderElector {
     }
   }
 
-  async #tryAcquire(signal: AbortSignal): Promise<Attempt> {
-    const lease = await this.#store.get(signal);
-    if (lease === undefined) return this.#create(signal);
-    this.#observe(lease);
-    const verdict = judgeLease(lease.spec, this.#identity, this.#clock.now(), this.#observed?.at);
-    if (!verdict.canAcquire) return { kind: 'busy', holder: verdict.holder };
-    return this.#claim(lease, signal);
-  }
-
-  async #tryRenew(signal: AbortSignal): Promise<Attempt> {
-    // Fast path: write over the Lease as we last wrote it, one request; 409 means it moved on.
-    if (this.#written !== undefined) {
-      const renewed = await this.#claim(this.#written, signal);
-      if (renewed.kind === 'held') return renewed;
-    }
-    const lease = await this.#store.get(signal);
-    if (lease !== undefined) this.#observe(lease);
-    // Never take it back from someone else while leading: whoever holds it may already be acting.
-    if (lease?.spec?.holderIdentity !== this.#identity) return { kind: 'busy', holder: lease?.spec?.holderIdentity ?? '' };
-    return this.#claim(lease, signal);
-  }
-
-  async #create(signal: AbortSignal): Promise<Attempt> {
-    const now = this.#clock.now();
-    const body: V1Lease = {
-      apiVersion: 'coordination.k8s.io/v1',
-      kind: 'Lease',
-      metadata: { name: this.#leaseName, namespace: this.#namespace },
-      spec: claimedSpec(undefined, this.#identity, now, this.#timing.leaseDurationSeconds),
-    };
-    const written = await this.#store.create(body, signal);
-    return this.#recordClaim(written, now);
-  }
-
-  async #claim(lease: V1Lease, signal: AbortSignal): Promise<Attempt> {
-    const now = this.#clock.now();
-    const spec = claimedSpec(lease.spec, this.#identity, now, this.#timing.leaseDurationSeconds);
-    const written = await this.#store.replace(withSpec(lease, spec), signal);
-    return this.#recordClaim(written, now);
-  }
-
-  #recordClaim(written: V1Lease | undefined, renewedAt: number): Attempt {
-    if (written === undefined) return { kind: 'conflict' };
-    this.#written = written;
-    this.#observe(written);
-    return { kind: 'held', renewedAt };
-  }
-
-  #observe(lease: V1Lease): void {
-    const resourceVersion = lease.metadata?.resourceVersion ?? '';
-    if (this.#observed?.resourceVersion !== resourceVersion) this.#observed = { resourceVersion, at: this.#clock.now() };
-    this.#report(lease.spec?.holderIdentity ?? '');
-  }
-
   #report(holder: string): void {
     // An empty holder is a released lease, not a leader.
     if (holder === '' || holder === this.#reportedLeader) return;
@@ -415,24 +322,11 @@ export class LeaderElector {
   /** Best effort: if it fails, the Lease simply expires. */
   async #release(): Promise<void> {
     try {
-      const released = await this.#bounded((signal) => this.#tryRelease(signal));
+      const released = await this.#bounded((signal) => this.#lease.tryRelease(signal));
       this.#log.info(released ? 'released lease' : 'lease no longer ours: nothing to release');
     } catch (err) {
       this.#log.warn({ err }, 'could not release the lease; it will expire on its own');
     }
-  }
-
-  async #tryRelease(signal: AbortSignal): Promise<boolean> {
-    if (this.#written !== undefined && (await this.#writeRelease(this.#written, signal))) return true;
-    const lease = await this.#store.get(signal);
-    if (lease?.spec?.holderIdentity !== this.#identity) return false;
-    return this.#writeRelease(lease, signal);
-  }
-
-  async #writeRelease(lease: V1Lease, signal: AbortSignal): Promise<boolean> {
-    const written = await this.#store.replace(withSpec(lease, releasedSpec(lease.spec ?? {}, this.#clock.now())), signal);
-    if (written !== undefined) this.#written = written;
-    return written !== undefined;
   }
 
   #logAttempt(attempt: Attempt): void {

@@ -29,11 +29,11 @@ export interface ReconcilerContext {
   config: Pick<OperatorConfig, 'operatorVersion' | 'shard' | 'maxWave' | 'driftIntervalSeconds'>;
   log: Logger;
   metrics: Pick<OperatorMetricsSink, 'observeTimeToActive' | 'forgetTenant'>;
+  /** Told about each metadata write this reconciler made, so its watch event is not a new reason to reconcile. */
+  onOwnWrite?: (name: string, resourceVersion: string | undefined) => void;
 }
 
 export class TenantReconciler {
-  /** Told about each metadata write this reconciler made, so its watch event is not a new reason to reconcile. */
-  onOwnWrite: (name: string, resourceVersion: string | undefined) => void = () => undefined;
   private readonly ctx: ReconcilerContext;
 
   private readonly self: OperatorSelf;
@@ -58,7 +58,7 @@ export class TenantReconciler {
     }
     // Finalizer first, before any side effect; claiming is the same guarded write.
     const tenant = await syncMetadata(this.ctx.tenants, found, { finalizer: !deleting, owner: ownerValue(this.self) });
-    if (tenant !== found) this.onOwnWrite(name, tenant.metadata.resourceVersion);
+    if (tenant !== found) this.ctx.onOwnWrite?.(name, tenant.metadata.resourceVersion);
     const scope = this.scopeFor(tenant, signal);
     if (deleting || tenant.spec.lifecycle === 'Decommissioned') return this.decommission(tenant, scope);
     return this.provision(tenant, scope);

@@ -36,6 +36,6 @@ export function operatorSteps(deps: OperatorDeps, metrics: OperatorMetricsSink):
       await refreshQueueDepth(scope, deps.nats, metrics);
     },
     isWatched: isWatchedStep,
-    observe: (scope, fresh) => observeTenant(scope, fresh || deps.driftReads === undefined ? deps.kube : deps.kube.withReads(deps.driftReads)),
+    observe: (scope, fresh) => observeTenant(scope, fresh ? deps.reads : (deps.cachedReads ?? deps.reads)),
   };
 }

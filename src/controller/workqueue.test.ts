@@ -1,3 +1,4 @@
+/** The WorkQueue's contract, one describe per behaviour; one file over ~350 lines because every part shares the fake-time harness below. */
 import { IterableBackoff } from 'cockatiel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WorkQueue, type WorkHandler } from './workqueue.ts';

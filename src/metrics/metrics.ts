@@ -22,8 +22,8 @@ const TIME_TO_ACTIVE_BUCKETS = [0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 180, 300, 4
 
 export interface OperatorMetricsOptions {
   /**
-   * Called on every scrape to refresh eva_tenants{phase}; the operator passes its informer cache
-   * count here so the gauge is never older than the scrape. setTenantsByPhase works without it.
+   * Called on every scrape to refresh eva_tenants{phase}. The operator does not need it: its tenant
+   * informer calls setTenantsByPhase whenever a count changes (controller/tenant-informer.ts).
    */
   readonly tenantsByPhase?: () => Readonly<Record<Phase, number>>;
 }

@@ -19,7 +19,8 @@ import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { createNatsClient, type NatsClientOptions, type NatsPool, type NatsSession, type UserCredentials } from '../adapters/nats.ts';
+import { createNatsClient, type NatsClientOptions, type NatsSession, type UserCredentials } from '../adapters/nats.ts';
+import type { NatsPool } from '../adapters/nats-pool.ts';
 import {
   type AccountClaims,
   type AccountLimits,

@@ -11,6 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../adapters/images.ts';
+import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';
 
@@ -43,7 +44,7 @@ function imagesCommand(): Command {
     .option('--root <dir>', 'the checkout to check', process.cwd())
     .action((options: { release: boolean; root: string }) => {
       try {
-        const report = checkImages(options.root, { release: options.release, helm: process.env['HELM'] ?? 'helm' });
+        const report = checkImages(options.root, { release: options.release, helm: releaseHelmBinary() });
         for (const w of report.warnings) process.stderr.write(`check-images: warning: ${w}\n`);
         for (const p of report.problems) process.stderr.write(`check-images: ERROR: ${p}\n`);
         if (report.problems.length > 0) fail('check-images: ', `${String(report.problems.length)} problem(s)`, 1);

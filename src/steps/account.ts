@@ -20,6 +20,7 @@ import { canonicalJson } from '../canonical-json.ts';
 import type { AccountClaims } from '../adapters/nats-jwt.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../adapters/nats-jwt.ts';
 import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from '../nats/account-keys.ts';
 import { type HeldClaims, modulePermissions, tenantClaims } from '../nats/accounts.ts';
@@ -28,7 +29,7 @@ import { codeInUse, tenantUid } from '../tenancy/ownership.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
-export type AccountStepDeps = NatsStepDeps & { readonly kube: Kube };
+export type AccountStepDeps = NatsStepDeps & { readonly kube: Kube; readonly reads: KubeReads };
 
 /** The modules' NATS connection, in every tenant namespace (the module contract). */
 export const NATS_CREDENTIALS_SECRET = 'eva-nats';
@@ -132,8 +133,8 @@ async function claimsNow(scope: TenantScope, deps: AccountStepDeps, keys: Accoun
 
 // ---- the modules' credentials Secret ----------------------------------------------------------------
 
-const readCredentialsSecret = (kube: Kube, scope: TenantScope): Promise<V1Secret | undefined> =>
-  kube.reads.get('Secret', scope.namespace, NATS_CREDENTIALS_SECRET);
+const readCredentialsSecret = (reads: KubeReads, scope: TenantScope): Promise<V1Secret | undefined> =>
+  reads.get('Secret', scope.namespace, NATS_CREDENTIALS_SECRET);
 
 const decoded = (secret: V1Secret, key: string): string | undefined => {
   const value = secret.data?.[key];
@@ -161,7 +162,7 @@ function credentialsProblem(secret: V1Secret | undefined, scope: TenantScope, ke
 }
 
 async function ensureCredentialsSecret(scope: TenantScope, deps: AccountStepDeps, keys: AccountKeys): Promise<void> {
-  const existing = await readCredentialsSecret(deps.kube, scope);
+  const existing = await readCredentialsSecret(deps.reads, scope);
   if (credentialsProblem(existing, scope, keys, deps.nats.moduleUrl) === undefined) return;
   const creds = await deps.nats.moduleCredentials(scope, keys);
   await deps.kube.apply({
@@ -204,14 +205,14 @@ async function verify(scope: TenantScope, deps: AccountStepDeps): Promise<Verdic
   const held = await deps.nats.serverClaims(keys.account);
   if (held === undefined) return notReady(Reason.AccountMissing, `NATS does not know account ${keys.account}`);
   if (!deps.nats.matches(held, await claimsNow(scope, deps, keys, held, false))) return notReady(Reason.AccountDrifted, `the JWT of account ${keys.account} on NATS differs from the ${scope.tenant.spec.tier} tier`);
-  const secret = await readCredentialsSecret(deps.kube, scope);
+  const secret = await readCredentialsSecret(deps.reads, scope);
   const problem = credentialsProblem(secret, scope, keys, deps.nats.moduleUrl);
   if (problem !== undefined) return notReady(secret === undefined ? Reason.NatsCredentialsMissing : Reason.NatsCredentialsDrifted, problem);
   return READY;
 }
 
-async function removeCredentialsSecret(scope: TenantScope, kube: Kube): Promise<void> {
-  if (!isOurs(await readCredentialsSecret(kube, scope), scope)) return;
+async function removeCredentialsSecret(scope: TenantScope, { kube, reads }: AccountStepDeps): Promise<void> {
+  if (!isOurs(await readCredentialsSecret(reads, scope), scope)) return;
   await deleteIgnoringNotFound(() => kube.core.deleteNamespacedSecret({ name: NATS_CREDENTIALS_SECRET, namespace: scope.namespace }));
 }
 
@@ -227,7 +228,7 @@ async function ownKeys(scope: TenantScope, deps: AccountStepDeps): Promise<Store
 
 async function remove(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
   const stored = await ownKeys(scope, deps);
-  await removeCredentialsSecret(scope, deps.kube);
+  await removeCredentialsSecret(scope, deps);
   if (stored === undefined) return;
   const { keys } = stored;
   // Data first: deleting the account JWT would leave its streams on the server's disk. An account the
@@ -252,7 +253,7 @@ async function assertGone(scope: TenantScope, deps: AccountStepDeps, keys: Accou
 }
 
 async function verifyRemoved(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
-  const secret = await readCredentialsSecret(deps.kube, scope);
+  const secret = await readCredentialsSecret(deps.reads, scope);
   if (isOurs(secret, scope)) return notReady(Reason.NatsCredentialsPresent, `Secret ${NATS_CREDENTIALS_SECRET} still exists`);
   const stored = await ownKeys(scope, deps);
   if (stored !== undefined) return notReady(Reason.AccountKeysPresent, `account ${stored.keys.account} is not deleted yet (its keys remain)`);
@@ -275,7 +276,7 @@ async function assertModulesRefused(scope: TenantScope, deps: AccountStepDeps, k
  */
 async function disable(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
   const stored = await ownKeys(scope, deps);
-  await removeCredentialsSecret(scope, deps.kube);
+  await removeCredentialsSecret(scope, deps);
   if (stored === undefined) return;
   const { keys } = stored;
   if (await deps.nats.ensureAccount(tenantClaims(scope, keys, true))) {
@@ -285,7 +286,7 @@ async function disable(scope: TenantScope, deps: AccountStepDeps): Promise<void>
 }
 
 async function verifyDisabled(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
-  if (isOurs(await readCredentialsSecret(deps.kube, scope), scope)) return notReady(Reason.NatsCredentialsPresent, `Secret ${NATS_CREDENTIALS_SECRET} still exists`);
+  if (isOurs(await readCredentialsSecret(deps.reads, scope), scope)) return notReady(Reason.NatsCredentialsPresent, `Secret ${NATS_CREDENTIALS_SECRET} still exists`);
   const stored = await ownKeys(scope, deps);
   if (stored === undefined) return READY;
   const { keys } = stored;

@@ -13,6 +13,7 @@ import { canonicalJson } from '../canonical-json.ts';
 import type { KubernetesObject, V1ConfigMap, V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { GROUP, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import type { Logger } from '../log.ts';
@@ -22,6 +23,7 @@ import { STREAM_KINDS, streamName } from './streams.ts';
 
 export interface AlertStepDeps {
   readonly kube: Kube;
+  readonly reads: KubeReads;
 }
 
 export const PROMETHEUS_RULE = {
@@ -172,8 +174,8 @@ function readPrometheusRule(kube: Kube, scope: TenantScope): Promise<unknown> {
   return readOptional(() => kube.custom.getNamespacedCustomObject(customRef(scope)));
 }
 
-function readConfigMap(kube: Kube, scope: TenantScope): Promise<V1ConfigMap | undefined> {
-  return kube.reads.get('ConfigMap', scope.namespace, alertRulesName(scope.code));
+function readConfigMap(reads: KubeReads, scope: TenantScope): Promise<V1ConfigMap | undefined> {
+  return reads.get('ConfigMap', scope.namespace, alertRulesName(scope.code));
 }
 
 /** Key order aside: the API server re-encodes custom objects with its own key order. */
@@ -208,27 +210,27 @@ function configMapMatches(actual: V1ConfigMap | undefined, scope: TenantScope): 
 const deleteConfigMap = (kube: Kube, scope: TenantScope): Promise<void> =>
   deleteIgnoringNotFound(() => kube.core.deleteNamespacedConfigMap({ name: alertRulesName(scope.code), namespace: scope.namespace }));
 
-async function ensure(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
+async function ensure(scope: TenantScope, { kube, reads }: AlertStepDeps): Promise<Verdict> {
   if (await prometheusRulesSupported(kube, scope.log)) {
     if (!prometheusRuleMatches(await readPrometheusRule(kube, scope), scope)) await kube.apply(desiredPrometheusRule(scope));
     // The Prometheus Operator arrived after the ConfigMap was written: one source of rules, not two.
     await deleteConfigMap(kube, scope);
     return READY;
   }
-  if (!configMapMatches(await readConfigMap(kube, scope), scope)) await kube.apply(desiredConfigMap(scope));
+  if (!configMapMatches(await readConfigMap(reads, scope), scope)) await kube.apply(desiredConfigMap(scope));
   return READY;
 }
 
-async function verify(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
+async function verify(scope: TenantScope, { kube, reads }: AlertStepDeps): Promise<Verdict> {
   const name = alertRulesName(scope.code);
   if (await prometheusRulesSupported(kube, scope.log)) {
     const rule = await readPrometheusRule(kube, scope);
     if (!rule) return notReady(Reason.AlertRulesMissing, `PrometheusRule ${name} is missing`);
     if (!prometheusRuleMatches(rule, scope)) return notReady(Reason.AlertRulesDrifted, `PrometheusRule ${name} differs from the ${scope.tenant.spec.tier} tier`);
-    if (await readConfigMap(kube, scope)) return notReady(Reason.AlertRulesDuplicated, `ConfigMap ${name} is left over next to PrometheusRule ${name}`);
+    if (await readConfigMap(reads, scope)) return notReady(Reason.AlertRulesDuplicated, `ConfigMap ${name} is left over next to PrometheusRule ${name}`);
     return READY;
   }
-  const configMap = await readConfigMap(kube, scope);
+  const configMap = await readConfigMap(reads, scope);
   if (!configMap) return notReady(Reason.AlertRulesMissing, `ConfigMap ${name} is missing`);
   if (!configMapMatches(configMap, scope)) return notReady(Reason.AlertRulesDrifted, `ConfigMap ${name} differs from the ${scope.tenant.spec.tier} tier`);
   return READY;
@@ -240,10 +242,10 @@ async function remove(scope: TenantScope, { kube }: AlertStepDeps): Promise<void
   await deleteConfigMap(kube, scope);
 }
 
-async function verifyRemoved(scope: TenantScope, { kube }: AlertStepDeps): Promise<Verdict> {
+async function verifyRemoved(scope: TenantScope, { kube, reads }: AlertStepDeps): Promise<Verdict> {
   const name = alertRulesName(scope.code);
   if (await readPrometheusRule(kube, scope)) return notReady(Reason.AlertRulesPresent, `PrometheusRule ${name} still exists`);
-  if (await readConfigMap(kube, scope)) return notReady(Reason.AlertRulesPresent, `ConfigMap ${name} still exists`);
+  if (await readConfigMap(reads, scope)) return notReady(Reason.AlertRulesPresent, `ConfigMap ${name} still exists`);
   return READY;
 }
 

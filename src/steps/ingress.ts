@@ -9,6 +9,7 @@ import { Reason } from '../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
 import type { OperatorConfig } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { ingressAnnotations, ingressTls, judgeTls, judgeTlsCopy, removeTlsCopy, syncTlsCopy } from './ingress-tls.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
@@ -18,6 +19,7 @@ const MODULE_PORT = 8080;
 
 export interface IngressStepDeps {
   kube: Kube;
+  reads: KubeReads;
   config: Pick<OperatorConfig, 'baseDomain' | 'ingressClass' | 'ingressReadyOnCreate' | 'ingress'>;
 }
 
@@ -80,7 +82,7 @@ function ownAnnotationsMatch(current: V1Ingress, desired: V1Ingress): boolean {
   return Object.entries(desired.metadata?.annotations ?? {}).every(([key, value]) => actual[key] === value);
 }
 
-const readIngress = (kube: Kube, namespace: string): Promise<V1Ingress | undefined> => kube.reads.get('Ingress', namespace, INGRESS_NAME);
+const readIngress = (reads: KubeReads, namespace: string): Promise<V1Ingress | undefined> => reads.get('Ingress', namespace, INGRESS_NAME);
 
 /** What verify says of the Ingress as read (or as the apply returned it) against the desired one. */
 function judgeRoutes(current: V1Ingress | undefined, desired: V1Ingress, config: IngressStepDeps['config']): Verdict {
@@ -108,8 +110,8 @@ async function judge(scope: TenantScope, current: V1Ingress | undefined, desired
 
 /** The address is the ingress controller's to set: judged from what was just read or applied, no second read. */
 async function ensure(scope: TenantScope, deps: IngressStepDeps): Promise<Verdict> {
-  const { kube, config } = deps;
-  const current = await readIngress(kube, scope.namespace);
+  const { kube, reads, config } = deps;
+  const current = await readIngress(reads, scope.namespace);
   const desired = desiredIngress(scope, config);
   const applied = current && routesMatch(current, desired, config) ? current : await kube.apply(desired);
   const copied = await syncTlsCopy(scope, kube, config.ingress);
@@ -118,7 +120,7 @@ async function ensure(scope: TenantScope, deps: IngressStepDeps): Promise<Verdic
 
 async function verify(scope: TenantScope, deps: IngressStepDeps): Promise<Verdict> {
   const desired = desiredIngress(scope, deps.config);
-  const verdict = await judge(scope, await readIngress(deps.kube, scope.namespace), desired, deps);
+  const verdict = await judge(scope, await readIngress(deps.reads, scope.namespace), desired, deps);
   // The platform's certificate rotated: the copy is stale (ensure copies it again).
   return verdict.ready ? judgeTlsCopy(scope, deps.kube, deps.config.ingress) : verdict;
 }
@@ -128,8 +130,8 @@ async function remove(scope: TenantScope, { kube }: IngressStepDeps): Promise<vo
   await removeTlsCopy(scope, kube);
 }
 
-async function verifyRemoved(scope: TenantScope, { kube }: IngressStepDeps): Promise<Verdict> {
-  return (await readIngress(kube, scope.namespace)) ? notReady(Reason.IngressPresent, `Ingress ${INGRESS_NAME} still exists`) : READY;
+async function verifyRemoved(scope: TenantScope, { reads }: IngressStepDeps): Promise<Verdict> {
+  return (await readIngress(reads, scope.namespace)) ? notReady(Reason.IngressPresent, `Ingress ${INGRESS_NAME} still exists`) : READY;
 }
 
 /** The ingress controller setting the address, or someone changing or deleting the Ingress. */

@@ -21,6 +21,7 @@ import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts
 import { actionFor, problemFor, recoverPendingRelease, type ReleaseState, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
@@ -31,6 +32,7 @@ import { imageReference, withRenderGuard } from './render-guard-run.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
+  reads: KubeReads;
   helm: Helm;
   images: ImageCatalog;
   config: Pick<
@@ -177,14 +179,14 @@ function decodeSecret(secret: V1Secret): Record<string, string> {
   return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
 }
 
-async function readCredentials(kube: Kube, scope: TenantScope): Promise<Record<string, string> | undefined> {
-  const secret = await kube.reads.get('Secret', scope.namespace, credentialsSecretName(scope.code));
+async function readCredentials(reads: KubeReads, scope: TenantScope): Promise<Record<string, string> | undefined> {
+  const secret = await reads.get('Secret', scope.namespace, credentialsSecretName(scope.code));
   return secret === undefined ? undefined : decodeSecret(secret);
 }
 
 /** The tenant's credentials: generated once; an existing Secret (possibly rotated by hand) is never replaced. */
-async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record<string, string>> {
-  const existing = await readCredentials(kube, scope);
+async function ensureCredentials({ kube, reads }: ModuleStepDeps, scope: TenantScope): Promise<Record<string, string>> {
+  const existing = await readCredentials(reads, scope);
   if (existing !== undefined) return existing;
   try {
     // Create, not apply: a lost race must keep the winner's values, never overwrite them.
@@ -194,15 +196,15 @@ async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record
     return body.stringData;
   } catch (err) {
     if (!isConflict(err)) throw err;
-    const winner = await readCredentials(kube, scope);
+    const winner = await readCredentials(reads, scope);
     if (winner === undefined) throw err;
     return winner;
   }
 }
 
 /** A digest of the modules' NATS credentials (Secret eva-nats), or undefined when there are none yet. */
-async function readNatsRevision(kube: Kube, scope: TenantScope): Promise<string | undefined> {
-  const secret = await kube.reads.get('Secret', scope.namespace, NATS_CREDENTIALS_SECRET);
+async function readNatsRevision(reads: KubeReads, scope: TenantScope): Promise<string | undefined> {
+  const secret = await reads.get('Secret', scope.namespace, NATS_CREDENTIALS_SECRET);
   const creds = secret?.data?.[NATS_CREDS_KEY];
   return creds === undefined ? undefined : createHash('sha256').update(creds).digest('hex').slice(0, 16);
 }
@@ -300,12 +302,12 @@ async function settleAll(jobs: readonly { module: string; run: () => Promise<voi
  * when nothing needed helm, ensure judges the Deployments it just read (no second read).
  */
 async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict | undefined> {
-  const natsRevision = await readNatsRevision(deps.kube, scope);
+  const natsRevision = await readNatsRevision(deps.reads, scope);
   if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
-  const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision };
-  const releases = await readReleases(deps.kube, scope.namespace);
+  const secrets = { credentials: await ensureCredentials(deps, scope), natsRevision };
+  const releases = await readReleases(deps.reads, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
-  const deployments = await listModuleDeployments(deps.kube, scope.namespace);
+  const deployments = await listModuleDeployments(deps.reads, scope.namespace);
   const deployed = new Set(deployments.map(instanceOf));
   const desired = new Map<ModuleName, DesiredRelease>();
   const jobs: { module: string; run: () => Promise<void> }[] = [];
@@ -331,7 +333,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
 
 // ---- verify / remove ------------------------------------------------------------------------------
 
-const listModuleDeployments = (kube: Kube, namespace: string): Promise<V1Deployment[]> => kube.reads.list('Deployment', namespace);
+const listModuleDeployments = (reads: KubeReads, namespace: string): Promise<V1Deployment[]> => reads.list('Deployment', namespace);
 
 /** The release a module Deployment belongs to. */
 function instanceOf(deployment: V1Deployment): string | undefined {
@@ -373,9 +375,9 @@ function deploymentProblems(deployments: readonly V1Deployment[], modules: reado
 
 /** Read-only: release Secrets' labels, the credentials Secret and Deployments; never starts helm. */
 async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
-  const credentials = await readCredentials(deps.kube, scope);
+  const credentials = await readCredentials(deps.reads, scope);
   if (credentials === undefined) return notReady(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist`);
-  const natsRevision = await readNatsRevision(deps.kube, scope);
+  const natsRevision = await readNatsRevision(deps.reads, scope);
   if (natsRevision === undefined) return notReady(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist`);
   const desired = new Map<ModuleName, string>();
   for (const module of scope.modules) {
@@ -387,9 +389,9 @@ async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
       throw err;
     }
   }
-  const deployments = await listModuleDeployments(deps.kube, scope.namespace);
+  const deployments = await listModuleDeployments(deps.reads, scope.namespace);
   const withDeployment = new Set(deployments.map(instanceOf).filter((name) => name !== undefined));
-  const problems = releaseProblems(desired, await readReleases(deps.kube, scope.namespace), withDeployment);
+  const problems = releaseProblems(desired, await readReleases(deps.reads, scope.namespace), withDeployment);
   if (problems.length > 0) return verdictOf(problems);
   return judgeDeployments(scope, deps.kube, deployments);
 }
@@ -403,7 +405,7 @@ async function judgeDeployments(scope: TenantScope, kube: Kube, deployments: rea
 }
 
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
-  const ours = (await readReleases(deps.kube, scope.namespace)).filter(isOurs);
+  const ours = (await readReleases(deps.reads, scope.namespace)).filter(isOurs);
   await settleAll(ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })));
   try {
     await deps.kube.core.deleteNamespacedSecret({ name: credentialsSecretName(scope.code), namespace: scope.namespace });
@@ -414,13 +416,13 @@ async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
 
 async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
   const problems: Problem[] = [];
-  const ours = (await readReleases(deps.kube, scope.namespace)).filter(isOurs);
+  const ours = (await readReleases(deps.reads, scope.namespace)).filter(isOurs);
   if (ours.length > 0) problems.push({ reason: Reason.ReleasesRemain, message: `releases remain: ${ours.map((r) => r.name).join(', ')}` });
-  const deployments = await listModuleDeployments(deps.kube, scope.namespace);
+  const deployments = await listModuleDeployments(deps.reads, scope.namespace);
   if (deployments.length > 0) {
     problems.push({ reason: Reason.ModuleResourcesRemain, message: `Deployments remain: ${deployments.map((d) => d.metadata?.name ?? '?').join(', ')}` });
   }
-  if ((await readCredentials(deps.kube, scope)) !== undefined) {
+  if ((await readCredentials(deps.reads, scope)) !== undefined) {
     problems.push({ reason: Reason.CredentialsRemain, message: `Secret ${credentialsSecretName(scope.code)} still exists` });
   }
   return verdictOf(problems);

@@ -7,12 +7,15 @@ import { Reason } from '../api/reasons.ts';
 import type { V1Namespace } from '@kubernetes/client-node';
 import { API_VERSION, KIND, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { isConflict, type Kube } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { InputError } from '../errors.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
 export interface KubeStepDeps {
   kube: Kube;
+  /** The API server while provisioning, the watch caches in the drift check (adapters/tenant-objects.ts). */
+  reads: KubeReads;
 }
 
 const POD_SECURITY = {
@@ -48,7 +51,7 @@ function desiredNamespace(scope: TenantScope): V1Namespace {
   };
 }
 
-const readNamespace = (kube: Kube, name: string): Promise<V1Namespace | undefined> => kube.reads.get('Namespace', '', name);
+const readNamespace = (reads: KubeReads, name: string): Promise<V1Namespace | undefined> => reads.get('Namespace', '', name);
 
 /** Refuses a namespace that is not this tenant's. */
 function assertOwned(scope: TenantScope, ns: V1Namespace): void {
@@ -68,8 +71,8 @@ function assertOwned(scope: TenantScope, ns: V1Namespace): void {
   );
 }
 
-async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
-  let existing = await readNamespace(kube, scope.namespace);
+async function ensure(scope: TenantScope, { kube, reads }: KubeStepDeps): Promise<Verdict> {
+  let existing = await readNamespace(reads, scope.namespace);
   if (!existing) {
     try {
       // Create, not apply: two tenants racing for one code must not both "win" a server-side apply.
@@ -78,7 +81,7 @@ async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdi
       return READY;
     } catch (err) {
       if (!isConflict(err)) throw err;
-      existing = await readNamespace(kube, scope.namespace);
+      existing = await readNamespace(reads, scope.namespace);
       if (!existing) throw err;
     }
   }
@@ -95,8 +98,8 @@ function labelsMatch(ns: V1Namespace, desired: Record<string, string>): boolean 
   return Object.entries(desired).every(([k, v]) => labels[k] === v);
 }
 
-async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
-  const ns = await readNamespace(kube, scope.namespace);
+async function verify(scope: TenantScope, { reads }: KubeStepDeps): Promise<Verdict> {
+  const ns = await readNamespace(reads, scope.namespace);
   if (!ns) return notReady(Reason.NamespaceMissing, `namespace ${scope.namespace} does not exist`);
   assertOwned(scope, ns);
   if (ns.status?.phase === 'Terminating') return terminating(scope);
@@ -104,15 +107,15 @@ async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdi
   return READY;
 }
 
-async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void> {
-  const ns = await readNamespace(kube, scope.namespace);
+async function remove(scope: TenantScope, { kube, reads }: KubeStepDeps): Promise<void> {
+  const ns = await readNamespace(reads, scope.namespace);
   if (!ns || ns.metadata?.labels?.[LABELS.tenantUid] !== scope.tenant.metadata.uid) return;
   if (ns.metadata?.deletionTimestamp) return;
   await kube.core.deleteNamespace({ name: scope.namespace });
 }
 
-async function verifyRemoved(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
-  const ns = await readNamespace(kube, scope.namespace);
+async function verifyRemoved(scope: TenantScope, { reads }: KubeStepDeps): Promise<Verdict> {
+  const ns = await readNamespace(reads, scope.namespace);
   if (!ns || ns.metadata?.labels?.[LABELS.tenantUid] !== scope.tenant.metadata.uid) return READY;
   return notReady(Reason.NamespaceTerminating, `namespace ${scope.namespace} is still being deleted`);
 }

@@ -12,6 +12,7 @@ import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import type { NetworkPolicySettings } from '../config.ts';
 import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
@@ -19,6 +20,7 @@ export const NETWORK_POLICY_NAME = 'eva-tenant-isolation';
 
 export interface NetworkStepDeps {
   kube: Kube;
+  reads: KubeReads;
   config: { networkPolicy: NetworkPolicySettings };
 }
 
@@ -55,7 +57,7 @@ export function desiredNetworkPolicy(scope: TenantScope, settings: NetworkPolicy
   };
 }
 
-const readPolicy = (kube: Kube, namespace: string): Promise<V1NetworkPolicy | undefined> => kube.reads.get('NetworkPolicy', namespace, NETWORK_POLICY_NAME);
+const readPolicy = (reads: KubeReads, namespace: string): Promise<V1NetworkPolicy | undefined> => reads.get('NetworkPolicy', namespace, NETWORK_POLICY_NAME);
 
 /** The API server answers `from` where the client model says `_from`: compare as JSON on the wire. */
 const specOf = (policy: V1NetworkPolicy | undefined): string =>
@@ -66,8 +68,8 @@ const matches = (actual: V1NetworkPolicy | undefined, desired: V1NetworkPolicy):
 const isOurs = (policy: V1NetworkPolicy): boolean => policy.metadata?.name === NETWORK_POLICY_NAME && policy.metadata.labels?.[LABELS.managedBy] === MANAGED_BY;
 
 /** NetworkPolicies in the tenant namespace that the operator did not write, by name. */
-async function foreignPolicies(kube: Kube, namespace: string): Promise<string[]> {
-  return (await kube.reads.list('NetworkPolicy', namespace)).filter((p) => !isOurs(p)).map((p) => p.metadata?.name ?? '?').sort();
+async function foreignPolicies(reads: KubeReads, namespace: string): Promise<string[]> {
+  return (await reads.list('NetworkPolicy', namespace)).filter((p) => !isOurs(p)).map((p) => p.metadata?.name ?? '?').sort();
 }
 
 function foreignVerdict(namespace: string, names: readonly string[]): Verdict {
@@ -82,15 +84,15 @@ async function removeForeign(kube: Kube, namespace: string, names: readonly stri
   for (const name of names) await deleteIgnoringNotFound(() => kube.networking.deleteNamespacedNetworkPolicy({ name, namespace }));
 }
 
-async function ensure(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<Verdict> {
-  const current = await readPolicy(kube, scope.namespace);
+async function ensure(scope: TenantScope, { kube, reads, config }: NetworkStepDeps): Promise<Verdict> {
+  const current = await readPolicy(reads, scope.namespace);
   if (!config.networkPolicy.enabled) {
-    if (current?.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY) await remove(scope, { kube, config });
+    if (current?.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY) await remove(scope, { kube });
     return READY;
   }
   const desired = desiredNetworkPolicy(scope, config.networkPolicy);
   if (!matches(current, desired)) await kube.apply(desired);
-  const foreign = await foreignPolicies(kube, scope.namespace);
+  const foreign = await foreignPolicies(reads, scope.namespace);
   if (foreign.length === 0) return READY;
   if (!config.networkPolicy.removeForeign) return foreignVerdict(scope.namespace, foreign);
   scope.log.warn({ policies: foreign }, 'deleting NetworkPolicies the operator did not write (NETWORK_POLICY_REMOVE_FOREIGN)');
@@ -98,8 +100,8 @@ async function ensure(scope: TenantScope, { kube, config }: NetworkStepDeps): Pr
   return READY;
 }
 
-async function verify(scope: TenantScope, { kube, config }: NetworkStepDeps): Promise<Verdict> {
-  const current = await readPolicy(kube, scope.namespace);
+async function verify(scope: TenantScope, { reads, config }: NetworkStepDeps): Promise<Verdict> {
+  const current = await readPolicy(reads, scope.namespace);
   if (!config.networkPolicy.enabled) {
     return current?.metadata?.labels?.[LABELS.managedBy] === MANAGED_BY
       ? notReady(Reason.NetworkPolicyDrifted, `NetworkPolicy ${NETWORK_POLICY_NAME} exists although NETWORK_POLICY is off`)
@@ -109,7 +111,7 @@ async function verify(scope: TenantScope, { kube, config }: NetworkStepDeps): Pr
   if (!matches(current, desiredNetworkPolicy(scope, config.networkPolicy))) {
     return notReady(Reason.NetworkPolicyDrifted, `NetworkPolicy ${NETWORK_POLICY_NAME} differs from the tenant isolation policy`);
   }
-  const foreign = await foreignPolicies(kube, scope.namespace);
+  const foreign = await foreignPolicies(reads, scope.namespace);
   return foreign.length === 0 ? READY : foreignVerdict(scope.namespace, foreign);
 }
 
@@ -117,8 +119,8 @@ async function remove(scope: TenantScope, { kube }: Pick<NetworkStepDeps, 'kube'
   await deleteIgnoringNotFound(() => kube.networking.deleteNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace: scope.namespace }));
 }
 
-async function verifyRemoved(scope: TenantScope, { kube }: NetworkStepDeps): Promise<Verdict> {
-  return (await readPolicy(kube, scope.namespace)) ? notReady(Reason.NetworkPolicyPresent, `NetworkPolicy ${NETWORK_POLICY_NAME} still exists`) : READY;
+async function verifyRemoved(scope: TenantScope, { reads }: NetworkStepDeps): Promise<Verdict> {
+  return (await readPolicy(reads, scope.namespace)) ? notReady(Reason.NetworkPolicyPresent, `NetworkPolicy ${NETWORK_POLICY_NAME} still exists`) : READY;
 }
 
 export const networkStep: Step<NetworkStepDeps> = { name: 'network', ensure, verify, remove, verifyRemoved };

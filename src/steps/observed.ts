@@ -8,7 +8,7 @@ import type { V1Deployment, V1Ingress } from '@kubernetes/client-node';
 import type { ModuleStatus } from '../api/evatenant.ts';
 import type { ModuleName } from '../api/modules.ts';
 import { readReleases, type ReleaseRecord } from '../adapters/helm.ts';
-import type { Kube } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { INGRESS_NAME } from './ingress.ts';
 import { deploymentProblem } from './modules.ts';
 import { VALUES_HASH_LABEL } from './release-state.ts';
@@ -58,11 +58,12 @@ export function moduleStatus(scope: TenantScope, module: ModuleName, release: Re
   return status;
 }
 
-export async function observeTenant(scope: TenantScope, kube: Kube): Promise<ObservedTenant> {
+/** `reads`: the API reader, or the watch caches (what the caller chose). */
+export async function observeTenant(scope: TenantScope, reads: KubeReads): Promise<ObservedTenant> {
   const [releases, deployments, ingress] = await Promise.all([
-    readReleases(kube, scope.namespace),
-    kube.reads.list('Deployment', scope.namespace),
-    kube.reads.get('Ingress', scope.namespace, INGRESS_NAME),
+    readReleases(reads, scope.namespace),
+    reads.list('Deployment', scope.namespace),
+    reads.get('Ingress', scope.namespace, INGRESS_NAME),
   ]);
   const modules: Record<string, ModuleStatus> = {};
   for (const module of scope.modules) {

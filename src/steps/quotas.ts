@@ -6,7 +6,8 @@ import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
 import { CONTAINER_DEFAULTS, QUOTA_BY_TIER } from '../api/tiers.ts';
-import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
+import { deleteIgnoringNotFound } from '../adapters/kube.ts';
+import type { KubeReads } from '../adapters/tenant-objects.ts';
 import type { KubeStepDeps } from './namespace.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
@@ -39,8 +40,8 @@ function desiredLimitRange(scope: TenantScope): V1LimitRange {
   };
 }
 
-const readQuota = (kube: Kube, namespace: string): Promise<V1ResourceQuota | undefined> => kube.reads.get('ResourceQuota', namespace, QUOTA_NAME);
-const readLimitRange = (kube: Kube, namespace: string): Promise<V1LimitRange | undefined> => kube.reads.get('LimitRange', namespace, LIMIT_RANGE_NAME);
+const readQuota = (reads: KubeReads, namespace: string): Promise<V1ResourceQuota | undefined> => reads.get('ResourceQuota', namespace, QUOTA_NAME);
+const readLimitRange = (reads: KubeReads, namespace: string): Promise<V1LimitRange | undefined> => reads.get('LimitRange', namespace, LIMIT_RANGE_NAME);
 
 function sameMap(a: Record<string, string> | undefined, b: Record<string, string>): boolean {
   const left = a ?? {};
@@ -52,24 +53,24 @@ function limitRangeMatches(lr: V1LimitRange | undefined): boolean {
   return !!limit && sameMap(limit._default, defaults) && sameMap(limit.defaultRequest, defaults);
 }
 
-async function verify(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
+async function verify(scope: TenantScope, { reads }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
-  const quota = await readQuota(kube, scope.namespace);
+  const quota = await readQuota(reads, scope.namespace);
   if (hard && !quota) return notReady(Reason.QuotaMissing, `ResourceQuota ${QUOTA_NAME} is missing`);
   if (hard && !sameMap(quota?.spec?.hard, hard)) return notReady(Reason.QuotaDrifted, `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
   if (!hard && quota) return notReady(Reason.QuotaNotExpected, `the ${scope.tenant.spec.tier} tier is unrestricted but ResourceQuota ${QUOTA_NAME} exists`);
-  if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) {
+  if (!limitRangeMatches(await readLimitRange(reads, scope.namespace))) {
     return notReady(Reason.LimitRangeDrifted, `LimitRange ${LIMIT_RANGE_NAME} is missing or differs`);
   }
   return READY;
 }
 
-async function ensure(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
+async function ensure(scope: TenantScope, { kube, reads }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
-  const quota = await readQuota(kube, scope.namespace);
+  const quota = await readQuota(reads, scope.namespace);
   if (hard && !sameMap(quota?.spec?.hard, hard)) await kube.apply(desiredQuota(scope, hard));
   if (!hard && quota) await kube.core.deleteNamespacedResourceQuota({ name: QUOTA_NAME, namespace: scope.namespace });
-  if (!limitRangeMatches(await readLimitRange(kube, scope.namespace))) await kube.apply(desiredLimitRange(scope));
+  if (!limitRangeMatches(await readLimitRange(reads, scope.namespace))) await kube.apply(desiredLimitRange(scope));
   return READY;
 }
 
@@ -78,9 +79,9 @@ async function remove(scope: TenantScope, { kube }: KubeStepDeps): Promise<void>
   await deleteIgnoringNotFound(() => kube.core.deleteNamespacedLimitRange({ name: LIMIT_RANGE_NAME, namespace: scope.namespace }));
 }
 
-async function verifyRemoved(scope: TenantScope, { kube }: KubeStepDeps): Promise<Verdict> {
-  if (await readQuota(kube, scope.namespace)) return notReady(Reason.QuotaPresent, `ResourceQuota ${QUOTA_NAME} still exists`);
-  if (await readLimitRange(kube, scope.namespace)) return notReady(Reason.LimitRangePresent, `LimitRange ${LIMIT_RANGE_NAME} still exists`);
+async function verifyRemoved(scope: TenantScope, { reads }: KubeStepDeps): Promise<Verdict> {
+  if (await readQuota(reads, scope.namespace)) return notReady(Reason.QuotaPresent, `ResourceQuota ${QUOTA_NAME} still exists`);
+  if (await readLimitRange(reads, scope.namespace)) return notReady(Reason.LimitRangePresent, `LimitRange ${LIMIT_RANGE_NAME} still exists`);
   return READY;
 }
 

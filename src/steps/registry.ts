@@ -31,8 +31,10 @@ import { streamsStep } from './streams.ts';
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
 export interface OperatorDeps {
   kube: Kube;
-  /** What the drift check reads instead of the API server: the watch caches (adapters/tenant-objects.ts). */
-  driftReads?: KubeReads;
+  /** How steps read tenant objects: the API reader (provisioning and decommission must see their own writes). */
+  reads: KubeReads;
+  /** What the drift check reads instead: the watch caches (adapters/tenant-objects.ts); absent, it reads the API. */
+  cachedReads?: KubeReads;
   nats: NatsAccounts;
   helm: Helm;
   images: ImageCatalog;
@@ -116,7 +118,7 @@ async function verifySafely(step: StepName, scope: TenantScope, deps: OperatorDe
 /** Read-only: the first step whose world is not right, or in sync. */
 export async function checkDrift(scope: TenantScope, deps: OperatorDeps): Promise<DriftReport> {
   // A stale cache can only report drift that is not there: ensure then reads the API and writes nothing.
-  const reading = deps.driftReads === undefined ? deps : { ...deps, kube: deps.kube.withReads(deps.driftReads) };
+  const reading = deps.cachedReads === undefined ? deps : { ...deps, reads: deps.cachedReads };
   for (const step of STEP_NAMES) {
     const result = await verifySafely(step, scope, reading);
     if ('inSync' in result) return result;

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { TenantObjectCache } from '../../src/adapters/tenant-objects.ts';
+import { apiReads, type KubeReads, TenantObjectCache } from '../../src/adapters/tenant-objects.ts';
 import { createLogger } from '../../src/log.ts';
 import { alertRulesFileKey, alertRulesName, alertsStep } from '../../src/steps/alerts.ts';
 import { namespaceStep } from '../../src/steps/namespace.ts';
@@ -24,7 +24,8 @@ const run = runLetters();
 let requests = 0;
 const kube = new Kube(loadKubeConfig({ onRequest: () => { requests += 1; } }));
 const objects = new TenantObjectCache({ kube, log: createLogger('silent') });
-const cached = kube.withReads(objects.reads);
+const direct = apiReads(kube);
+const cached = objects.reads;
 const code = `TO${run}`;
 /** Its uid is the real EvaTenant's (beforeAll): the namespace's owner must exist, or the garbage collector deletes it. */
 let scope: TenantScope = testScope({ code });
@@ -38,20 +39,20 @@ const network: NetworkStepDeps['config']['networkPolicy'] = {
 
 interface Judged {
   step: Step<NetworkStepDeps>;
-  deps: (k: Kube) => NetworkStepDeps;
+  deps: (reads: KubeReads) => NetworkStepDeps;
 }
 const judged: Record<string, Judged> = {
-  namespace: { step: namespaceStep, deps: (k) => ({ kube: k, config: { networkPolicy: network } }) },
-  quotas: { step: quotasStep, deps: (k) => ({ kube: k, config: { networkPolicy: network } }) },
-  network: { step: networkStep, deps: (k) => ({ kube: k, config: { networkPolicy: network } }) },
-  alerts: { step: alertsStep, deps: (k) => ({ kube: k, config: { networkPolicy: network } }) },
+  namespace: { step: namespaceStep, deps: (reads) => ({ kube, reads, config: { networkPolicy: network } }) },
+  quotas: { step: quotasStep, deps: (reads) => ({ kube, reads, config: { networkPolicy: network } }) },
+  network: { step: networkStep, deps: (reads) => ({ kube, reads, config: { networkPolicy: network } }) },
+  alerts: { step: alertsStep, deps: (reads) => ({ kube, reads, config: { networkPolicy: network } }) },
 };
 
 /** What verify says from the cache, once the watch caught up with what the API says. */
 async function cachedVerdictMatches(name: string): Promise<{ api: Verdict; cache: Verdict }> {
   const { step, deps } = judged[name] ?? {};
   if (step === undefined || deps === undefined) throw new Error(name);
-  const api = await step.verify(scope, deps(kube));
+  const api = await step.verify(scope, deps(direct));
   let cache = await step.verify(scope, deps(cached));
   await eventually(async () => {
     cache = await step.verify(scope, deps(cached));
@@ -66,12 +67,12 @@ beforeAll(async () => {
   kubectlOk(['apply', '-f', '-'], tenantManifest(code.toLowerCase(), { capsuleCode: code, tier: 'Starter', operatorVersion: '0.0.0-cache-test' }));
   scope = testScope({ code, uid: kubectlOk(['get', 'evt', code.toLowerCase(), '-o', 'jsonpath={.metadata.uid}']) });
   // Listed at start: the namespace and quota exist before the caches do.
-  await namespaceStep.ensure(scope, { kube });
-  await quotasStep.ensure(scope, { kube });
+  await namespaceStep.ensure(scope, { kube, reads: direct });
+  await quotasStep.ensure(scope, { kube, reads: direct });
   await objects.start();
   // Arrive by watch events.
-  await networkStep.ensure(scope, { kube, config: { networkPolicy: network } });
-  await alertsStep.ensure(scope, { kube });
+  await networkStep.ensure(scope, { kube, reads: direct, config: { networkPolicy: network } });
+  await alertsStep.ensure(scope, { kube, reads: direct });
 });
 
 afterAll(async () => {
@@ -92,7 +93,7 @@ describe('tenant object caches', () => {
     for (const name of Object.keys(judged)) await judged[name]?.step.verify(scope, judged[name].deps(cached));
     // alerts asks once a minute whether the Prometheus Operator is installed, and it did above.
     expect(requests).toBe(0);
-    for (const name of Object.keys(judged)) await judged[name]?.step.verify(scope, judged[name].deps(kube));
+    for (const name of Object.keys(judged)) await judged[name]?.step.verify(scope, judged[name].deps(direct));
     expect(requests, 'positive control: the same verifies against the API').toBeGreaterThanOrEqual(5);
   });
 
@@ -110,20 +111,20 @@ describe('tenant object caches', () => {
     expect(broken.api).toMatchObject({ ready: false, reason });
     expect(broken.cache).toEqual(broken.api);
     const { step, deps } = judged[name] ?? {};
-    await step?.ensure(scope, deps?.(kube) ?? { kube, config: { networkPolicy: network } });
+    await step?.ensure(scope, deps?.(direct) ?? { kube, reads: direct, config: { networkPolicy: network } });
     const repaired = await cachedVerdictMatches(name);
     expect(repaired.cache).toEqual(READY);
   });
 
   it('holds no managedFields, and nothing of objects without the operator\'s labels', async () => {
-    const quota = await cached.reads.get('ResourceQuota', scope.namespace, 'eva-tier-quota');
+    const quota = await cached.get('ResourceQuota', scope.namespace, 'eva-tier-quota');
     expect(quota?.spec?.hard).toBeDefined();
     expect(quota?.metadata?.managedFields).toBeUndefined();
-    expect((await kube.reads.get('ResourceQuota', scope.namespace, 'eva-tier-quota'))?.metadata?.managedFields, 'positive control').toBeDefined();
+    expect((await direct.get('ResourceQuota', scope.namespace, 'eva-tier-quota'))?.metadata?.managedFields, 'positive control').toBeDefined();
     kubectlOk(['create', 'configmap', 'not-ours', '-n', scope.namespace, '--from-literal=a=b']);
-    expect(await eventually(async () => (await kube.reads.get('ConfigMap', scope.namespace, 'not-ours')) !== undefined, 5_000)).toBe(true);
+    expect(await eventually(async () => (await direct.get('ConfigMap', scope.namespace, 'not-ours')) !== undefined, 5_000)).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(await cached.reads.get('ConfigMap', scope.namespace, 'not-ours')).toBeUndefined();
+    expect(await cached.get('ConfigMap', scope.namespace, 'not-ours')).toBeUndefined();
   });
 
   it('keeps helm release Secrets as labels only and module Deployments without their pod template', async () => {
@@ -135,15 +136,15 @@ describe('tenant object caches', () => {
     }));
     kubectlOk(['create', 'deployment', 'orbit-crm', '-n', scope.namespace, '--image=registry.invalid/x:1']);
     kubectlOk(['label', 'deployment', 'orbit-crm', '-n', scope.namespace, 'eva.aidonow.com/module=orbit-crm']);
-    expect(await eventually(async () => (await cached.reads.list('Deployment', scope.namespace)).length === 1, 10_000)).toBe(true);
-    expect(await eventually(async () => (await cached.reads.list('HelmRelease', scope.namespace)).length === 1, 10_000)).toBe(true);
-    const [release] = await cached.reads.list('HelmRelease', scope.namespace);
+    expect(await eventually(async () => (await cached.list('Deployment', scope.namespace)).length === 1, 10_000)).toBe(true);
+    expect(await eventually(async () => (await cached.list('HelmRelease', scope.namespace)).length === 1, 10_000)).toBe(true);
+    const [release] = await cached.list('HelmRelease', scope.namespace);
     expect(release?.metadata?.labels?.['status']).toBe('deployed');
     expect(release?.data).toBeUndefined();
-    expect(await cached.reads.get('Secret', scope.namespace, 'sh.helm.release.v1.orbit-crm.v1'), 'not among the operator\'s own Secrets').toBeUndefined();
-    const [deployment] = await cached.reads.list('Deployment', scope.namespace);
+    expect(await cached.get('Secret', scope.namespace, 'sh.helm.release.v1.orbit-crm.v1'), 'not among the operator\'s own Secrets').toBeUndefined();
+    const [deployment] = await cached.list('Deployment', scope.namespace);
     expect(deployment?.spec?.replicas).toBe(1);
     expect(deployment?.spec?.template.spec).toBeUndefined();
-    expect((await kube.reads.list('Deployment', scope.namespace))[0]?.spec?.template.spec, 'positive control').toBeDefined();
+    expect((await direct.list('Deployment', scope.namespace))[0]?.spec?.template.spec, 'positive control').toBeDefined();
   });
 });

@@ -19,6 +19,7 @@ import { READY } from '../../src/steps/step.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
 import type { NetworkPolicySettings } from '../../src/config.ts';
 import { testAccounts, testScope } from '../support/fixtures.ts';
+import { apiKube } from '../support/api-reads.ts';
 import { startNatsServer, type TestNatsServer } from '../support/nats-server.ts';
 import { runLetters } from '../support/random.ts';
 
@@ -45,7 +46,7 @@ async function tenant(options: Partial<Parameters<typeof testScope>[0]> = {}): P
   return scope;
 }
 
-const deps = () => ({ nats, kube, seedsBasePath: 'unused' });
+const deps = () => ({ nats, ...apiKube(kube), seedsBasePath: 'unused' });
 
 // ---- fault injection ------------------------------------------------------------------------------
 
@@ -80,7 +81,7 @@ function crashingDeps(plan: { at: number; calls: number }) {
   const replaced: Record<string | symbol, unknown> = { keys, system };
   const faultyNats = withParts(nats, replaced);
   const faultyKube = crashing(withParts(kube, { core: crashing(kube.core, ['deleteNamespacedSecret'], plan) }), ['apply'], plan);
-  return { nats: faultyNats, kube: faultyKube, seedsBasePath: 'unused' };
+  return { nats: faultyNats, ...apiKube(faultyKube), seedsBasePath: 'unused' };
 }
 
 /** How many side effects a clean run of `run` makes (so every one of them can be crashed). */
@@ -295,7 +296,7 @@ describe('step network', () => {
     dns: { namespaces: { 'kubernetes.io/metadata.name': 'kube-system' }, pods: { 'k8s-app': 'kube-dns' } },
     removeForeign: false,
   };
-  const networkDeps = (enabled = true) => ({ kube, config: { networkPolicy: { ...settings, enabled } } });
+  const networkDeps = (enabled = true) => ({ ...apiKube(kube), config: { networkPolicy: { ...settings, enabled } } });
 
   it('applies the isolation policy (only NATS\'s client port, not its monitoring port), repairs drift, removes it', async () => {
     const scope = await tenant();
@@ -332,7 +333,7 @@ describe('step network', () => {
     expect(await networkStep.verify(scope, networkDeps())).toMatchObject(foreign);
     expect(await networkStep.ensure(scope, networkDeps()), 'not removed unless asked').toMatchObject(foreign);
     await kube.networking.readNamespacedNetworkPolicy({ name: 'allow-all', namespace: scope.namespace });
-    const removing = { kube, config: { networkPolicy: { ...settings, removeForeign: true } } };
+    const removing = { ...apiKube(kube), config: { networkPolicy: { ...settings, removeForeign: true } } };
     expect(await networkStep.ensure(scope, removing)).toEqual(READY);
     expect(await networkStep.verify(scope, networkDeps())).toEqual(READY);
     const left = await kube.networking.listNamespacedNetworkPolicy({ namespace: scope.namespace });

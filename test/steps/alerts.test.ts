@@ -22,6 +22,7 @@ import { READY } from '../../src/steps/step.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
 import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
 import { testScope } from '../support/fixtures.ts';
+import { apiKube } from '../support/api-reads.ts';
 
 const CRD = PROMETHEUS_RULE.crd;
 /** Marks the CRD this test installs, so a later run can tell its own leftover from a real install. */
@@ -130,9 +131,9 @@ describe('alerts step without the Prometheus Operator', () => {
 
   it('writes a rule ConfigMap with the Starter threshold; a repeat changes nothing', async () => {
     expect(await prometheusRulesSupported(kube, log)).toBe(false);
-    expect(await alertsStep.verify(scope, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesMissing' });
+    expect(await alertsStep.verify(scope, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesMissing' });
 
-    await alertsStep.ensure(scope, { kube });
+    await alertsStep.ensure(scope, apiKube(kube));
     const threshold = 0.8 * STREAM_LIMITS_BY_TIER.Starter.maxMsgs;
     expect(threshold).toBe(80_000);
     const group = configMapGroup(scope);
@@ -145,37 +146,37 @@ describe('alerts step without the Prometheus Operator', () => {
     const stored = getObject('configmap', scope);
     expect(stored?.metadata.labels).toMatchObject({ [ALERT_RULES_LABEL]: 'true', 'eva.aidonow.com/capsule-code': scope.code, 'eva.aidonow.com/tier': 'Starter' });
     expect(Object.keys(stored?.data ?? {})).toEqual([`eva-${scope.code}-queue-depth.yaml`]);
-    expect(await alertsStep.verify(scope, { kube })).toEqual(READY);
+    expect(await alertsStep.verify(scope, apiKube(kube))).toEqual(READY);
 
-    await alertsStep.ensure(scope, { kube });
+    await alertsStep.ensure(scope, apiKube(kube));
     expect(getObject('configmap', scope)?.metadata.resourceVersion).toBe(stored?.metadata.resourceVersion);
     expect(getObject('prometheusrule', scope)).toBeUndefined();
   });
 
   it('follows a tier change', async () => {
     const customer = withTier(scope, 'Customer');
-    expect(await alertsStep.verify(customer, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
-    await alertsStep.ensure(customer, { kube });
+    expect(await alertsStep.verify(customer, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
+    await alertsStep.ensure(customer, apiKube(kube));
     expect(expressions(configMapGroup(scope))).toEqual(expectedExpressions(scope, 0.8 * STREAM_LIMITS_BY_TIER.Customer.maxMsgs));
     expect(getObject('configmap', scope)?.metadata.labels?.['eva.aidonow.com/tier']).toBe('Customer');
-    expect(await alertsStep.verify(customer, { kube })).toEqual(READY);
-    expect(await alertsStep.verify(scope, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
+    expect(await alertsStep.verify(customer, apiKube(kube))).toEqual(READY);
+    expect(await alertsStep.verify(scope, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
   });
 
   it('sees a hand-edited rule file as drift and repairs it', async () => {
     const customer = withTier(scope, 'Customer');
     const patch = JSON.stringify({ data: { [alertRulesFileKey(scope.code)]: 'groups: []\n' } });
     kubectlOk(['patch', 'configmap', alertRulesName(scope.code), '-n', scope.namespace, '--type=merge', '-p', patch]);
-    expect(await alertsStep.verify(customer, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
-    await alertsStep.ensure(customer, { kube });
-    expect(await alertsStep.verify(customer, { kube })).toEqual(READY);
+    expect(await alertsStep.verify(customer, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
+    await alertsStep.ensure(customer, apiKube(kube));
+    expect(await alertsStep.verify(customer, apiKube(kube))).toEqual(READY);
   });
 
   it('removes the ConfigMap; removing again is fine', async () => {
-    await alertsStep.remove(scope, { kube });
+    await alertsStep.remove(scope, apiKube(kube));
     expect(getObject('configmap', scope)).toBeUndefined();
-    await alertsStep.remove(scope, { kube });
-    expect(await alertsStep.verifyRemoved(scope, { kube })).toEqual(READY);
+    await alertsStep.remove(scope, apiKube(kube));
+    expect(await alertsStep.verifyRemoved(scope, apiKube(kube))).toEqual(READY);
   });
 });
 
@@ -187,7 +188,7 @@ describe('alerts step with the PrometheusRule CRD', () => {
     // A client that asked before the CRD existed keeps that answer for 60 s.
     before = new Kube(loadKubeConfig());
     expect(await prometheusRulesSupported(before, log)).toBe(crdOwner() !== undefined);
-    await alertsStep.ensure(scope, { kube: before });
+    await alertsStep.ensure(scope, apiKube(before));
     if (crdOwner() === undefined) installCrd();
     kube = new Kube(loadKubeConfig());
   });
@@ -199,63 +200,63 @@ describe('alerts step with the PrometheusRule CRD', () => {
   });
 
   it('writes a PrometheusRule instead and removes the ConfigMap', async () => {
-    expect(await alertsStep.verify(scope, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesMissing' });
-    await alertsStep.ensure(scope, { kube });
+    expect(await alertsStep.verify(scope, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesMissing' });
+    await alertsStep.ensure(scope, apiKube(kube));
     const rule = getObject('prometheusrule', scope);
     expect(rule?.metadata.labels).toMatchObject({ [ALERT_RULES_LABEL]: 'true', 'eva.aidonow.com/capsule-code': scope.code });
     expect(rule?.spec?.groups).toHaveLength(1);
     expect(expressions(rule?.spec?.groups[0])).toEqual(expectedExpressions(scope, 80_000));
     expect(rule?.spec?.groups[0]?.rules[0]).toMatchObject({ for: '5m', labels: { severity: 'warning', capsule: scope.code } });
     expect(getObject('configmap', scope)).toBeUndefined();
-    expect(await alertsStep.verify(scope, { kube })).toEqual(READY);
+    expect(await alertsStep.verify(scope, apiKube(kube))).toEqual(READY);
 
-    await alertsStep.ensure(scope, { kube });
+    await alertsStep.ensure(scope, apiKube(kube));
     expect(getObject('prometheusrule', scope)?.metadata.resourceVersion).toBe(rule?.metadata.resourceVersion);
   });
 
   it('follows a tier change', async () => {
     const enterprise = withTier(scope, 'Enterprise');
-    expect(await alertsStep.verify(enterprise, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
-    await alertsStep.ensure(enterprise, { kube });
+    expect(await alertsStep.verify(enterprise, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesDrifted' });
+    await alertsStep.ensure(enterprise, apiKube(kube));
     const groups = getObject('prometheusrule', scope)?.spec?.groups;
     expect(expressions(groups?.[0])).toEqual(expectedExpressions(scope, 0.8 * STREAM_LIMITS_BY_TIER.Enterprise.maxMsgs));
-    expect(await alertsStep.verify(enterprise, { kube })).toEqual(READY);
+    expect(await alertsStep.verify(enterprise, apiKube(kube))).toEqual(READY);
   });
 
   it('flags a leftover ConfigMap next to the PrometheusRule and deletes it', async () => {
     const enterprise = withTier(scope, 'Enterprise');
     kubectlOk(['create', 'configmap', alertRulesName(scope.code), '-n', scope.namespace, '--from-literal=x=y']);
-    expect(await alertsStep.verify(enterprise, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesDuplicated' });
-    await alertsStep.ensure(enterprise, { kube });
+    expect(await alertsStep.verify(enterprise, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesDuplicated' });
+    await alertsStep.ensure(enterprise, apiKube(kube));
     expect(getObject('configmap', scope)).toBeUndefined();
-    expect(await alertsStep.verify(enterprise, { kube })).toEqual(READY);
+    expect(await alertsStep.verify(enterprise, apiKube(kube))).toEqual(READY);
   });
 
   it('removes both the PrometheusRule and a ConfigMap', async () => {
     kubectlOk(['create', 'configmap', alertRulesName(scope.code), '-n', scope.namespace, '--from-literal=x=y']);
-    expect(await alertsStep.verifyRemoved(scope, { kube })).toMatchObject({ ready: false, reason: 'AlertRulesPresent' });
-    await alertsStep.remove(scope, { kube });
+    expect(await alertsStep.verifyRemoved(scope, apiKube(kube))).toMatchObject({ ready: false, reason: 'AlertRulesPresent' });
+    await alertsStep.remove(scope, apiKube(kube));
     expect(getObject('prometheusrule', scope)).toBeUndefined();
     expect(getObject('configmap', scope)).toBeUndefined();
-    expect(await alertsStep.verifyRemoved(scope, { kube })).toEqual(READY);
-    await alertsStep.remove(scope, { kube });
+    expect(await alertsStep.verifyRemoved(scope, apiKube(kube))).toEqual(READY);
+    await alertsStep.remove(scope, apiKube(kube));
   });
 
   it('works again without the CRD once it is gone', async () => {
     if (!installedCrd) return;
     const other = await newTenant('Starter');
-    await alertsStep.ensure(other, { kube });
+    await alertsStep.ensure(other, apiKube(kube));
     expect(getObject('prometheusrule', other)).toBeDefined();
     deleteCrd();
     installedCrd = false;
     expect(await eventually(() => kubectl(['get', 'crd', CRD]).status !== 0, 30_000)).toBe(true);
     kube = new Kube(loadKubeConfig());
     expect(await prometheusRulesSupported(kube, log)).toBe(false);
-    expect(await alertsStep.verifyRemoved(other, { kube })).toEqual(READY);
-    await alertsStep.remove(other, { kube });
-    await alertsStep.ensure(other, { kube });
+    expect(await alertsStep.verifyRemoved(other, apiKube(kube))).toEqual(READY);
+    await alertsStep.remove(other, apiKube(kube));
+    await alertsStep.ensure(other, apiKube(kube));
     expect(expressions(configMapGroup(other))).toEqual(expectedExpressions(other, 80_000));
-    await alertsStep.remove(other, { kube });
-    expect(await alertsStep.verifyRemoved(other, { kube })).toEqual(READY);
+    await alertsStep.remove(other, apiKube(kube));
+    expect(await alertsStep.verifyRemoved(other, apiKube(kube))).toEqual(READY);
   });
 });

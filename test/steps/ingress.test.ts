@@ -8,6 +8,7 @@ import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
 import { ingressStep, type IngressStepDeps } from '../../src/steps/ingress.ts';
 import { READY } from '../../src/steps/step.ts';
 import { testScope } from '../support/fixtures.ts';
+import { apiKube } from '../support/api-reads.ts';
 import { eventually, kubectlOk } from '../support/kubectl.ts';
 import { runLetters } from '../support/random.ts';
 import { testPki } from '../support/certificates.ts';
@@ -33,7 +34,7 @@ async function tenantScope(code: string): Promise<ReturnType<typeof testScope>> 
 }
 
 const deps = (ingressClass?: string): IngressStepDeps => ({
-  kube,
+  ...apiKube(kube),
   config: { baseDomain: 'tenants.example.test', ingressReadyOnCreate: false, ingress: { tls: { mode: 'none' }, annotations: {} }, ...(ingressClass ? { ingressClass } : {}) },
 });
 
@@ -62,7 +63,7 @@ describe('step ingress with TLS', () => {
   const pki = testPki();
   const platformNs = `eva-platform-${run.toLowerCase()}`;
   const tlsDeps = (tls: IngressSettings['tls'], annotations: Record<string, string> = {}): IngressStepDeps => ({
-    kube,
+    ...apiKube(kube),
     config: { baseDomain: 'tenants.example.test', ingressReadyOnCreate: true, ingress: { tls, annotations } },
   });
   const secretMode = (): IngressStepDeps => tlsDeps({ mode: 'secret', source: { namespace: platformNs, name: 'wildcard' } });

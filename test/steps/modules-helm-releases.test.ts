@@ -26,6 +26,7 @@ import type { Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
 import { configMapIn, hostileCharts } from '../support/hostile-charts.ts';
 import { testScope } from '../support/fixtures.ts';
+import { apiKube } from '../support/api-reads.ts';
 import { renderGuardSettings } from '../../src/config.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
@@ -44,7 +45,7 @@ const namespaces: string[] = [];
 
 function deps(): ModuleStepDeps {
   return {
-    kube,
+    ...apiKube(kube),
     helm: new Helm({ binary: tool('helm'), kubeconfig: process.env['KUBECONFIG'], pluginsDir: renderGuardSettings().pluginsDir, onSpawn: recordSpawn }),
     images: ImageCatalog.fromFile(imagesFile),
     config: {
@@ -123,7 +124,7 @@ function respec(scope: TenantScope, spec: Partial<EvaTenantSpec>): TenantScope {
 }
 
 async function releasesOf(namespace: string): Promise<Map<string, ReleaseRecord>> {
-  return new Map((await readReleases(kube, namespace)).map((r) => [r.name, r]));
+  return new Map((await readReleases(apiKube(kube).reads, namespace)).map((r) => [r.name, r]));
 }
 
 async function untilVerdict(scope: TenantScope, check: (v: Verdict) => boolean, timeoutMs = 60_000): Promise<Verdict> {
@@ -455,7 +456,7 @@ describe('modules step (real helm, real control plane)', () => {
         expect(err.message).toContain(`ConfigMap/kube-system/${probe}`);
         // The pending release was uninstalled (attempt 1) and the refused install stored nothing.
         expect((await releasesOf(scope.namespace)).get('orbit-crm')).toBeUndefined();
-        expect(await kube.reads.get('ConfigMap', 'kube-system', probe)).toBeUndefined();
+        expect(await apiKube(kube).reads.get('ConfigMap', 'kube-system', probe)).toBeUndefined();
       }
     } finally {
       charts.remove();
@@ -480,7 +481,7 @@ describe('modules step (real helm, real control plane)', () => {
     expect(await step.verifyRemoved(starter, deps())).toMatchObject({ ready: false, reason: 'ReleasesRemain' });
     await step.remove(starter, deps());
     expect(await step.verifyRemoved(starter, deps())).toEqual({ ready: true });
-    expect(await readReleases(kube, scope.namespace)).toEqual([]);
+    expect(await readReleases(apiKube(kube).reads, scope.namespace)).toEqual([]);
     // Idempotent: removing again (nothing left) is fine.
     await step.remove(starter, deps());
   });

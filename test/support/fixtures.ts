@@ -6,7 +6,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { API_VERSION, KIND, type Tier } from '../../src/api/constants.ts';
 import type { EvaTenant, EvaTenantSpec } from '../../src/api/evatenant.ts';
 import { MODULES_BY_TIER } from '../../src/api/modules.ts';
-import { NatsPool } from '../../src/adapters/nats.ts';
+import { NatsPool } from '../../src/adapters/nats-pool.ts';
 import { parseCreds } from '../../src/adapters/nats-jwt.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { tenantNamespace } from '../../src/tenancy/names.ts';
