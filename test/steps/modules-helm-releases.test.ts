@@ -27,6 +27,10 @@ import { repoRoot, tool } from '../support/tools.ts';
 import { configMapIn, hostileCharts } from '../support/hostile-charts.ts';
 import { testScope } from '../support/fixtures.ts';
 import { renderGuardSettings } from '../../src/config.ts';
+import { recordStep } from '../../src/steps/record.ts';
+import { seedStep } from '../../src/steps/seed.ts';
+import { useNatsServer } from '../support/fixtures.ts';
+import { fileReadsDuring } from '../support/fs-reads.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
 const natsCreds = async (): Promise<string> => {
@@ -34,6 +38,8 @@ const natsCreds = async (): Promise<string> => {
   return formatCreds(await signUser({ name: 'modules', account: publicKeyOf(account, 'account') }, user, account), user);
 };
 const runId = Date.now().toString(36).slice(-4);
+/** For the steps that read the bundle beside modules (record, seed): a drift check runs all three. */
+const natsServer = useNatsServer();
 
 let kube: Kube;
 let secretsDir: string;
@@ -295,6 +301,23 @@ describe('modules step (real helm, real control plane)', () => {
     await step.verify(scope, deps());
     expect(spawned.length).toBe(before);
     console.log(`[measure] Starter install (2 modules): ensure ${installMs.toFixed(0)} ms, ready after ${readyMs.toFixed(0)} ms; no-op repeat ${repeatMs.toFixed(0)} ms`);
+  });
+
+  it('measures the file reads of drift checks of the steps that read the bundle (record, seed, modules)', async () => {
+    const scope = await tenantScope('Starter');
+    await step.ensure(scope, deps());
+    expect(await untilReady(scope)).toEqual({ ready: true });
+    const [moduleDeps, seedDeps] = [deps(), natsServer.deps(join(repoRoot, 'seeds'))];
+    const checks = 10;
+    const reads = await fileReadsDuring(async () => {
+      for (let i = 0; i < checks; i += 1) {
+        await recordStep.verify(scope, seedDeps);
+        await seedStep.verify(scope, seedDeps);
+        expect(await modulesStep.verify(scope, moduleDeps)).toEqual({ ready: true });
+      }
+    });
+    const bundleReads = reads.filter((path) => ['charts', 'seeds'].some((dir) => path.startsWith(join(repoRoot, dir))));
+    console.log(`[measure] drift check of record, seed and modules (Starter, ${String(checks)} checks): ${String(reads.length / checks)} file reads per check, ${String(bundleReads.length / checks)} of them bundle files`);
   });
 
   it('puts a deleted module Deployment back: verify sees it missing, ensure upgrades only that release', async () => {
