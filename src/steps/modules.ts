@@ -7,24 +7,27 @@
  * values only name it and carry a revision of its credentials, so a rotation rolls every module once.
  * A hash of chart + values is stored as a release label, so a repeat ensure compares labels and starts
  * no helm process, and verify (the drift check) reads release Secrets' labels and Deployments only.
+ * Whether a Deployment serves is module-readiness.ts's to judge; what a release's state calls for is
+ * release-state.ts's.
  */
 import { Reason } from '../api/reasons.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Deployment, V1Pod, V1Secret } from '@kubernetes/client-node';
+import type { V1Deployment, V1Secret } from '@kubernetes/client-node';
 import { parse as parseYaml } from 'yaml';
 import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
-import { isModuleName, type ModuleName } from '../api/modules.ts';
+import type { ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
-import { actionFor, problemFor, recoverPendingRelease, type ReleaseState, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
+import { actionFor, isOurs, recoverPendingRelease, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
 import { type ModuleValues, moduleValues, secretStrings, valuesFileContent, valuesHash } from './module-values.ts';
+import { deploymentProblem, deploymentProblems, instanceOf, type Problem } from './module-readiness.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
@@ -44,80 +47,6 @@ const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
 const HELM_TIMEOUT_SECONDS = 120;
 
 export const credentialsSecretName = (code: string): string => `eva-${code.toLowerCase()}-credentials`;
-
-type Problem = { reason: Reason; message: string };
-type DeploymentCondition = NonNullable<NonNullable<V1Deployment['status']>['conditions']>[number];
-
-/** Pods the ReplicaSet could not create (a quota, a LimitRange, Pod Security) or a stalled rollout. */
-function conditionProblem(name: string, conditions: readonly DeploymentCondition[]): Problem | undefined {
-  const failure = conditions.find((c) => c.type === 'ReplicaFailure' && c.status === 'True');
-  if (failure !== undefined) {
-    const message = `${name}: ${failure.message ?? failure.reason ?? 'cannot create pods'}`;
-    return { reason: message.includes('exceeded quota') ? Reason.QuotaExceeded : Reason.ReplicaFailure, message };
-  }
-  const progressing = conditions.find((c) => c.type === 'Progressing');
-  if (progressing?.reason !== 'ProgressDeadlineExceeded') return undefined;
-  return { reason: Reason.DeploymentStalled, message: `${name}: ${progressing.message ?? 'progress deadline exceeded'}` };
-}
-
-/** The controller has seen the current spec and every wanted replica runs the current template. */
-function rolloutProblem(name: string, deployment: V1Deployment): Problem | undefined {
-  const { metadata, spec, status } = deployment;
-  if ((status?.observedGeneration ?? 0) < (metadata?.generation ?? 0)) {
-    return { reason: Reason.DeploymentProgressing, message: `${name}: the new spec is not observed yet` };
-  }
-  const wanted = spec?.replicas ?? 1;
-  const updated = status?.updatedReplicas ?? 0;
-  if (updated < wanted) return { reason: Reason.DeploymentProgressing, message: `${name}: ${updated}/${wanted} replicas updated` };
-  return oldReplicasProblem(name, status, updated);
-}
-
-/**
- * Old pods still serving while the new ones do not start (e.g. their image cannot be pulled): the
- * Deployment stays Available, yet the rollout has not finished.
- */
-function oldReplicasProblem(name: string, status: V1Deployment['status'], updated: number): Problem | undefined {
-  const total = status?.replicas ?? 0;
-  if (total <= updated) return undefined;
-  return { reason: Reason.DeploymentProgressing, message: `${name}: ${total - updated} old replica(s) still running, ${updated} updated` };
-}
-
-/** Why a release's Deployment is not serving yet, or undefined when it is. */
-export function deploymentProblem(deployment: V1Deployment): Problem | undefined {
-  const name = deployment.metadata?.name ?? '?';
-  const conditions = deployment.status?.conditions ?? [];
-  const problem = conditionProblem(name, conditions) ?? rolloutProblem(name, deployment);
-  if (problem !== undefined) return problem;
-  const available = conditions.find((c) => c.type === 'Available');
-  if (available?.status === 'True') return undefined;
-  return { reason: Reason.DeploymentUnavailable, message: `${name}: ${available?.message ?? 'not available yet'}` };
-}
-
-/** What is wrong with the releases against the desired hashes (in module order), if anything. */
-export function releaseProblems(
-  desired: ReadonlyMap<ModuleName, string>,
-  releases: readonly ReleaseRecord[],
-  withDeployment: ReadonlySet<string>,
-): Problem[] {
-  const byName = new Map(releases.map((r) => [r.name, r]));
-  const problems: Problem[] = [];
-  for (const [module, hash] of desired) {
-    const problem = problemFor(module, releaseState(hash, byName.get(module), withDeployment.has(module)));
-    if (problem !== undefined) problems.push(problem);
-  }
-  for (const release of undesiredReleases(desired, releases)) {
-    problems.push({ reason: Reason.UndesiredRelease, message: `${release.name} is installed but not part of the tier` });
-  }
-  return problems;
-}
-
-/** Releases this operator installed for modules the tenant no longer has (e.g. after a tier downgrade). */
-export function undesiredReleases(desired: ReadonlyMap<ModuleName, string> | ReadonlySet<string>, releases: readonly ReleaseRecord[]): ReleaseRecord[] {
-  return releases.filter((r) => isOurs(r) && !desired.has(r.name as ModuleName));
-}
-
-const isOurs = (release: ReleaseRecord): boolean =>
-  release.labels[LABELS.managedBy] === MANAGED_BY && isModuleName(release.name);
 
 function verdictOf(problems: readonly Problem[]): Verdict {
   const first = problems[0];
@@ -332,44 +261,6 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
 // ---- verify / remove ------------------------------------------------------------------------------
 
 const listModuleDeployments = (kube: Kube, namespace: string): Promise<V1Deployment[]> => kube.reads.list('Deployment', namespace);
-
-/** The release a module Deployment belongs to. */
-function instanceOf(deployment: V1Deployment): string | undefined {
-  return deployment.metadata?.labels?.['app.kubernetes.io/instance'];
-}
-
-/** The kubelet's waiting reasons that mean "this image cannot be had" (not "still pulling"). */
-const IMAGE_PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull']);
-
-/**
- * A pod of the module whose container (init containers included) waits on an image it cannot pull:
- * the Deployment only says "unavailable"; this says why, naming the image.
- */
-export function imagePullProblem(name: string, pods: readonly V1Pod[]): Problem | undefined {
-  for (const pod of pods) {
-    const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
-    const stuck = statuses.find((c) => IMAGE_PULL_FAILURES.has(c.state?.waiting?.reason ?? ''));
-    if (stuck === undefined) continue;
-    const waiting = stuck.state?.waiting;
-    return { reason: Reason.ImagePullFailed, message: `${name}: image ${stuck.image} cannot be pulled (${waiting?.reason ?? ''}${waiting?.message ? `: ${waiting.message}` : ''})` };
-  }
-  return undefined;
-}
-
-/** Why the modules' Deployments are not serving yet (a missing one is the release's state: Drifted). */
-function deploymentProblems(deployments: readonly V1Deployment[], modules: readonly ModuleName[], pods: readonly V1Pod[]): Problem[] {
-  const problems: Problem[] = [];
-  for (const module of modules) {
-    for (const deployment of deployments.filter((d) => instanceOf(d) === module)) {
-      const problem = deploymentProblem(deployment);
-      if (problem === undefined) continue;
-      const ownPods = pods.filter((p) => p.metadata?.labels?.['app.kubernetes.io/instance'] === module);
-      problems.push(problem.reason === Reason.QuotaExceeded ? problem : (imagePullProblem(problem.message.split(':')[0] ?? module, ownPods) ?? problem));
-    }
-  }
-  // Quota first: it will not fix itself, and it is the message the tenant's owner needs.
-  return problems.sort((a, b) => Number(b.reason === Reason.QuotaExceeded) - Number(a.reason === Reason.QuotaExceeded));
-}
 
 /** Read-only: release Secrets' labels, the credentials Secret and Deployments; never starts helm. */
 async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
