@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> tenancy -> (errors, log, versions, ...) -> api
+ *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> bundle -> tenancy -> (errors, log, versions, ...) -> api
  * A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -17,6 +17,7 @@ const LAYER: Readonly<Record<string, number>> = {
   'canonical-json.ts': 1,
   'versions.ts': 1,
   tenancy: 1.5,
+  bundle: 1.8,
   'log.ts': 1,
   'config.ts': 2.5,
   adapters: 2,

@@ -1,6 +1,6 @@
 /**
  * ModulesDeployed: one Helm release per module of the tenant's tier (release name = module name, in
- * the tenant namespace), from the charts bundled under <chartBasePath>/modules/<module>.
+ * the tenant namespace), from the charts bundled with the operator (bundle/charts.ts).
  *
  * Values: see module-values.ts (the tenant's, checked against the contract, and the operator's). The
  * NATS connection is not a value: the charts mount the Secret eva-nats that step 'account' writes; the
@@ -12,16 +12,13 @@
  */
 import { Reason } from '../api/reasons.ts';
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { V1Deployment, V1Secret } from '@kubernetes/client-node';
-import { parse as parseYaml } from 'yaml';
 import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
 import type { ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
 import { actionFor, isOurs, recoverPendingRelease, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
-import type { ImageCatalog } from '../adapters/images.ts';
+import type { Bundle } from '../bundle/bundle.ts';
 import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
@@ -32,14 +29,10 @@ import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
 
-export interface ModuleStepDeps {
+export interface ModuleStepDeps extends Bundle {
   kube: Kube;
   helm: Helm;
-  images: ImageCatalog;
-  config: Pick<
-    OperatorConfig,
-    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard'
-  >;
+  config: Pick<OperatorConfig, 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard'>;
 }
 
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
@@ -52,27 +45,6 @@ function verdictOf(problems: readonly Problem[]): Verdict {
   const first = problems[0];
   if (first === undefined) return READY;
   return notReady(first.reason, problems.map((p) => p.message).join('; '));
-}
-
-// ---- chart fingerprint ----------------------------------------------------------------------------
-
-export const chartPath = (chartBasePath: string, module: ModuleName): string => join(chartBasePath, 'modules', module);
-
-/**
- * Chart version plus a digest of every file in the chart folder: an operator upgrade that ships a
- * changed chart under the same version still upgrades its releases.
- */
-export function chartFingerprint(dir: string): string {
-  let version: unknown;
-  try {
-    version = (parseYaml(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as { version?: unknown } | null)?.version;
-  } catch (err) {
-    throw new DependencyError(Reason.ChartMissing, `cannot read the module chart at ${dir}: ${(err as Error).message}`, { cause: err });
-  }
-  const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => statSync(join(dir, f)).isFile()).sort();
-  const digest = createHash('sha256');
-  for (const file of files) digest.update(file).update('\0').update(readFileSync(join(dir, file))).update('\0');
-  return `${String(version)}+${digest.digest('hex').slice(0, 16)}`;
 }
 
 // ---- credentials ----------------------------------------------------------------------------------
@@ -152,9 +124,9 @@ interface TenantSecrets {
 }
 
 function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, secrets: TenantSecrets): DesiredRelease {
-  const chart = chartPath(deps.config.chartBasePath, module);
+  const chart = deps.charts.chart(module);
   const values = moduleValues({ module, scope, deps, ...secrets });
-  return { module, chart, values, hash: valuesHash(chartFingerprint(chart), values) };
+  return { module, chart: chart.path, values, hash: valuesHash(chart.fingerprint, values) };
 }
 
 function assertNotShuttingDown(scope: TenantScope): void {

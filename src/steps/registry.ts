@@ -4,7 +4,7 @@
  */
 import type { OperatorConfig } from '../config.ts';
 import type { Helm } from '../adapters/helm.ts';
-import type { ImageCatalog } from '../adapters/images.ts';
+import type { Bundle } from '../bundle/bundle.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { accountStep } from './account.ts';
@@ -25,15 +25,13 @@ import type { TenantScope } from '../tenancy/scope.ts';
 import { streamsStep } from './streams.ts';
 
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
-export interface OperatorDeps {
+export interface OperatorDeps extends Bundle {
   kube: Kube;
   /** What the drift check reads instead of the API server: the watch caches (adapters/tenant-objects.ts). */
   driftReads?: KubeReads;
   nats: NatsAccounts;
   helm: Helm;
-  images: ImageCatalog;
   config: OperatorConfig;
-  seedsBasePath: string;
 }
 
 export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {

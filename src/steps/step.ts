@@ -62,7 +62,6 @@ export interface Step<Deps> {
 /** What the NATS-backed steps (account, streams, record, seed, revoke) receive. */
 export interface NatsStepDeps {
   readonly nats: NatsAccounts;
-  readonly seedsBasePath: string;
 }
 
 /** A step whose objects are withdrawn while the tenant hibernates (the Ingress): ensure removes, verify wants them gone. */

@@ -45,7 +45,7 @@ async function tenant(options: Partial<Parameters<typeof testScope>[0]> = {}): P
   return scope;
 }
 
-const deps = () => ({ nats, kube, seedsBasePath: 'unused' });
+const deps = () => ({ nats, kube });
 
 // ---- fault injection ------------------------------------------------------------------------------
 
@@ -80,7 +80,7 @@ function crashingDeps(plan: { at: number; calls: number }) {
   const replaced: Record<string | symbol, unknown> = { keys, system };
   const faultyNats = withParts(nats, replaced);
   const faultyKube = crashing(withParts(kube, { core: crashing(kube.core, ['deleteNamespacedSecret'], plan) }), ['apply'], plan);
-  return { nats: faultyNats, kube: faultyKube, seedsBasePath: 'unused' };
+  return { nats: faultyNats, kube: faultyKube };
 }
 
 /** How many side effects a clean run of `run` makes (so every one of them can be crashed). */

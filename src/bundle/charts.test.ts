@@ -1,0 +1,43 @@
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { DependencyError } from '../errors.ts';
+import { ChartCatalog, chartFingerprint, chartPath } from './charts.ts';
+
+const CHARTS = fileURLToPath(new URL('../../charts', import.meta.url));
+
+describe('chart fingerprint', () => {
+  it('names the chart version and changes when any chart file changes', () => {
+    const copy = mkdtempSync(join(tmpdir(), 'eva-chart-'));
+    try {
+      cpSync(chartPath(CHARTS, 'orbit-crm'), copy, { recursive: true });
+      const before = chartFingerprint(copy);
+      expect(before).toMatch(/^1\.0\.0\+[a-f0-9]{16}$/);
+      expect(chartFingerprint(copy)).toBe(before);
+      writeFileSync(join(copy, 'templates', 'service.yaml'), '{{- include "eva-module-lib.service" . }}\n# changed\n');
+      expect(chartFingerprint(copy)).not.toBe(before);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  it('reports a missing chart as the operator’s problem', () => {
+    expect(() => chartFingerprint('/nonexistent/chart')).toThrow(DependencyError);
+  });
+});
+
+describe('chart catalogue', () => {
+  it('holds every module chart with its path and fingerprint', () => {
+    const catalog = ChartCatalog.load(CHARTS);
+    expect(catalog.chart('orbit-crm')).toEqual({ path: chartPath(CHARTS, 'orbit-crm'), fingerprint: chartFingerprint(chartPath(CHARTS, 'orbit-crm')) });
+    expect(catalog.chart('eva-forge').fingerprint).toMatch(/^\d+\.\d+\.\d+\+[a-f0-9]{16}$/);
+  });
+
+  it('reports a missing chart as the operator’s problem when a module asks for it', () => {
+    const catalog = ChartCatalog.load('/nonexistent/charts');
+    expect(() => catalog.chart('orbit-crm')).toThrow(expect.objectContaining({ reason: 'ChartMissing' }) as Error);
+    expect(() => catalog.chart('orbit-crm')).toThrow(DependencyError);
+  });
+});

@@ -1,0 +1,68 @@
+/**
+ * The module charts bundled under <chartBasePath>/modules/<module>, read and fingerprinted once when
+ * the operator starts: a drift check compares release labels with these fingerprints and reads no file.
+ * The charts ship in the operator's image, so they change only with a new operator (a new process).
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { MODULES, type ModuleName } from '../api/modules.ts';
+import { Reason } from '../api/reasons.ts';
+import { DependencyError } from '../errors.ts';
+
+export interface BundledChart {
+  /** The chart folder helm installs from. */
+  readonly path: string;
+  /** Chart version plus a digest of every file (see chartFingerprint). */
+  readonly fingerprint: string;
+}
+
+export const chartPath = (chartBasePath: string, module: ModuleName): string => join(chartBasePath, 'modules', module);
+
+/**
+ * Chart version plus a digest of every file in the chart folder: an operator upgrade that ships a
+ * changed chart under the same version still upgrades its releases.
+ */
+export function chartFingerprint(dir: string): string {
+  let version: unknown;
+  try {
+    version = (parseYaml(readFileSync(join(dir, 'Chart.yaml'), 'utf8')) as { version?: unknown } | null)?.version;
+  } catch (err) {
+    throw new DependencyError(Reason.ChartMissing, `cannot read the module chart at ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  const files = (readdirSync(dir, { recursive: true }) as string[]).filter((f) => statSync(join(dir, f)).isFile()).sort();
+  const digest = createHash('sha256');
+  for (const file of files) digest.update(file).update('\0').update(readFileSync(join(dir, file))).update('\0');
+  return `${String(version)}+${digest.digest('hex').slice(0, 16)}`;
+}
+
+function bundledChart(chartBasePath: string, module: ModuleName): BundledChart | Error {
+  const path = chartPath(chartBasePath, module);
+  try {
+    return { path, fingerprint: chartFingerprint(path) };
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+export class ChartCatalog {
+  /** Per module its chart, or why it cannot be used (reported by the tenants that need it, as before). */
+  private readonly charts: ReadonlyMap<ModuleName, BundledChart | Error>;
+
+  private constructor(charts: ReadonlyMap<ModuleName, BundledChart | Error>) {
+    this.charts = charts;
+  }
+
+  /** Reads every module's chart once; a missing or unreadable one fails only the tenants whose tier has it. */
+  static load(chartBasePath: string): ChartCatalog {
+    return new ChartCatalog(new Map(MODULES.map((module) => [module, bundledChart(chartBasePath, module)])));
+  }
+
+  chart(module: ModuleName): BundledChart {
+    const chart = this.charts.get(module);
+    if (chart === undefined) throw new DependencyError(Reason.ChartMissing, `no chart is bundled for module ${module}`);
+    if (chart instanceof Error) throw chart;
+    return chart;
+  }
+}
