@@ -13,7 +13,7 @@ import { READY, type Step, type StepName } from '../steps/step.ts';
 import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 
 /** Provisioning backwards; 'revoke' has nothing of its own (the account goes whole). */
-export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];
+export const DECOMMISSION_ORDER: readonly StepName[] = ['ingress', 'modules', 'credentials', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace'];
 
 const REMOVED = 'Removed';
 /** The state of a step whose data spec.dataRetention Retain keeps: as final as Removed. */
@@ -76,7 +76,7 @@ async function verifyStep(step: StepName, scope: TenantScope, deps: OperatorDeps
  * Steps whose objects live in the tenant namespace under fixed names (Ingress, releases, credentials,
  * alert rules, quota and limit range): nothing on them says which EvaTenant made them, the namespace does.
  */
-const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'alerts', 'network', 'quotas']);
+const IN_TENANT_NAMESPACE: ReadonlySet<StepName> = new Set(['ingress', 'modules', 'credentials', 'alerts', 'network', 'quotas']);
 
 /**
  * The state of the in-namespace steps when they must not run, or undefined when the namespace is this

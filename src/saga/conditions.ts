@@ -23,6 +23,7 @@ export const CONDITION_OF_STEP: Readonly<Record<StepName, ProvisioningCondition>
   alerts: 'Provisioned',
   record: 'Provisioned',
   seed: 'SeedLoaded',
+  credentials: 'ModulesDeployed',
   modules: 'ModulesDeployed',
   revoke: 'ModulesDeployed',
   ingress: 'IngressReady',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DependencyError, InputError } from '../errors.ts';
-import { combineFailures, credentialsSecretName } from './modules.ts';
+import { combineFailures } from './modules.ts';
 
 describe('failures of several modules', () => {
   it('surfaces an InputError first and names every module', () => {
@@ -13,9 +13,5 @@ describe('failures of several modules', () => {
     expect(err?.message).toBe('orbit-crm: api down; orbit-itsm: bad value');
     expect(combineFailures([])).toBeUndefined();
     expect(combineFailures([{ module: 'x', error: new Error('plain') }])).toBeInstanceOf(DependencyError);
-  });
-
-  it('names the credentials Secret after the code', () => {
-    expect(credentialsSecretName('ACMECO')).toBe('eva-acmeco-credentials');
   });
 });

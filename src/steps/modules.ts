@@ -5,22 +5,24 @@
  * Values: see module-values.ts (the tenant's, checked against the contract, and the operator's). The
  * NATS connection is not a value: the charts mount the Secret eva-nats that step 'account' writes; the
  * values only name it and carry a revision of its credentials, so a rotation rolls every module once.
- * A hash of chart + values is stored as a release label, so a repeat ensure compares labels and starts
- * no helm process, and verify (the drift check) reads release Secrets' labels and Deployments only.
- * Whether a Deployment serves is module-readiness.ts's to judge; what a release's state calls for is
- * release-state.ts's.
+ * The credentials every module gets are step 'credentials''s Secret, read here and rendered through
+ * the tmpfs values file. A hash of chart + values is stored as a release label, so a repeat ensure
+ * compares labels and starts no helm process, and verify (the drift check) reads release Secrets'
+ * labels and Deployments only. Whether a Deployment serves is module-readiness.ts's to judge; what a
+ * release's state calls for is release-state.ts's.
  */
 import { Reason } from '../api/reasons.ts';
-import { createHash, randomBytes } from 'node:crypto';
-import type { V1Deployment, V1Secret } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
+import type { V1Deployment } from '@kubernetes/client-node';
 import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
 import type { ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
 import { actionFor, isOurs, recoverPendingRelease, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
 import type { Bundle } from '../bundle/bundle.ts';
-import { FIELD_MANAGER, isConflict, isNotFound, type Kube } from '../adapters/kube.ts';
+import type { Kube } from '../adapters/kube.ts';
 import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
+import { credentialsSecretName, readCredentials } from './credentials.ts';
 import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
 import { type ModuleValues, moduleValues, secretStrings, valuesFileContent, valuesHash } from './module-values.ts';
@@ -35,70 +37,12 @@ export interface ModuleStepDeps extends Bundle {
   config: Pick<OperatorConfig, 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard'>;
 }
 
-/** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
-const CREDENTIAL_KEYS = ['db-password', 'api-key', 'jwt-secret'] as const;
 const HELM_TIMEOUT_SECONDS = 120;
-
-export const credentialsSecretName = (code: string): string => `eva-${code.toLowerCase()}-credentials`;
 
 function verdictOf(problems: readonly Problem[]): Verdict {
   const first = problems[0];
   if (first === undefined) return READY;
   return notReady(first.reason, problems.map((p) => p.message).join('; '));
-}
-
-// ---- credentials ----------------------------------------------------------------------------------
-
-/** The shape createNamespacedSecret sends; a plain interface because the client's V1Secret is a class. */
-interface SecretBody {
-  apiVersion: 'v1';
-  kind: 'Secret';
-  type: 'Opaque';
-  metadata: { name: string; namespace: string; labels: Record<string, string> };
-  stringData: Record<string, string>;
-}
-
-function credentialsSecret(scope: TenantScope): SecretBody {
-  // 24 random bytes = 192 bits, URL-safe base64: no character needs quoting in YAML, env or URLs.
-  const data = Object.fromEntries(CREDENTIAL_KEYS.map((key) => [key, randomBytes(24).toString('base64url')]));
-  return {
-    apiVersion: 'v1',
-    kind: 'Secret',
-    type: 'Opaque',
-    metadata: {
-      name: credentialsSecretName(scope.code),
-      namespace: scope.namespace,
-      labels: { [LABELS.managedBy]: MANAGED_BY, [LABELS.capsuleCode]: scope.code },
-    },
-    stringData: data,
-  };
-}
-
-function decodeSecret(secret: V1Secret): Record<string, string> {
-  return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
-}
-
-async function readCredentials(kube: Kube, scope: TenantScope): Promise<Record<string, string> | undefined> {
-  const secret = await kube.reads.get('Secret', scope.namespace, credentialsSecretName(scope.code));
-  return secret === undefined ? undefined : decodeSecret(secret);
-}
-
-/** The tenant's credentials: generated once; an existing Secret (possibly rotated by hand) is never replaced. */
-async function ensureCredentials(kube: Kube, scope: TenantScope): Promise<Record<string, string>> {
-  const existing = await readCredentials(kube, scope);
-  if (existing !== undefined) return existing;
-  try {
-    // Create, not apply: a lost race must keep the winner's values, never overwrite them.
-    const body = credentialsSecret(scope);
-    await kube.objects.create(body, undefined, undefined, FIELD_MANAGER);
-    scope.log.info({ credentialsSecretName: credentialsSecretName(scope.code) }, 'module credentials generated');
-    return body.stringData;
-  } catch (err) {
-    if (!isConflict(err)) throw err;
-    const winner = await readCredentials(kube, scope);
-    if (winner === undefined) throw err;
-    return winner;
-  }
 }
 
 /** A digest of the modules' NATS credentials (Secret eva-nats), or undefined when there are none yet. */
@@ -203,7 +147,9 @@ async function settleAll(jobs: readonly { module: string; run: () => Promise<voi
 async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict | undefined> {
   const natsRevision = await readNatsRevision(deps.kube, scope);
   if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
-  const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision };
+  const credentials = await readCredentials(deps.kube, scope);
+  if (credentials === undefined) throw new DependencyError(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist yet (step credentials comes first)`);
+  const secrets = { credentials, natsRevision };
   const releases = await readReleases(deps.kube, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
   const deployments = await listModuleDeployments(deps.kube, scope.namespace);
@@ -234,7 +180,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
 
 const listModuleDeployments = (kube: Kube, namespace: string): Promise<V1Deployment[]> => kube.reads.list('Deployment', namespace);
 
-/** Read-only: release Secrets' labels, the credentials Secret and Deployments; never starts helm. */
+/** Read-only: release Secrets' labels, the two Secrets the values carry, and Deployments; never starts helm. */
 async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
   const credentials = await readCredentials(deps.kube, scope);
   if (credentials === undefined) return notReady(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist`);
@@ -268,11 +214,6 @@ async function judgeDeployments(scope: TenantScope, kube: Kube, deployments: rea
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const ours = (await readReleases(deps.kube, scope.namespace)).filter(isOurs);
   await settleAll(ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })));
-  try {
-    await deps.kube.core.deleteNamespacedSecret({ name: credentialsSecretName(scope.code), namespace: scope.namespace });
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
 }
 
 async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
@@ -282,9 +223,6 @@ async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<
   const deployments = await listModuleDeployments(deps.kube, scope.namespace);
   if (deployments.length > 0) {
     problems.push({ reason: Reason.ModuleResourcesRemain, message: `Deployments remain: ${deployments.map((d) => d.metadata?.name ?? '?').join(', ')}` });
-  }
-  if ((await readCredentials(deps.kube, scope)) !== undefined) {
-    problems.push({ reason: Reason.CredentialsRemain, message: `Secret ${credentialsSecretName(scope.code)} still exists` });
   }
   return verdictOf(problems);
 }

@@ -9,6 +9,7 @@ import type { Kube } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
+import { credentialsStep } from './credentials.ts';
 import { InputError, problemOf, ShutdownError } from '../errors.ts';
 import { Reason } from '../api/reasons.ts';
 import { ingressStep } from './ingress.ts';
@@ -43,6 +44,7 @@ export const STEPS: Readonly<Record<StepName, Step<OperatorDeps>>> = {
   alerts: alertsStep,
   record: recordStep,
   seed: seedStep,
+  credentials: credentialsStep,
   modules: modulesStep,
   revoke: revokeStep,
   ingress: withdrawnWhileHibernated(ingressStep),

@@ -20,7 +20,8 @@ import { createLogger } from '../../src/log.ts';
 import { DependencyError, InputError, type StepError } from '../../src/errors.ts';
 import { formatCreds, newSeed, publicKeyOf, signUser } from '../../src/adapters/nats-jwt.ts';
 import { NATS_CREDENTIALS_SECRET } from '../../src/steps/account.ts';
-import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
+import { credentialsSecretName, credentialsStep } from '../../src/steps/credentials.ts';
+import { type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
 import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
 import type { Verdict } from '../../src/steps/step.ts';
@@ -108,7 +109,10 @@ async function tenantScope(tier: Tier, spec: Partial<EvaTenantSpec> = {}): Promi
   });
   namespaces.push(namespace);
   await writeNatsSecret(namespace, await natsCreds());
-  return scopeWith({ code, namespace, tier, spec });
+  const scope = scopeWith({ code, namespace, tier, spec });
+  // The other Secret the modules' values carry, step 'credentials''s, which runs before 'modules'.
+  await credentialsStep.ensure(scope, { kube });
+  return scope;
 }
 
 async function writeNatsSecret(namespace: string, creds: string): Promise<void> {
