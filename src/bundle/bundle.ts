@@ -1,7 +1,8 @@
 /**
  * What the operator ships besides its code, loaded once at start and handed to the steps: the image
  * catalogue (images.txt), the module charts with their fingerprints, and the seed data. Steps get these
- * catalogues, never base paths, so no step reads a bundle file during ensure or a drift check.
+ * catalogues, never base paths, so no step reads a bundle file during ensure or a drift check (a
+ * chart whose files changed is fingerprinted again once, see charts.ts).
  */
 import { ChartCatalog } from './charts.ts';
 import { ImageCatalog } from './images.ts';
@@ -25,7 +26,7 @@ export interface BundlePaths {
 export function loadBundle(paths: BundlePaths): Bundle {
   return {
     images: ImageCatalog.fromFile(paths.imagesFile, paths.airGapRegistry),
-    charts: ChartCatalog.load(paths.chartBasePath),
+    charts: ChartCatalog.load(paths.chartBasePath).watch(),
     seeds: SeedCatalog.load(paths.seedsBasePath),
   };
 }

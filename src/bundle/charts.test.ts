@@ -40,4 +40,21 @@ describe('chart catalogue', () => {
     expect(() => catalog.chart('orbit-crm')).toThrow(expect.objectContaining({ reason: 'ChartMissing' }) as Error);
     expect(() => catalog.chart('orbit-crm')).toThrow(DependencyError);
   });
+
+  it('fingerprints a chart again once its files changed under a running operator, and only that chart', async () => {
+    const copy = mkdtempSync(join(tmpdir(), 'eva-charts-'));
+    cpSync(join(CHARTS, 'modules'), join(copy, 'modules'), { recursive: true });
+    const catalog = ChartCatalog.load(copy).watch();
+    try {
+      const [crm, itsm] = [catalog.chart('orbit-crm').fingerprint, catalog.chart('orbit-itsm').fingerprint];
+      expect(catalog.chart('orbit-crm').fingerprint, 'positive control: unchanged until a file changes').toBe(crm);
+      writeFileSync(join(copy, 'modules', 'orbit-crm', 'templates', 'zz-added.yaml'), '# added\n');
+      await expect.poll(() => catalog.chart('orbit-crm').fingerprint, { timeout: 5_000 }).not.toBe(crm);
+      expect(catalog.chart('orbit-crm').fingerprint).toBe(chartFingerprint(join(copy, 'modules', 'orbit-crm')));
+      expect(catalog.chart('orbit-itsm').fingerprint).toBe(itsm);
+    } finally {
+      catalog.close();
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
 });

@@ -1,13 +1,15 @@
 /**
  * The module charts bundled under <chartBasePath>/modules/<module>, read and fingerprinted once when
  * the operator starts: a drift check compares release labels with these fingerprints and reads no file.
- * The charts ship in the operator's image, so they change only with a new operator (a new process).
+ * The charts ship in the operator's image; when a chart's files change under a running operator
+ * anyway (a mounted folder, the confinement tests), a file watch marks that chart and its next use
+ * fingerprints it again, so its releases are upgraded as after an operator upgrade.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { type FSWatcher, readdirSync, readFileSync, statSync, watch } from 'node:fs';
+import { join, sep } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { MODULES, type ModuleName } from '../api/modules.ts';
+import { isModuleName, MODULES, type ModuleName } from '../api/modules.ts';
 import { Reason } from '../api/reasons.ts';
 import { DependencyError } from '../errors.ts';
 
@@ -47,19 +49,51 @@ function bundledChart(chartBasePath: string, module: ModuleName): BundledChart |
 }
 
 export class ChartCatalog {
+  private readonly chartBasePath: string;
   /** Per module its chart, or why it cannot be used (reported by the tenants that need it, as before). */
-  private readonly charts: ReadonlyMap<ModuleName, BundledChart | Error>;
+  private readonly charts: Map<ModuleName, BundledChart | Error>;
+  /** Modules whose chart files changed since they were fingerprinted. */
+  private readonly changed = new Set<ModuleName>();
+  private watcher: FSWatcher | undefined;
 
-  private constructor(charts: ReadonlyMap<ModuleName, BundledChart | Error>) {
+  private constructor(chartBasePath: string, charts: Map<ModuleName, BundledChart | Error>) {
+    this.chartBasePath = chartBasePath;
     this.charts = charts;
   }
 
   /** Reads every module's chart once; a missing or unreadable one fails only the tenants whose tier has it. */
   static load(chartBasePath: string): ChartCatalog {
-    return new ChartCatalog(new Map(MODULES.map((module) => [module, bundledChart(chartBasePath, module)])));
+    return new ChartCatalog(chartBasePath, new Map(MODULES.map((module) => [module, bundledChart(chartBasePath, module)])));
+  }
+
+  /**
+   * Watches the charts folder from now on (the watch does not keep the process alive). A change in a
+   * module's folder marks that module; one elsewhere (the shared library chart) marks them all.
+   */
+  watch(): this {
+    try {
+      this.watcher ??= watch(join(this.chartBasePath, 'modules'), { recursive: true, persistent: false }, (_event, file) => {
+        this.markChanged(file);
+      });
+    } catch {
+      // No modules folder: every chart is already ChartMissing, and stays so until a restart.
+    }
+    return this;
+  }
+
+  close(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+  }
+
+  private markChanged(file: string | null): void {
+    const top = file?.split(sep)[0] ?? '';
+    for (const module of isModuleName(top) ? [top] : MODULES) this.changed.add(module);
   }
 
   chart(module: ModuleName): BundledChart {
+    // Unmarked before reading: a change while it reads marks it again for the next use.
+    if (this.changed.delete(module)) this.charts.set(module, bundledChart(this.chartBasePath, module));
     const chart = this.charts.get(module);
     if (chart === undefined) throw new DependencyError(Reason.ChartMissing, `no chart is bundled for module ${module}`);
     if (chart instanceof Error) throw chart;
