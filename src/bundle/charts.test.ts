@@ -57,4 +57,17 @@ describe('chart catalogue', () => {
       rmSync(copy, { recursive: true, force: true });
     }
   });
+
+  it('without a watch (no modules folder when it started) fingerprints on every use, so a chart that appears later is found', () => {
+    const base = mkdtempSync(join(tmpdir(), 'eva-charts-'));
+    const catalog = ChartCatalog.load(base).watch();
+    try {
+      expect(() => catalog.chart('orbit-crm')).toThrow(expect.objectContaining({ reason: 'ChartMissing' }) as Error);
+      cpSync(join(CHARTS, 'modules'), join(base, 'modules'), { recursive: true });
+      expect(catalog.chart('orbit-crm').fingerprint).toBe(chartFingerprint(chartPath(CHARTS, 'orbit-crm')));
+    } finally {
+      catalog.close();
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
 });

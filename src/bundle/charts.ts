@@ -55,6 +55,8 @@ export class ChartCatalog {
   /** Modules whose chart files changed since they were fingerprinted. */
   private readonly changed = new Set<ModuleName>();
   private watcher: FSWatcher | undefined;
+  /** The watch could not start or broke: every use fingerprints again, as before the catalogue. */
+  private blind = false;
 
   private constructor(chartBasePath: string, charts: Map<ModuleName, BundledChart | Error>) {
     this.chartBasePath = chartBasePath;
@@ -71,12 +73,22 @@ export class ChartCatalog {
    * module's folder marks that module; one elsewhere (the shared library chart) marks them all.
    */
   watch(): this {
+    if (this.watcher !== undefined) return this;
+    const modules = join(this.chartBasePath, 'modules');
     try {
-      this.watcher ??= watch(join(this.chartBasePath, 'modules'), { recursive: true, persistent: false }, (_event, file) => {
+      // A recursive watch reports a missing folder late, as an 'error' event: asked first.
+      if (!statSync(modules).isDirectory()) throw new Error(`${modules} is not a folder`);
+      this.watcher = watch(modules, { recursive: true, persistent: false }, (_event, file) => {
         this.markChanged(file);
       });
+      // An unhandled 'error' would end the process; a broken watch only costs reads.
+      this.watcher.on('error', () => {
+        this.close();
+        this.blind = true;
+      });
     } catch {
-      // No modules folder: every chart is already ChartMissing, and stays so until a restart.
+      // No modules folder (every chart is ChartMissing) or no watch to be had.
+      this.blind = true;
     }
     return this;
   }
@@ -93,7 +105,7 @@ export class ChartCatalog {
 
   chart(module: ModuleName): BundledChart {
     // Unmarked before reading: a change while it reads marks it again for the next use.
-    if (this.changed.delete(module)) this.charts.set(module, bundledChart(this.chartBasePath, module));
+    if (this.changed.delete(module) || this.blind) this.charts.set(module, bundledChart(this.chartBasePath, module));
     const chart = this.charts.get(module);
     if (chart === undefined) throw new DependencyError(Reason.ChartMissing, `no chart is bundled for module ${module}`);
     if (chart instanceof Error) throw chart;
