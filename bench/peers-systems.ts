@@ -13,10 +13,12 @@ import { KubernetesObjectApi, PatchStrategy, Watch, type KubernetesObject } from
 import { parseAllDocuments, stringify } from 'yaml';
 import { MODULES_BY_TIER, type ModuleName } from '../src/api/modules.ts';
 import { parseEvaTenant } from '../src/api/parse.ts';
-import { ImageCatalog } from '../src/adapters/images.ts';
+import { ImageCatalog } from '../src/bundle/images.ts';
 import { loadKubeConfig } from '../src/adapters/kube.ts';
 import { createLogger } from '../src/log.ts';
-import { chartPath, deploymentProblem } from '../src/steps/modules.ts';
+import { chartPath } from '../src/bundle/charts.ts';
+import { SeedCatalog } from '../src/bundle/seeds.ts';
+import { deploymentProblem } from '../src/steps/module-readiness.ts';
 import { moduleValues, type ModuleValues } from '../src/steps/module-values.ts';
 import { type OperatorProcess, startOperator } from '../e2e/support/operator.ts';
 import { kubectlOk, requiredEnv, tenantManifest } from '../test/support/kubectl.ts';
@@ -56,6 +58,7 @@ export const namespaceOf = (code: string): string => `eva-tenant-${code.toLowerC
 // ---- values, as the operator makes them -----------------------------------------------------------
 
 const images = (): ImageCatalog => ImageCatalog.fromFile(join(repoRoot, 'images.txt'));
+const seeds = SeedCatalog.load(join(repoRoot, 'seeds'));
 
 function tenantScopeOf(code: string): Parameters<typeof moduleValues>[0]['scope'] {
   const raw = JSON.parse(tenantManifest(code.toLowerCase(), { capsuleCode: code, tier: TIER, seedsVersion: '1.0.0', operatorVersion: OPERATOR_VERSION })) as unknown;
@@ -65,9 +68,9 @@ function tenantScopeOf(code: string): Parameters<typeof moduleValues>[0]['scope'
 /** The operator's values for one tenant's module; credentials fresh, as the operator generates them. */
 function valuesOf(code: string, module: ModuleName, catalog: ImageCatalog): ModuleValues {
   const credentials = Object.fromEntries(['db-password', 'api-key', 'jwt-secret'].map((key) => [key, randomBytes(24).toString('base64url')]));
-  const config = { chartBasePath: join(repoRoot, 'charts'), seedsBasePath: join(repoRoot, 'seeds'), helmSecretsDir: '', allowNonTmpfsSecrets: false };
+  const deps = { images: catalog, seeds, config: {} };
   // No Secret eva-nats exists outside the operator's run: a revision of the same shape stands for it.
-  return moduleValues({ module, scope: tenantScopeOf(code), deps: { images: catalog, config }, credentials, natsRevision: randomBytes(8).toString('hex') });
+  return moduleValues({ module, scope: tenantScopeOf(code), deps, credentials, natsRevision: randomBytes(8).toString('hex') });
 }
 
 // ---- Ready, the same meaning everywhere -----------------------------------------------------------

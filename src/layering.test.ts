@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> tenancy -> (errors, log, versions, ...) -> api
+ *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> bundle -> tenancy -> (errors, log, versions, ...) -> api
  * and no two files import each other, directly or round about, inside a folder either (no import
  * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
@@ -18,6 +18,7 @@ const LAYER: Readonly<Record<string, number>> = {
   'canonical-json.ts': 1,
   'versions.ts': 1,
   tenancy: 1.5,
+  bundle: 1.8,
   'log.ts': 1,
   config: 2.4,
   'config.ts': 2.5,
@@ -119,9 +120,7 @@ const environmentReaders = (): string[] =>
 const MAX_LINES = 360;
 const LONG_FILE_REASON = 'over ~350 lines';
 /** Over the limit while another branch of this session splits them; an entry fails once its file is short (remove it then). */
-const BEING_SPLIT: Readonly<Record<string, string>> = {
-  'steps/modules.ts': 'split by concern on the bundle branch (issue 21)',
-};
+const BEING_SPLIT: Readonly<Record<string, string>> = {};
 
 /** Files in src/ (tests too) over MAX_LINES, and whether their header comment gives the reason. */
 function longFiles(): { file: string; reasoned: boolean }[] {

@@ -16,7 +16,7 @@ import { LeaderElector } from './controller/leader-election.ts';
 import { leaseNameForVersion } from './controller/lease.ts';
 import { VersionPresenceReporter } from './controller/version-presence.ts';
 import { Helm } from './adapters/helm.ts';
-import { ImageCatalog } from './adapters/images.ts';
+import { loadBundle } from './bundle/bundle.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
@@ -109,9 +109,9 @@ function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objec
       maxProcesses: config.helmConcurrency,
       pluginsDir: config.renderGuard.pluginsDir,
     }),
-    images: ImageCatalog.fromFile(config.imagesFile, config.airGapRegistry),
+    // images.txt, the module charts and the seeds, read and fingerprinted here once.
+    ...loadBundle(config),
     config,
-    seedsBasePath: config.seedsBasePath,
   };
 }
 

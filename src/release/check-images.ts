@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TIERS } from '../api/constants.ts';
-import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../adapters/images.ts';
+import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../bundle/images.ts';
 
 const OWN_PREFIX = 'ghcr.io/aidonow/';
 

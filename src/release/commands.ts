@@ -10,7 +10,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../adapters/images.ts';
+import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../bundle/images.ts';
 import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';

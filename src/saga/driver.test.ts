@@ -34,10 +34,10 @@ describe('runSaga', () => {
     expect(result.view).toEqual({ stage: 'active', wasActive: true });
     expect(t.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
       // One write per condition: quotas and network (NamespaceReady), streams, alerts and record
-      // (Provisioned) and revoke (ModulesDeployed) run under the write of their condition's first step.
-      'requested', 'namespace', 'account', 'seed', 'modules', 'ingress', 'active',
+      // (Provisioned), modules and revoke (ModulesDeployed) run under the write of their condition's first step.
+      'requested', 'namespace', 'account', 'seed', 'credentials', 'ingress', 'active',
     ]);
-    expect(t.steps).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress']);
+    expect(t.steps).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'credentials', 'modules', 'revoke', 'ingress']);
     expect(t.emitted.at(-1)?.type).toBe('ProvisioningComplete');
   });
 
@@ -75,7 +75,7 @@ describe('runSaga', () => {
     expect(done.view.stage).toBe('active');
     // The status writer stamps the current generation on every report: the first must not be 'active'.
     expect(second.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      'namespace', 'account', 'seed', 'modules', 'ingress', 'active',
+      'namespace', 'account', 'seed', 'credentials', 'ingress', 'active',
     ]);
   });
 

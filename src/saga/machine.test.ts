@@ -42,10 +42,10 @@ describe('tenant saga machine', () => {
     actor.send({ type: 'RECONCILE' });
     const snap = await settle(actor);
     expect(snap.value).toBe('active');
-    expect(calls).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress']);
+    expect(calls).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'credentials', 'modules', 'revoke', 'ingress']);
     expect(emitted).toEqual([
       'ProvisioningStarted', 'done:namespace', 'done:quotas', 'done:network', 'done:account', 'done:streams', 'done:alerts', 'done:record', 'done:seed',
-      'ModuleDeployStarted', 'done:modules', 'done:revoke', 'done:ingress', 'ProvisioningComplete',
+      'done:credentials', 'ModuleDeployStarted', 'done:modules', 'done:revoke', 'done:ingress', 'ProvisioningComplete',
     ]);
     expect(snap.context.wasActive).toBe(true);
   });
@@ -88,7 +88,7 @@ describe('tenant saga machine', () => {
     expect(restored.getSnapshot().value).toBe('failed');
     restored.send({ type: 'RECONCILE' });
     expect((await settle(restored)).value).toBe('active');
-    expect(calls).toEqual(['seed', 'modules', 'revoke', 'ingress']);
+    expect(calls).toEqual(['seed', 'credentials', 'modules', 'revoke', 'ingress']);
   });
 
   it('stops before a step when shutting down, and resumes that step later', async () => {

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ImageCatalog } from '../adapters/images.ts';
+import { ImageCatalog } from '../bundle/images.ts';
+import { SeedCatalog } from '../bundle/seeds.ts';
 import { publicKeyOf } from '../adapters/nats-jwt.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { createLogger } from '../log.ts';
@@ -18,7 +19,8 @@ const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const scopeFor = (spec: Partial<EvaTenant['spec']> = {}): TenantScope => testScope({ code: 'ACMECO', seedsVersion: '1.0.0', spec, log: createLogger('silent') });
 const deps = {
   images: ImageCatalog.parse('ghcr.io/aidonow/orbit-crm:1.0.0@sha256:PLACEHOLDER\n'),
-  config: { chartBasePath: join(repoRoot, 'charts'), seedsBasePath: join(repoRoot, 'seeds'), helmSecretsDir: '/dev/shm', allowNonTmpfsSecrets: false },
+  seeds: SeedCatalog.load(join(repoRoot, 'seeds')),
+  config: {},
 };
 const secrets = { credentials: {}, natsRevision: 'rev' };
 

@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { ImageCatalog } from '../adapters/images.ts';
+import { ImageCatalog } from '../bundle/images.ts';
+import { SeedCatalog } from '../bundle/seeds.ts';
 import { createLogger } from '../log.ts';
 import { InputError } from '../errors.ts';
 import { deepMerge, moduleValues, secretStrings, type ValuesDeps, valuesFileContent, valuesHash } from './module-values.ts';
@@ -20,7 +21,8 @@ const deps: ValuesDeps = {
   images: ImageCatalog.parse(
     `ghcr.io/aidonow/orbit-crm:1.0.0@sha256:PLACEHOLDER\nghcr.io/aidonow/orbit-crm:1.1.0@sha256:${DIGEST}\nghcr.io/aidonow/orbit-itsm:1.0.0@sha256:PLACEHOLDER\n`,
   ),
-  config: { seedsBasePath: join(repoRoot, 'seeds'), moduleOtelEndpoint: 'http://otel.eva-system:4318' },
+  seeds: SeedCatalog.load(join(repoRoot, 'seeds')),
+  config: { moduleOtelEndpoint: 'http://otel.eva-system:4318' },
 };
 
 const credentials = { 'db-password': 'db-secret-value', 'api-key': 'api-secret-value', 'jwt-secret': 'jwt-secret-value' };

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { moduleValuesProblems } from '../api/module-values.ts';
 import type { ModuleName } from '../api/modules.ts';
 import { Reason } from '../api/reasons.ts';
-import type { ImageCatalog } from '../adapters/images.ts';
+import type { Bundle } from '../bundle/bundle.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import type { OperatorConfig } from '../config.ts';
 import { InputError } from '../errors.ts';
@@ -41,9 +41,8 @@ export interface ModuleValues {
   readonly secret: Values;
 }
 
-export interface ValuesDeps {
-  images: ImageCatalog;
-  config: Pick<OperatorConfig, 'seedsBasePath' | 'moduleOtelEndpoint'>;
+export interface ValuesDeps extends Pick<Bundle, 'images' | 'seeds'> {
+  config: Pick<OperatorConfig, 'moduleOtelEndpoint'>;
 }
 
 export interface ValuesInput {
@@ -74,7 +73,7 @@ export function moduleValues({ module, scope, deps, credentials, natsRevision }:
     image: { repository: image.repository, tag: image.tag, digest: image.digest ?? '' },
     tenant: { code: scope.code, tier: spec.tier },
     otel: { endpoint: deps.config.moduleOtelEndpoint ?? '' },
-    seed: { enabled: true, version: desiredSeedsVersion(scope, deps.config.seedsBasePath).version },
+    seed: { enabled: true, version: desiredSeedsVersion(scope, deps.seeds).version },
     nats: { secretName: NATS_CREDENTIALS_SECRET, credentialsRevision: natsRevision },
   };
   // Hibernation goes through helm like any value (the release owns replicas; no second writer), and

@@ -10,7 +10,7 @@ import type { ModuleName } from '../api/modules.ts';
 import { readReleases, type ReleaseRecord } from '../adapters/helm.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { INGRESS_NAME } from './ingress.ts';
-import { deploymentProblem } from './modules.ts';
+import { deploymentProblem } from './module-readiness.ts';
 import { VALUES_HASH_LABEL } from './release-state.ts';
 import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
 

@@ -1,31 +1,20 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { testScope, useNatsServer } from '../../test/support/fixtures.ts';
 import { InputError } from '../errors.ts';
-import type { NatsStepDeps } from './step.ts';
+import { SeedCatalog } from '../bundle/seeds.ts';
 import {
-  bundledSeedsVersions,
   desiredSeedsVersion,
   readTenantRecord,
+  type RecordStepDeps,
   recordStep,
   TENANTS_BUCKET,
 } from './record.ts';
 import { READY } from './step.ts';
 
-const SEEDS = fileURLToPath(new URL('../../seeds', import.meta.url));
+const SEEDS = SeedCatalog.load(fileURLToPath(new URL('../../seeds', import.meta.url)));
 
 describe('seeds versions (pure)', () => {
-  it('lists bundled version folders newest first', () => {
-    const base = mkdtempSync(join(tmpdir(), 'eva-seeds-'));
-    for (const v of ['1.2.0', '1.10.0', '1.9.3']) mkdirSync(join(base, v));
-    expect(bundledSeedsVersions(base)).toEqual(['1.10.0', '1.9.3', '1.2.0']);
-    expect(bundledSeedsVersions(join(base, 'missing'))).toEqual([]);
-    rmSync(base, { recursive: true });
-  });
-
   it('uses spec.seedsVersion, else the newest bundled version', () => {
     expect(desiredSeedsVersion(testScope({ code: 'SEEDSV', seedsVersion: '1.0.0' }), SEEDS)).toEqual({ version: '1.0.0', defaulted: false });
     expect(desiredSeedsVersion(testScope({ code: 'SEEDSV' }), SEEDS)).toEqual({ version: '1.1.0', defaulted: true });
@@ -34,7 +23,7 @@ describe('seeds versions (pure)', () => {
 
 describe('record step against a real nats-server, in the operator\'s registry account', () => {
   const f = useNatsServer();
-  const deps = (): NatsStepDeps => f.deps(SEEDS);
+  const deps = (): RecordStepDeps => f.deps(SEEDS);
   const nats = { run: <T>(fn: Parameters<typeof f.nats.runInRegistry<T>>[0]): Promise<T> => f.nats.runInRegistry(fn) };
 
   const revisionOf = async (code: string): Promise<number | undefined> =>

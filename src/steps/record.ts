@@ -7,10 +7,7 @@
  * It also answers "which seeds version does this tenant want", because the record stores it and the
  * seed step applies it: both must resolve a missing spec.seedsVersion the same way.
  */
-import { compareVersions } from '../versions.ts';
 import { Reason } from '../api/reasons.ts';
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { KV } from 'nats';
@@ -20,6 +17,7 @@ import { codeInUse, tenantUid } from '../tenancy/ownership.ts';
 import { TIERS } from '../api/constants.ts';
 import { MODULES } from '../api/modules.ts';
 import { StringEnum } from '../api/schema-kinds.ts';
+import type { SeedCatalog } from '../bundle/seeds.ts';
 import { DependencyError } from '../errors.ts';
 import { READY, notReady, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
@@ -51,20 +49,10 @@ export interface StoredRecord {
 /** The fields the record step owns (the seed step owns `seed`; timestamps follow writes). */
 type OwnedFields = Pick<TenantRecord, 'code' | 'tier' | 'uid' | 'modules' | 'seedsVersion'>;
 
-// ---- seeds versions -------------------------------------------------------------------------------
+/** The record stores the seeds version the tenant wants, so it needs the bundled ones (the newest is the default). */
+export type RecordStepDeps = NatsStepDeps & { readonly seeds: SeedCatalog };
 
-/** The version folders under the seeds base path, newest first. */
-export function bundledSeedsVersions(seedsBasePath: string): string[] {
-  let names: string[];
-  try {
-    names = readdirSync(seedsBasePath);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((name) => !name.startsWith('.') && statSync(join(seedsBasePath, name)).isDirectory())
-    .sort((a, b) => compareVersions(b, a));
-}
+// ---- seeds versions -------------------------------------------------------------------------------
 
 export interface DesiredSeedsVersion {
   readonly version: string;
@@ -73,12 +61,12 @@ export interface DesiredSeedsVersion {
 }
 
 /** spec.seedsVersion, or the newest bundled version when the spec leaves it out. */
-export function desiredSeedsVersion(scope: TenantScope, seedsBasePath: string): DesiredSeedsVersion {
+export function desiredSeedsVersion(scope: TenantScope, seeds: SeedCatalog): DesiredSeedsVersion {
   const requested = scope.tenant.spec.seedsVersion;
   if (requested !== undefined) return { version: requested, defaulted: false };
-  const newest = bundledSeedsVersions(seedsBasePath)[0];
+  const newest = seeds.versions[0];
   if (newest === undefined) {
-    throw new DependencyError(Reason.SeedsNotBundled, `no seeds versions are bundled under ${seedsBasePath}`);
+    throw new DependencyError(Reason.SeedsNotBundled, `no seeds versions are bundled under ${seeds.source}`);
   }
   return { version: newest, defaulted: true };
 }
@@ -137,13 +125,13 @@ function tenantsBucket(session: NatsSession): Promise<KV> {
 
 // ---- the step -------------------------------------------------------------------------------------
 
-function ownedFields(scope: TenantScope, seedsBasePath: string): OwnedFields {
+function ownedFields(scope: TenantScope, seeds: SeedCatalog): OwnedFields {
   return {
     code: scope.code,
     tier: scope.tenant.spec.tier,
     uid: tenantUid(scope),
     modules: [...scope.modules],
-    seedsVersion: desiredSeedsVersion(scope, seedsBasePath).version,
+    seedsVersion: desiredSeedsVersion(scope, seeds).version,
   };
 }
 
@@ -153,8 +141,8 @@ function recordDrift(record: TenantRecord, desired: OwnedFields): string[] {
   return keys.filter((key) => JSON.stringify(record[key]) !== JSON.stringify(desired[key]));
 }
 
-async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  const desired = ownedFields(scope, deps.seedsBasePath);
+async function ensureRecord(scope: TenantScope, deps: RecordStepDeps): Promise<Verdict> {
+  const desired = ownedFields(scope, deps.seeds);
   await deps.nats.runInRegistry(async (session) => {
     const current = await readFrom(await tenantsBucket(session), scope.code);
     if (current && current.record.uid !== desired.uid) throw codeInUse(scope, 'its tenant record', current.record.uid);
@@ -167,8 +155,8 @@ async function ensureRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Ver
   return READY;
 }
 
-async function verifyRecord(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  const desired = ownedFields(scope, deps.seedsBasePath);
+async function verifyRecord(scope: TenantScope, deps: RecordStepDeps): Promise<Verdict> {
+  const desired = ownedFields(scope, deps.seeds);
   const current = await deps.nats.runInRegistry((session) => readTenantRecord(session, scope.code));
   if (!current) return notReady(Reason.TenantRecordMissing, `no tenant record for ${scope.code} in ${TENANTS_BUCKET}`);
   if (current.record.uid !== desired.uid) {
@@ -203,7 +191,7 @@ async function verifyRecordRemoved(scope: TenantScope, deps: NatsStepDeps): Prom
   return READY;
 }
 
-export const recordStep: Step<NatsStepDeps> = {
+export const recordStep: Step<RecordStepDeps> = {
   name: 'record',
   ensure: ensureRecord,
   verify: verifyRecord,

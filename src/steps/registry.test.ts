@@ -15,7 +15,7 @@ describe('step descriptors', () => {
     expect(STEP_NAMES.map((name) => `${name}:${conditionOf(name)}`)).toEqual([
       'namespace:NamespaceReady', 'quotas:NamespaceReady', 'network:NamespaceReady',
       'account:Provisioned', 'streams:Provisioned', 'alerts:Provisioned', 'record:Provisioned',
-      'seed:SeedLoaded', 'modules:ModulesDeployed', 'revoke:ModulesDeployed', 'ingress:IngressReady',
+      'seed:SeedLoaded', 'credentials:ModulesDeployed', 'modules:ModulesDeployed', 'revoke:ModulesDeployed', 'ingress:IngressReady',
     ]);
   });
 
@@ -26,13 +26,13 @@ describe('step descriptors', () => {
   });
 
   it('decommission removes traffic first, streams before the record and the account, the namespace last; revoke has nothing of its own', () => {
-    expect(DECOMMISSION_ORDER).toEqual(['ingress', 'modules', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace']);
+    expect(DECOMMISSION_ORDER).toEqual(['ingress', 'modules', 'credentials', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace']);
     const orders = STEP_NAMES.flatMap((name) => STEP_DESCRIPTORS[name].decommission?.order ?? []);
     expect(new Set(orders).size).toBe(orders.length);
   });
 
   it('the steps whose objects live in the tenant namespace under fixed names', () => {
-    expect(STEP_NAMES.filter((name) => STEP_DESCRIPTORS[name].decommission?.inTenantNamespace === true)).toEqual(['quotas', 'network', 'alerts', 'modules', 'ingress']);
+    expect(STEP_NAMES.filter((name) => STEP_DESCRIPTORS[name].decommission?.inTenantNamespace === true)).toEqual(['quotas', 'network', 'alerts', 'credentials', 'modules', 'ingress']);
   });
 });
 

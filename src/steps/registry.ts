@@ -7,11 +7,12 @@
  */
 import type { OperatorConfig } from '../config.ts';
 import type { Helm } from '../adapters/helm.ts';
-import type { ImageCatalog } from '../adapters/images.ts';
+import type { Bundle } from '../bundle/bundle.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
+import { credentialsStep } from './credentials.ts';
 import { InputError, problemOf, ShutdownError } from '../errors.ts';
 import type { ProvisioningCondition } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
@@ -29,7 +30,7 @@ import type { TenantScope } from '../tenancy/scope.ts';
 import { streamsStep } from './streams.ts';
 
 /** Everything any step may use; each step declares (and receives) only the part it needs. */
-export interface OperatorDeps {
+export interface OperatorDeps extends Bundle {
   kube: Kube;
   /** How steps read tenant objects: the API reader (provisioning and decommission must see their own writes). */
   reads: KubeReads;
@@ -37,9 +38,7 @@ export interface OperatorDeps {
   cachedReads?: KubeReads;
   nats: NatsAccounts;
   helm: Helm;
-  images: ImageCatalog;
   config: OperatorConfig;
-  seedsBasePath: string;
 }
 
 /** One step, with everything the layers above need to know about it. */
@@ -74,6 +73,7 @@ export const STEP_DESCRIPTORS: StepDescriptors = {
   alerts: { step: alertsStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 60, inTenantNamespace: true } },
   record: { step: recordStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 50, inTenantNamespace: false } },
   seed: { step: seedStep, condition: 'SeedLoaded', completedEvent: Reason.SeedLoaded, decommission: { order: 30, inTenantNamespace: false } },
+  credentials: { step: credentialsStep, condition: 'ModulesDeployed', completedEvent: null, decommission: { order: 25, inTenantNamespace: true } },
   modules: { step: modulesStep, condition: 'ModulesDeployed', completedEvent: Reason.ModuleDeployComplete, decommission: { order: 20, inTenantNamespace: true } },
   // Nothing of its own to remove: step 'account' deletes the whole account.
   revoke: { step: revokeStep, condition: 'ModulesDeployed', completedEvent: null, decommission: null },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fakeHelm } from '../../test/support/fake-helm.ts';
 import { Helm, type ReleaseRecord } from '../adapters/helm.ts';
-import { actionFor, lastGoodRevision, problemFor, recoverPendingRelease, type ReleaseState, releaseState, VALUES_HASH_LABEL } from './release-state.ts';
+import { actionFor, lastGoodRevision, problemFor, recoverPendingRelease, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
 
 const release = (status: string, hash = 'h1', version = 3): ReleaseRecord => ({ name: 'orbit-crm', version, status, labels: { [VALUES_HASH_LABEL]: hash } });
 
@@ -61,5 +61,38 @@ describe('unlocking a release a dead helm left pending', () => {
     expect(lastGoodRevision(entries(['superseded', 'deployed', 'pending-upgrade']), 3)).toBe(2);
     expect(lastGoodRevision(entries(['superseded', 'superseded', 'failed', 'pending-upgrade']), 4)).toBe(2);
     expect(lastGoodRevision(entries(['failed', 'pending-upgrade']), 2)).toBeUndefined();
+  });
+});
+
+describe('release checks', () => {
+  const ours = { 'app.kubernetes.io/managed-by': 'eva-operator' };
+  const desired = new Map([['orbit-crm', 'h1'], ['orbit-itsm', 'h2']] as const);
+
+  it('accepts deployed releases with the desired hashes', () => {
+    const releases = [
+      { name: 'orbit-crm', version: 1, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'h1' } },
+      { name: 'orbit-itsm', version: 4, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'h2' } },
+      { name: 'someone-elses', version: 1, status: 'deployed', labels: {} },
+    ];
+    expect(releaseProblems(desired, releases, new Set(['orbit-crm', 'orbit-itsm']))).toEqual([]);
+  });
+
+  it('reports missing, unsettled, outdated and undesired releases', () => {
+    const releases = [
+      { name: 'orbit-crm', version: 2, status: 'pending-upgrade', labels: { ...ours, [VALUES_HASH_LABEL]: 'h1' } },
+      { name: 'eva-shell', version: 1, status: 'deployed', labels: ours },
+    ];
+    expect(releaseProblems(desired, releases, new Set(['orbit-crm'])).map((p) => p.reason)).toEqual(['ReleaseNotDeployed', 'ReleaseMissing', 'UndesiredRelease']);
+    const outdated = [{ name: 'orbit-crm', version: 1, status: 'deployed', labels: { ...ours, [VALUES_HASH_LABEL]: 'old' } }];
+    expect(releaseProblems(new Map([['orbit-crm', 'h1']]), outdated, new Set(['orbit-crm']))[0]?.reason).toBe('ReleaseOutdated');
+  });
+
+  it('only calls the operator’s own module releases undesired', () => {
+    const releases = [
+      { name: 'eva-shell', version: 1, status: 'deployed', labels: ours },
+      { name: 'eva-shell-x', version: 1, status: 'deployed', labels: ours },
+      { name: 'eva-forge', version: 1, status: 'deployed', labels: {} },
+    ];
+    expect(undesiredReleases(new Set(['orbit-crm']), releases).map((r) => r.name)).toEqual(['eva-shell']);
   });
 });

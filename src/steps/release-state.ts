@@ -6,7 +6,8 @@
  * Also the policy for releases a dead helm left locked ("another operation is in progress"): helm.ts
  * only runs helm; when to uninstall or roll back is decided here.
  */
-import { GROUP } from '../api/constants.ts';
+import { GROUP, LABELS, MANAGED_BY } from '../api/constants.ts';
+import { isModuleName, type ModuleName } from '../api/modules.ts';
 import { Reason } from '../api/reasons.ts';
 import type { Helm, HistoryEntry, ReleaseRecord } from '../adapters/helm.ts';
 
@@ -69,6 +70,33 @@ export function problemFor(module: string, state: ReleaseState): { reason: Reaso
     case 'Drifted':
       return { reason: Reason.DeploymentMissing, message: `${module} has no Deployment` };
   }
+}
+
+/** What is wrong with the releases against the desired hashes (in module order), if anything. */
+export function releaseProblems(
+  desired: ReadonlyMap<ModuleName, string>,
+  releases: readonly ReleaseRecord[],
+  withDeployment: ReadonlySet<string>,
+): { reason: Reason; message: string }[] {
+  const byName = new Map(releases.map((r) => [r.name, r]));
+  const problems: { reason: Reason; message: string }[] = [];
+  for (const [module, hash] of desired) {
+    const problem = problemFor(module, releaseState(hash, byName.get(module), withDeployment.has(module)));
+    if (problem !== undefined) problems.push(problem);
+  }
+  for (const release of undesiredReleases(desired, releases)) {
+    problems.push({ reason: Reason.UndesiredRelease, message: `${release.name} is installed but not part of the tier` });
+  }
+  return problems;
+}
+
+/** A module release this operator installed (helm may hold others in the namespace). */
+export const isOurs = (release: ReleaseRecord): boolean =>
+  release.labels[LABELS.managedBy] === MANAGED_BY && isModuleName(release.name);
+
+/** Releases this operator installed for modules the tenant no longer has (e.g. after a tier downgrade). */
+export function undesiredReleases(desired: ReadonlyMap<ModuleName, string> | ReadonlySet<string>, releases: readonly ReleaseRecord[]): ReleaseRecord[] {
+  return releases.filter((r) => isOurs(r) && !desired.has(r.name as ModuleName));
 }
 
 // ---- unlocking a release a dead helm left pending -------------------------------------------------------

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PostRenderer } from '../adapters/helm.ts';
-import type { ModuleImage } from '../adapters/images.ts';
+import type { ModuleImage } from '../bundle/images.ts';
 import { Reason } from '../api/reasons.ts';
 import type { RenderGuardSettings } from '../config.ts';
 import { InputError } from '../errors.ts';

@@ -1,39 +1,25 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { KV } from 'nats';
 import { describe, expect, it } from 'vitest';
-import { testAccounts, testScope, useNatsServer, withAccount } from '../../test/support/fixtures.ts';
-import type { NatsStepDeps } from './step.ts';
+import { seedFileEntries as fileEntries, testAccounts, testScope, useNatsServer, withAccount } from '../../test/support/fixtures.ts';
+import { SeedCatalog, seedDigest } from '../bundle/seeds.ts';
+import type { RecordStepDeps } from './record.ts';
 import { MODULES } from '../api/modules.ts';
 import type { Step } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { readTenantRecord, recordStep } from './record.ts';
 import { canonicalJson } from '../canonical-json.ts';
-import { diffSeed, loadSeedBundle, seedDigest, seedStep } from './seed.ts';
+import { diffSeed, seedStep } from './seed.ts';
 import { dataBucket } from '../tenancy/names.ts';
 import type { NatsSession } from '../adapters/nats.ts';
 import { READY } from './step.ts';
 import { streamsStep } from './streams.ts';
 
-const SEEDS = fileURLToPath(new URL('../../seeds', import.meta.url));
-
-function fileEntries(version: string, module: string): Map<string, unknown> {
-  const raw = JSON.parse(readFileSync(join(SEEDS, version, `${module}.json`), 'utf8')) as { entries: { key: string; value: unknown }[] };
-  return new Map(raw.entries.map((e) => [`${module}.${e.key}`, e.value]));
-}
+const SEEDS = SeedCatalog.load(fileURLToPath(new URL('../../seeds', import.meta.url)));
 
 describe('seed data (pure)', () => {
-  it('the digest ignores entry and key order and sees every value change', () => {
-    const a = new Map<string, unknown>([['x.a', { p: 1, q: 2 }], ['x.b', [1, 2]]]);
-    const b = new Map<string, unknown>([['x.b', [1, 2]], ['x.a', { q: 2, p: 1 }]]);
-    expect(seedDigest(a)).toBe(seedDigest(b));
-    expect(seedDigest(a)).toMatch(/^[0-9a-f]{64}$/);
-    expect(seedDigest(new Map([...a, ['x.b', [2, 1]]]))).not.toBe(seedDigest(a));
-  });
-
   it('diff puts missing and changed keys, deletes only owned keys no longer wanted', () => {
     const desired = new Map<string, unknown>([
       ['m.same', { a: 1, b: 2 }],
@@ -59,51 +45,11 @@ describe('seed data (pure)', () => {
     });
     expect(diffSeed(desired, new Map([...desired].map(([k, v]) => [k, JSON.stringify(v)])), owned)).toEqual({ puts: [], deletes: [] });
   });
-
-  it('loads a version for the given modules, keys prefixed with the module', () => {
-    const bundle = loadSeedBundle(SEEDS, '1.0.0', ['orbit-crm', 'orbit-itsm']);
-    expect(bundle).toEqual(new Map([...fileEntries('1.0.0', 'orbit-crm'), ...fileEntries('1.0.0', 'orbit-itsm')]));
-    expect(loadSeedBundle(SEEDS, '1.1.0', MODULES).size).toBeGreaterThan(bundle.size);
-  });
-
-  it('names the bundled versions when asked for an unknown one (also for path tricks)', () => {
-    for (const version of ['9.9.9', '../seeds/1.0.0', '.']) {
-      const err = (() => {
-        try {
-          loadSeedBundle(SEEDS, version, ['orbit-crm']);
-        } catch (e) {
-          return e;
-        }
-        return undefined;
-      })();
-      expect(err).toBeInstanceOf(InputError);
-      expect(err).toMatchObject({
-        reason: 'UnknownSeedsVersion',
-        message: `seedsVersion "${version}" is not bundled with this operator; available: 1.0.0, 1.1.0`,
-      });
-    }
-  });
-
-  it('rejects a broken bundle file', () => {
-    const base = mkdtempSync(join(tmpdir(), 'eva-seeds-'));
-    mkdirSync(join(base, '1.0.0'));
-    const write = (content: unknown): void => {
-      writeFileSync(join(base, '1.0.0', 'orbit-crm.json'), JSON.stringify(content));
-    };
-    const load = (): unknown => loadSeedBundle(base, '1.0.0', ['orbit-crm']);
-    write({ module: 'orbit-itsm', entries: [] });
-    expect(load).toThrow(expect.objectContaining({ reason: 'SeedsBundleInvalid' }) as Error);
-    write({ module: 'orbit-crm', entries: [{ key: '.bad', value: 1 }] });
-    expect(load).toThrow(/invalid key \.bad/);
-    write({ module: 'orbit-crm', entries: [{ key: 'a', value: 1 }, { key: 'a', value: 2 }] });
-    expect(load).toThrow(/repeats key orbit-crm\.a/);
-    rmSync(base, { recursive: true });
-  });
 });
 
 describe('seed step against a real nats-server: data in the tenant account, record in the registry', () => {
   const f = useNatsServer();
-  const deps = (): NatsStepDeps => f.deps(SEEDS);
+  const deps = (): RecordStepDeps => f.deps(SEEDS);
   const nats = { run: <T>(fn: Parameters<typeof f.nats.runInRegistry<T>>[0]): Promise<T> => f.nats.runInRegistry(fn) };
   const inTenant = <T>(code: string, fn: (s: NatsSession) => Promise<T>): Promise<T> => f.nats.runInTenant(testScope({ code }), fn);
 
@@ -225,7 +171,7 @@ describe('seed step against a real nats-server: data in the tenant account, reco
     expect(await seedStep.verify(scope, deps())).toMatchObject({ ready: false, reason: 'SeedBucketMissing' });
     await seedStep.ensure(scope, deps());
     expect(await seedStep.verify(scope, deps())).toEqual(READY);
-    expect((await contents('VANISH')).size).toBe(loadSeedBundle(SEEDS, '1.0.0', scope.modules).size);
+    expect((await contents('VANISH')).size).toBe(SEEDS.bundle('1.0.0', scope.modules).entries.size);
   });
 
   it('removes the bucket; remove is idempotent', async () => {
@@ -240,8 +186,8 @@ describe('seed step against a real nats-server: data in the tenant account, reco
 
 describe('streams + record + seed in operator mode, through outages and data loss', () => {
   const f = useNatsServer();
-  const steps: readonly Step<NatsStepDeps>[] = [streamsStep, recordStep, seedStep];
-  const deps = (): NatsStepDeps => f.deps(SEEDS);
+  const steps: readonly Step<RecordStepDeps>[] = [streamsStep, recordStep, seedStep];
+  const deps = (): RecordStepDeps => f.deps(SEEDS);
   /** Seeds of the operator's own two secrets: no error message may carry them. */
   const secrets = (): string[] => [
     readFileSync(f.server.auth.operatorSigningKeyFile, 'utf8').trim(),
@@ -274,7 +220,7 @@ describe('streams + record + seed in operator mode, through outages and data los
     expect(await verdicts(scope)).toEqual([READY, READY, READY]);
     const kv = await f.nats.runInTenant(scope, (s) => s.existingKv(dataBucket('WIPEDD')));
     expect((await kv?.get('orbit-crm.accounts.tiers'))?.json()).toEqual(['bronze', 'silver', 'gold']);
-    console.info(`ensure account+streams+record+seed (Enterprise, ${loadSeedBundle(SEEDS, '1.1.0', MODULES).size} keys): ` +
+    console.info(`ensure account+streams+record+seed (Enterprise, ${SEEDS.bundle('1.1.0', MODULES).entries.size} keys): ` +
       `cold ${cold.toFixed(0)} ms, repeat ${warm.toFixed(0)} ms, after wipe ${recovered.toFixed(0)} ms`);
   });
 
@@ -295,7 +241,7 @@ describe('streams + record + seed in operator mode, through outages and data los
       // A fresh operator that starts during the outage fails fast the same way.
       const fresh = testAccounts(server, f.nats.keys);
       try {
-        const err = await streamsStep.verify(scope, { nats: fresh, seedsBasePath: SEEDS }).catch((e: unknown) => e);
+        const err = await streamsStep.verify(scope, { nats: fresh }).catch((e: unknown) => e);
         expect(err).toMatchObject({ reason: 'NatsUnavailable', message: `cannot reach NATS at ${server.url}: CONNECTION_REFUSED` });
       } finally {
         await fresh.close();

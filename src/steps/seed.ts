@@ -1,7 +1,8 @@
 /**
- * Step 'seed': loads the bundled seed data (seeds/<version>/<module>.json, see seeds/README.md) for
- * the modules of the tenant's tier into the tenant's own KV bucket `eva-<CODE>-data`, as
- * `<module>.<entry key>` = JSON of the entry's value, and records what was applied in the tenant record.
+ * Step 'seed': puts the bundled seed data (seeds/<version>/<module>.json, read once at start by
+ * bundle/seeds.ts) for the modules of the tenant's tier into the tenant's own KV bucket
+ * `eva-<CODE>-data`, as `<module>.<entry key>` = JSON of the entry's value, and records what was
+ * applied in the tenant record.
  *
  * Applying is a difference, never a reload: only keys whose value differs are put, so untouched keys
  * keep their revision and modules watching the bucket see only real changes. Keys are deleted only if
@@ -13,25 +14,19 @@ import { Reason } from '../api/reasons.ts';
 import { ACCOUNT_BY_TIER } from '../api/tiers.ts';
 import type { Kube } from '../adapters/kube.ts';
 import { seededByInitContainers } from './seed-init-containers.ts';
-import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
-import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { KV } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
 import type { NatsStepDeps } from './step.ts';
+import type { SeedCatalog, SeedEntries } from '../bundle/seeds.ts';
 import { dataBucket } from '../tenancy/names.ts';
 import { codeInUse, isOwnOrRestored, ownerMetadata, ownerOf, tenantUid } from '../tenancy/ownership.ts';
-import { MODULES, type ModuleName } from '../api/modules.ts';
+import { MODULES } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
 import { DependencyError, InputError } from '../errors.ts';
-import { bundledSeedsVersions, desiredSeedsVersion, readTenantRecord, type StoredRecord, writeTenantRecord } from './record.ts';
+import { desiredSeedsVersion, readTenantRecord, type RecordStepDeps, type StoredRecord, writeTenantRecord } from './record.ts';
 import { READY, notReady, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
-
-
-/** KV key -> value (any JSON). */
-export type SeedEntries = ReadonlyMap<string, unknown>;
 
 export interface SeedDiff {
   readonly puts: readonly { readonly key: string; readonly value: unknown }[];
@@ -39,12 +34,6 @@ export interface SeedDiff {
 }
 
 // ---- pure helpers ---------------------------------------------------------------------------------
-
-/** sha256 (hex) of the canonical JSON of the entries as a key-sorted [{key, value}] list. */
-export function seedDigest(entries: SeedEntries): string {
-  const list = [...entries.keys()].sort().map((key) => ({ key, value: entries.get(key) }));
-  return createHash('sha256').update(canonicalJson(list)).digest('hex');
-}
 
 function sameValue(value: unknown, storedText: string): boolean {
   try {
@@ -73,84 +62,17 @@ export function diffSeed(
   return { puts, deletes };
 }
 
-// ---- the bundle on disk ---------------------------------------------------------------------------
-
-const KV_KEY = /^[-/_=.A-Za-z0-9]+$/;
-const isKvKey = (key: string): boolean => KV_KEY.test(key) && !key.startsWith('.') && !key.endsWith('.') && !key.includes('..');
-
-function versionDir(seedsBasePath: string, version: string): string | undefined {
-  // The API pattern already forbids separators; checked again because this becomes a path.
-  if (version.includes('/') || version.includes('\\') || version.startsWith('.')) return undefined;
-  const dir = join(seedsBasePath, version);
-  try {
-    return statSync(dir).isDirectory() ? dir : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function unknownVersion(seedsBasePath: string, version: string): InputError {
-  const available = bundledSeedsVersions(seedsBasePath).reverse().join(', ') || 'none';
-  return new InputError(
-    Reason.UnknownSeedsVersion,
-    `seedsVersion "${version}" is not bundled with this operator; available: ${available}`,
-  );
-}
-
-function invalid(file: string, problem: string): InputError {
-  return new InputError(Reason.SeedsBundleInvalid, `bundled seed file ${file} ${problem}; choose another seedsVersion`);
-}
-
-function readModuleFile(dir: string, module: ModuleName): [string, unknown][] {
-  const file = join(dir, `${module}.json`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw invalid(file, `cannot be read: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (typeof raw !== 'object' || raw === null || !('module' in raw) || raw.module !== module) {
-    throw invalid(file, `does not name module ${module}`);
-  }
-  if (!('entries' in raw) || !Array.isArray(raw.entries)) throw invalid(file, 'has no entries list');
-  return raw.entries.map((entry: unknown): [string, unknown] => {
-    if (typeof entry !== 'object' || entry === null || !('key' in entry) || !('value' in entry)) {
-      throw invalid(file, 'has an entry without key or value');
-    }
-    if (typeof entry.key !== 'string' || !isKvKey(entry.key)) {
-      throw invalid(file, `has an invalid key ${String(entry.key)}`);
-    }
-    return [`${module}.${entry.key}`, entry.value];
-  });
-}
-
-/** The entries of `modules` in a bundled version; InputError when the version is not bundled. */
-export function loadSeedBundle(
-  seedsBasePath: string,
-  version: string,
-  modules: readonly ModuleName[],
-): Map<string, unknown> {
-  const dir = versionDir(seedsBasePath, version);
-  if (dir === undefined) throw unknownVersion(seedsBasePath, version);
-  const entries = new Map<string, unknown>();
-  for (const module of modules) {
-    for (const [key, value] of readModuleFile(dir, module)) {
-      if (entries.has(key)) throw invalid(join(dir, `${module}.json`), `repeats key ${key}`);
-      entries.set(key, value);
-    }
-  }
-  return entries;
-}
+// ---- the bundle ------------------------------------------------------------------------------------
 
 /** Every key seed data owns in these versions (all modules: a tier change drops whole modules). */
-function ownedKeys(seedsBasePath: string, versions: readonly string[], log: Logger): Set<string> {
+function ownedKeys(seeds: SeedCatalog, versions: readonly string[], log: Logger): Set<string> {
   const owned = new Set<string>();
   for (const version of new Set(versions)) {
-    if (versionDir(seedsBasePath, version) === undefined) {
+    if (!seeds.has(version)) {
       log.warn({ step: 'seed', seedsVersion: version }, 'seeds version no longer bundled; keys it alone had are kept');
       continue;
     }
-    for (const key of loadSeedBundle(seedsBasePath, version, MODULES).keys()) owned.add(key);
+    for (const key of seeds.bundle(version, MODULES).entries.keys()) owned.add(key);
   }
   return owned;
 }
@@ -213,19 +135,18 @@ interface Desired {
   readonly version: string;
   /** The spec named no version; the newest bundled one was picked. */
   readonly defaulted: boolean;
-  readonly entries: Map<string, unknown>;
+  readonly entries: SeedEntries;
   readonly digest: string;
 }
 
-/** Reads and checks the bundle before anything touches NATS: an unknown version writes nothing. */
-function desiredSeed(scope: TenantScope, seedsBasePath: string): Desired {
-  const { version, defaulted } = desiredSeedsVersion(scope, seedsBasePath);
-  const entries = loadSeedBundle(seedsBasePath, version, scope.modules);
-  return { version, defaulted, entries, digest: seedDigest(entries) };
+/** Looks the bundle up before anything touches NATS: an unknown version writes nothing. */
+function desiredSeed(scope: TenantScope, seeds: SeedCatalog): Desired {
+  const { version, defaulted } = desiredSeedsVersion(scope, seeds);
+  return { version, defaulted, ...seeds.bundle(version, scope.modules) };
 }
 
-async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  const desired = desiredSeed(scope, deps.seedsBasePath);
+async function ensureSeed(scope: TenantScope, deps: RecordStepDeps): Promise<Verdict> {
+  const desired = desiredSeed(scope, deps.seeds);
   // Said by ensure only: verify runs on every drift check and would repeat it all day.
   if (desired.defaulted) {
     const notice = 'spec.seedsVersion not set; using the newest bundled seeds version';
@@ -235,7 +156,7 @@ async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdi
   const stored = await deps.nats.runInRegistry((session) => tenantRecordOf(scope, session));
   const previous = stored.record.seed?.version;
   const versions = [previous, desired.version].filter((v) => v !== undefined);
-  const owned = ownedKeys(deps.seedsBasePath, versions, scope.log);
+  const owned = ownedKeys(deps.seeds, versions, scope.log);
   const diff = await deps.nats.runInTenant(scope, async (session) => {
     const kv = await openDataBucket(scope, session);
     const current = await readValues(kv, new Set([...desired.entries.keys(), ...owned]));
@@ -256,7 +177,7 @@ async function ensureSeed(scope: TenantScope, deps: NatsStepDeps): Promise<Verdi
 async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdict> {
   let desired: Desired;
   try {
-    desired = desiredSeed(scope, deps.seedsBasePath);
+    desired = desiredSeed(scope, deps.seeds);
   } catch (err) {
     if (err instanceof InputError) return notReady(err.reason, err.message);
     throw err;
@@ -306,7 +227,7 @@ async function verifySeedRemoved(scope: TenantScope, deps: NatsStepDeps): Promis
 }
 
 /** The seed step also reads pods (init containers) when it has the Kubernetes adapter. */
-export type SeedStepDeps = NatsStepDeps & { readonly kube?: Kube };
+export type SeedStepDeps = RecordStepDeps & { readonly kube?: Kube };
 
 export const seedStep: Step<SeedStepDeps> = {
   name: 'seed',

@@ -10,7 +10,7 @@ import type { Reason } from '../api/reasons.ts';
 import type { NatsAccounts } from '../nats/accounts.ts';
 import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
 
-export const STEP_NAMES = ['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'modules', 'revoke', 'ingress'] as const;
+export const STEP_NAMES = ['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'credentials', 'modules', 'revoke', 'ingress'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
 export type Verdict = { ready: true } | { ready: false; reason: Reason; message: string };
@@ -62,7 +62,6 @@ export interface Step<Deps> {
 /** What the NATS-backed steps (account, streams, record, seed, revoke) receive. */
 export interface NatsStepDeps {
   readonly nats: NatsAccounts;
-  readonly seedsBasePath: string;
 }
 
 /** A step whose objects are withdrawn while the tenant hibernates (the Ingress): ensure removes, verify wants them gone. */

@@ -46,7 +46,7 @@ async function tenant(options: Partial<Parameters<typeof testScope>[0]> = {}): P
   return scope;
 }
 
-const deps = () => ({ nats, ...apiKube(kube), seedsBasePath: 'unused' });
+const deps = () => ({ nats, ...apiKube(kube) });
 
 // ---- fault injection ------------------------------------------------------------------------------
 
@@ -81,7 +81,7 @@ function crashingDeps(plan: { at: number; calls: number }) {
   const replaced: Record<string | symbol, unknown> = { keys, system };
   const faultyNats = withParts(nats, replaced);
   const faultyKube = crashing(withParts(kube, { core: crashing(kube.core, ['deleteNamespacedSecret'], plan) }), ['apply'], plan);
-  return { nats: faultyNats, ...apiKube(faultyKube), seedsBasePath: 'unused' };
+  return { nats: faultyNats, ...apiKube(faultyKube) };
 }
 
 /** How many side effects a clean run of `run` makes (so every one of them can be crashed). */

@@ -12,22 +12,27 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Tier } from '../../src/api/constants.ts';
 import type { EvaTenantSpec } from '../../src/api/evatenant.ts';
 import { Helm, readReleases, type ReleaseRecord } from '../../src/adapters/helm.ts';
-import { ImageCatalog } from '../../src/adapters/images.ts';
+import { type Bundle, loadBundle } from '../../src/bundle/bundle.ts';
+import { ChartCatalog } from '../../src/bundle/charts.ts';
 import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
 import { TMPFS_MAGIC } from '../../src/adapters/secret-values-file.ts';
 import { createLogger } from '../../src/log.ts';
 import { DependencyError, InputError, type StepError } from '../../src/errors.ts';
 import { formatCreds, newSeed, publicKeyOf, signUser } from '../../src/adapters/nats-jwt.ts';
 import { NATS_CREDENTIALS_SECRET } from '../../src/steps/account.ts';
-import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
+import { credentialsSecretName, credentialsStep } from '../../src/steps/credentials.ts';
+import { type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
 import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
 import type { Verdict } from '../../src/steps/step.ts';
 import { repoRoot, tool } from '../support/tools.ts';
 import { configMapIn, hostileCharts } from '../support/hostile-charts.ts';
-import { testScope } from '../support/fixtures.ts';
+import { testScope, useNatsServer } from '../support/fixtures.ts';
 import { apiKube } from '../support/api-reads.ts';
 import { renderGuardSettings } from '../../src/config.ts';
+import { recordStep } from '../../src/steps/record.ts';
+import { seedStep } from '../../src/steps/seed.ts';
+import { fileReadsDuring } from '../support/fs-reads.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
 const natsCreds = async (): Promise<string> => {
@@ -35,10 +40,14 @@ const natsCreds = async (): Promise<string> => {
   return formatCreds(await signUser({ name: 'modules', account: publicKeyOf(account, 'account') }, user, account), user);
 };
 const runId = Date.now().toString(36).slice(-4);
+/** For the steps that read the bundle beside modules (record, seed): a drift check runs all three. */
+const natsServer = useNatsServer();
 
 let kube: Kube;
 let secretsDir: string;
 let imagesFile: string;
+/** images.txt (the test catalogue), charts and seeds, loaded once as the operator does. */
+let bundle: Bundle;
 const spawned: (readonly string[])[] = [];
 const logLines: string[] = [];
 const namespaces: string[] = [];
@@ -47,10 +56,8 @@ function deps(): ModuleStepDeps {
   return {
     ...apiKube(kube),
     helm: new Helm({ binary: tool('helm'), kubeconfig: process.env['KUBECONFIG'], pluginsDir: renderGuardSettings().pluginsDir, onSpawn: recordSpawn }),
-    images: ImageCatalog.fromFile(imagesFile),
+    ...bundle,
     config: {
-      chartBasePath: join(repoRoot, 'charts'),
-      seedsBasePath: join(repoRoot, 'seeds'),
       helmSecretsDir: secretsDir,
       allowNonTmpfsSecrets: false,
       moduleOtelEndpoint: 'http://otel-collector.eva-system:4318',
@@ -103,7 +110,10 @@ async function tenantScope(tier: Tier, spec: Partial<EvaTenantSpec> = {}): Promi
   });
   namespaces.push(namespace);
   await writeNatsSecret(namespace, await natsCreds());
-  return scopeWith({ code, namespace, tier, spec });
+  const scope = scopeWith({ code, namespace, tier, spec });
+  // The other Secret the modules' values carry, step 'credentials''s, which runs before 'modules'.
+  await credentialsStep.ensure(scope, apiKube(kube));
+  return scope;
 }
 
 async function writeNatsSecret(namespace: string, creds: string): Promise<void> {
@@ -240,6 +250,7 @@ beforeAll(() => {
     (m) => `ghcr.io/aidonow/${m}:1.0.0@sha256:PLACEHOLDER`,
   );
   writeFileSync(imagesFile, `# test catalogue\n${lines.join('\n')}\nghcr.io/aidonow/orbit-crm:1.1.0@sha256:PLACEHOLDER\n`);
+  bundle = loadBundle({ imagesFile, chartBasePath: join(repoRoot, 'charts'), seedsBasePath: join(repoRoot, 'seeds') });
 });
 
 afterEach(async () => {
@@ -296,6 +307,27 @@ describe('modules step (real helm, real control plane)', () => {
     await step.verify(scope, deps());
     expect(spawned.length).toBe(before);
     console.log(`[measure] Starter install (2 modules): ensure ${installMs.toFixed(0)} ms, ready after ${readyMs.toFixed(0)} ms; no-op repeat ${repeatMs.toFixed(0)} ms`);
+  });
+
+  it('measures the file reads of drift checks of the steps that read the bundle (record, seed, modules)', async () => {
+    const scope = await tenantScope('Starter');
+    await step.ensure(scope, deps());
+    expect(await untilReady(scope)).toEqual({ ready: true });
+    const [moduleDeps, seedDeps] = [deps(), natsServer.deps(bundle.seeds)];
+    const checks = 10;
+    const reads = await fileReadsDuring(async () => {
+      for (let i = 0; i < checks; i += 1) {
+        await recordStep.verify(scope, seedDeps);
+        await seedStep.verify(scope, seedDeps);
+        expect(await modulesStep.verify(scope, moduleDeps)).toEqual({ ready: true });
+      }
+    });
+    const bundleReads = reads.filter((path) => ['charts', 'seeds'].some((dir) => path.startsWith(join(repoRoot, dir))));
+    console.log(`[measure] drift check of record, seed and modules (Starter, ${String(checks)} checks): ${String(reads.length / checks)} file reads per check, ${String(bundleReads.length / checks)} of them bundle files`);
+    // The bundle was read once, at start: the drift checks read none of it.
+    expect(bundleReads).toEqual([]);
+    const loading = await fileReadsDuring(() => Promise.resolve(loadBundle({ imagesFile, chartBasePath: join(repoRoot, 'charts'), seedsBasePath: join(repoRoot, 'seeds') })));
+    expect(loading.filter((path) => path.startsWith(join(repoRoot, 'charts'))).length, 'positive control: loading the bundle reads the charts').toBeGreaterThan(0);
   });
 
   it('puts a deleted module Deployment back: verify sees it missing, ensure upgrades only that release', async () => {
@@ -447,7 +479,7 @@ describe('modules step (real helm, real control plane)', () => {
     const charts = hostileCharts();
     const probe = `eva-guard-${scope.code.toLowerCase()}`;
     charts.plant('orbit-crm', 'zz-probe.yaml', configMapIn('kube-system', probe, [scope.code]));
-    const hostile = (): ModuleStepDeps => ({ ...deps(), config: { ...deps().config, chartBasePath: charts.path } });
+    const hostile = (): ModuleStepDeps => ({ ...deps(), charts: ChartCatalog.load(charts.path) });
     try {
       for (const attempt of [1, 2]) {
         const err = await caught(() => step.ensure(scope, hostile()));

@@ -12,12 +12,14 @@ import { createLogger, type Logger } from '../../src/log.ts';
 import { tenantNamespace } from '../../src/tenancy/names.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, type StoredAccountKeys } from '../../src/nats/account-keys.ts';
 import { NatsAccounts, tenantClaims } from '../../src/nats/accounts.ts';
-import type { NatsStepDeps } from '../../src/steps/step.ts';
+import { SeedCatalog } from '../../src/bundle/seeds.ts';
+import type { RecordStepDeps } from '../../src/steps/record.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootstrap } from '../../src/nats-bootstrap.ts';
+import { repoRoot } from './tools.ts';
 import { startNatsServer, type NatsServerOptions, type TestNatsServer } from './nats-server.ts';
 
 // ---- tenants and scopes -------------------------------------------------------------------------------
@@ -136,7 +138,8 @@ export async function withAccount(nats: NatsAccounts, scope: TenantScope): Promi
 export interface NatsFixture {
   readonly server: TestNatsServer;
   readonly nats: NatsAccounts;
-  deps(seedsBasePath?: string): NatsStepDeps;
+  /** What the NATS steps get; the seeds only matter to record and seed (default: none bundled). */
+  deps(seeds?: SeedCatalog): RecordStepDeps;
 }
 
 /** A nats-server and the operator's view of it for the whole test file (beforeAll/afterAll). */
@@ -162,8 +165,14 @@ export function useNatsServer(options: NatsServerOptions = {}): NatsFixture {
     get nats() {
       return ready(nats);
     },
-    deps: (seedsBasePath = 'unused') => ({ nats: ready(nats), seedsBasePath }),
+    deps: (seeds = SeedCatalog.load('/nonexistent/seeds')) => ({ nats: ready(nats), seeds }),
   };
+}
+
+/** One bundled seed file's entries as the seed step keys them (`<module>.<key>`), read straight from the repo's seeds/. */
+export function seedFileEntries(version: string, module: string): Map<string, unknown> {
+  const raw = JSON.parse(readFileSync(join(repoRoot, 'seeds', version, `${module}.json`), 'utf8')) as { entries: { key: string; value: unknown }[] };
+  return new Map(raw.entries.map((e) => [`${module}.${e.key}`, e.value]));
 }
 
 /** A throwaway `eva-operator nats-bootstrap` output (removed when the test process exits). */
