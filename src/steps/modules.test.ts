@@ -34,6 +34,7 @@ const deps: Pick<ModuleStepDeps, 'images' | 'config'> = {
     allowNonTmpfsSecrets: false,
     moduleOtelEndpoint: 'http://otel.eva-system:4318',
     renderGuard: renderGuardSettings(),
+    leaseNamespace: 'default',
   },
 };
 

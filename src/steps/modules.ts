@@ -28,6 +28,8 @@ import { type ModuleValues, moduleValues, secretStrings, valuesFileContent, valu
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
+import { apiValuesSources, type ValuesSourceReads } from '../adapters/values-sources.ts';
+import { loadValuesFrom, type ValuesFromByModule } from './values-from.ts';
 
 export interface ModuleStepDeps {
   kube: Kube;
@@ -35,8 +37,10 @@ export interface ModuleStepDeps {
   images: ImageCatalog;
   config: Pick<
     OperatorConfig,
-    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard'
+    'chartBasePath' | 'seedsBasePath' | 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard' | 'leaseNamespace'
   >;
+  /** Where spec.valuesFrom is read: the controller's watch caches; the API server when absent. */
+  valuesSources?: ValuesSourceReads;
 }
 
 /** The credentials every module of the tenant gets (EVA_CREDENTIAL_<NAME> in the containers). */
@@ -216,11 +220,16 @@ interface DesiredRelease {
   hash: string;
 }
 
-/** What every release of the tenant is rendered with besides the spec: the two Secrets' contents. */
+/** What every release of the tenant is rendered with besides the spec: the two Secrets' contents, and spec.valuesFrom's objects. */
 interface TenantSecrets {
   credentials: Record<string, string>;
   natsRevision: string;
+  valuesFrom: ValuesFromByModule;
 }
+
+/** spec.valuesFrom as read now (the operator's namespace is POD_NAMESPACE, where its Leases are). */
+const readValuesFrom = (scope: TenantScope, deps: ModuleStepDeps): Promise<ValuesFromByModule> =>
+  loadValuesFrom(scope, deps.valuesSources ?? apiValuesSources(deps.kube), deps.config.leaseNamespace);
 
 function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, secrets: TenantSecrets): DesiredRelease {
   const chart = chartPath(deps.config.chartBasePath, module);
@@ -302,7 +311,7 @@ async function settleAll(jobs: readonly { module: string; run: () => Promise<voi
 async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict | undefined> {
   const natsRevision = await readNatsRevision(deps.kube, scope);
   if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
-  const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision };
+  const secrets = { credentials: await ensureCredentials(deps.kube, scope), natsRevision, valuesFrom: await readValuesFrom(scope, deps) };
   const releases = await readReleases(deps.kube, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
   const deployments = await listModuleDeployments(deps.kube, scope.namespace);
@@ -377,10 +386,11 @@ async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   if (credentials === undefined) return notReady(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist`);
   const natsRevision = await readNatsRevision(deps.kube, scope);
   if (natsRevision === undefined) return notReady(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist`);
+  const valuesFrom = await readValuesFrom(scope, deps);
   const desired = new Map<ModuleName, string>();
   for (const module of scope.modules) {
     try {
-      desired.set(module, desiredRelease(module, scope, deps, { credentials, natsRevision }).hash);
+      desired.set(module, desiredRelease(module, scope, deps, { credentials, natsRevision, valuesFrom }).hash);
     } catch (err) {
       // A spec ensure would refuse (unknown version pin, helmValues outside the contract) is a verdict, not a crash.
       if (err instanceof InputError) return notReady(err.reason, `${module}: ${err.message}`);

@@ -7,6 +7,7 @@ import type { Helm } from '../adapters/helm.ts';
 import type { ImageCatalog } from '../adapters/images.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
+import type { ValuesSourceReads } from '../adapters/values-sources.ts';
 import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
 import { InputError, problemOf, ShutdownError } from '../errors.ts';
@@ -29,6 +30,8 @@ export interface OperatorDeps {
   kube: Kube;
   /** What the drift check reads instead of the API server: the watch caches (adapters/tenant-objects.ts). */
   driftReads?: KubeReads;
+  /** Where spec.valuesFrom is read: the label-selected watch caches (adapters/values-sources.ts). */
+  valuesSources?: ValuesSourceReads;
   nats: NatsAccounts;
   helm: Helm;
   images: ImageCatalog;
