@@ -20,6 +20,8 @@ import { ImageCatalog } from './adapters/images.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { TenantObjectCache } from './adapters/tenant-objects.ts';
+import { ValuesSourceCache } from './adapters/values-sources.ts';
+import { ValuesFromWatch } from './controller/values-from-watch.ts';
 import { NatsPool } from './adapters/nats.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
@@ -98,10 +100,11 @@ async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Pro
   return { keys, nats };
 }
 
-function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache): OperatorDeps {
+function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache, valuesSources: ValuesSourceCache): OperatorDeps {
   return {
     kube,
     driftReads: objects.reads,
+    valuesSources,
     nats,
     helm: new Helm({
       binary: config.helmBinary,
@@ -145,11 +148,12 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const kube = new Kube(operatorKubeConfig(config, metrics), config.identity);
   const { keys, nats } = await connectNats(config, kube, log);
   const objects = new TenantObjectCache({ kube, log });
-  const deps = buildDeps(config, kube, nats, objects);
+  const valuesSources = new ValuesSourceCache({ kube, log });
+  const deps = buildDeps(config, kube, nats, objects, valuesSources);
   // The controller's cache answers for a tenant unchanged since this process last read or wrote it.
   const tenants = cacheFirstTenantStore(kubeTenantStore(kube), (name) => controller.cachedTenant(name));
   const reconciler = new TenantReconciler({ tenants, steps: operatorSteps(deps, metrics), config, log, metrics });
-  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON });
+  const controller: Controller = new Controller({ kube, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON, valuesFrom: new ValuesFromWatch(valuesSources, config.leaseNamespace) });
   reconciler.onOwnWrite = (name, rv) => {
     controller.noteOwnWrite(name, rv);
   };

@@ -16,6 +16,7 @@ import { type Action, classifyError, errorPolicy } from './actions.ts';
 import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
 import type { TenantObjectCache } from '../adapters/tenant-objects.ts';
 import type { TenantReconciler } from './reconciler.ts';
+import type { ValuesFromWatch } from './values-from-watch.ts';
 import { subscribeWakeups } from './wakeups.ts';
 import { WorkQueue } from './workqueue.ts';
 
@@ -37,6 +38,8 @@ export interface ControllerOptions {
   objects: TenantObjectCache;
   /** Objects steps wait on; an event on one reconciles its tenant at once (see wakeups.ts). */
   wakeOn?: readonly WakeOn[];
+  /** Secrets and ConfigMaps that spec.valuesFrom reads: a change reconciles the tenants using it. */
+  valuesFrom?: ValuesFromWatch;
 }
 
 /** An object the API server accepted but we cannot read is reported by its reconcile, not here. */
@@ -89,6 +92,9 @@ export class Controller {
       wake: (name) => {
         this.queue.add(name);
       },
+    });
+    options.valuesFrom?.subscribe((name) => {
+      this.queue.add(name);
     });
   }
 
@@ -144,10 +150,12 @@ export class Controller {
       this.seen.delete(name);
       this.ownWrites.delete(name);
       for (const names of this.tenantsByNamespace.values()) names.delete(name);
+      this.options.valuesFrom?.forgetTenant(name);
     });
     this.informer = informer;
     await informer.start();
     await this.options.objects.start();
+    await this.options.valuesFrom?.start();
     this.synced = true;
     void this.queue.run(this.options.concurrency, (key, signal) => this.handle(key, signal));
   }
@@ -155,7 +163,7 @@ export class Controller {
   /** Stops watching, lets running reconciles finish their current step, and waits for them. */
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all([this.informer?.stop(), this.options.objects.stop()]);
+    await Promise.all([this.informer?.stop(), this.options.objects.stop(), this.options.valuesFrom?.stop()]);
     await this.queue.shutDown();
   }
 
@@ -174,7 +182,9 @@ export class Controller {
     this.queue.add(name);
   }
 
+  /** Where the tenant's objects are: its namespace, and the objects its spec.valuesFrom reads. */
   private rememberNamespace(name: string, obj: KubernetesObject): void {
+    this.options.valuesFrom?.noteTenant(obj);
     const code = (obj as { spec?: { capsuleCode?: unknown } }).spec?.capsuleCode;
     if (typeof code !== 'string') return;
     const namespace = tenantNamespace(code);
