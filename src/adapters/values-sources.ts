@@ -27,7 +27,8 @@ export interface ValuesSourceReads {
   get(kind: ValuesSourceKind, namespace: string, name: string): Promise<ValuesSourceObject | undefined>;
 }
 
-const SELECTOR = `${VALUES_SOURCE_LABEL}=true`;
+/** The rule of `optsIn` as a label selector: the operator's own objects never even enter the caches. */
+const SELECTOR = `${VALUES_SOURCE_LABEL}=true,${LABELS.managedBy}!=${MANAGED_BY},owner!=helm`;
 
 /**
  * Labelled, and not one of the operator's or helm's own objects (those are never a values source,
