@@ -20,6 +20,8 @@ import { loadBundle } from './bundle/bundle.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
+import { ValuesSourceCache } from './adapters/values-sources.ts';
+import { ValuesFromWatch } from './controller/values-from-watch.ts';
 import { NatsPool } from './adapters/nats-pool.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
@@ -98,11 +100,12 @@ async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Pro
   return { keys, nats };
 }
 
-function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache): OperatorDeps {
+function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache, valuesSources: ValuesSourceCache): OperatorDeps {
   return {
     kube,
     reads: apiReads(kube),
     cachedReads: objects.reads,
+    valuesSources,
     nats,
     helm: new Helm({
       binary: config.helmBinary,
@@ -138,7 +141,14 @@ function operatorKubeConfig(config: OperatorConfig, metrics: OperatorMetrics): K
 }
 
 /** The tenant informer first, then the reconciler and the controller that use it (callbacks given at construction). */
-function buildController(config: OperatorConfig, log: Logger, metrics: OperatorMetrics, deps: OperatorDeps, objects: TenantObjectCache): { informer: TenantInformer; controller: Controller } {
+function buildController(
+  config: OperatorConfig,
+  log: Logger,
+  metrics: OperatorMetrics,
+  deps: OperatorDeps,
+  objects: TenantObjectCache,
+  valuesFrom: ValuesFromWatch,
+): { informer: TenantInformer; controller: Controller } {
   const { kube } = deps;
   const informer = new TenantInformer({
     kube,
@@ -153,7 +163,7 @@ function buildController(config: OperatorConfig, log: Logger, metrics: OperatorM
     informer.noteOwnWrite(name, rv);
   };
   const reconciler = new TenantReconciler({ tenants, steps: operatorSteps(deps, metrics), config, log, metrics, onOwnWrite });
-  const controller = new Controller({ tenants: informer, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON });
+  const controller = new Controller({ tenants: informer, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON, valuesFrom });
   return { informer, controller };
 }
 
@@ -164,8 +174,10 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const kube = new Kube(operatorKubeConfig(config, metrics), config.identity);
   const { keys, nats } = await connectNats(config, kube, log);
   const objects = new TenantObjectCache({ kube, log });
-  const deps = buildDeps(config, kube, nats, objects);
-  const { informer, controller } = buildController(config, log, metrics, deps, objects);
+  const valuesSources = new ValuesSourceCache({ kube, log });
+  const deps = buildDeps(config, kube, nats, objects, valuesSources);
+  const valuesFrom = new ValuesFromWatch(valuesSources, config.leaseNamespace);
+  const { informer, controller } = buildController(config, log, metrics, deps, objects, valuesFrom);
   // One active replica per operator version and shard: each has its own Lease.
   const lease = leaseNameForVersion(config.operatorVersion, config.shard);
   const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });

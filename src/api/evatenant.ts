@@ -18,6 +18,7 @@ import {
 import { MODULES } from './modules.ts';
 import { TenantModuleValues } from './module-values-cel.ts';
 import { celRules, FreeFormObject, StringEnum, StringKeyedMap } from './schema-kinds.ts';
+import { ValuesFromSchema } from './values-from.ts';
 
 const knownModulesRule = celRules({
   rule: `self.all(m, m in [${MODULES.map((m) => `'${m}'`).join(', ')}])`,
@@ -75,6 +76,7 @@ export const EvaTenantSpecSchema = Type.Object(
         ...knownModulesRule,
       }),
     ),
+    valuesFrom: Type.Optional(ValuesFromSchema),
     wave: Type.Optional(
       Type.Integer({
         description: 'Staged-rollout wave: 1 internal, 2 pilot, 3 fleet.',

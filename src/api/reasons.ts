@@ -128,6 +128,10 @@ export const Reason = {
   /** The render guard refused what helm was about to apply (an object or image outside the module contract). */
   RenderRejected: 'RenderRejected',
   InvalidHelmValues: 'InvalidHelmValues',
+  /** A spec.valuesFrom reference names no object the tenant may read (absent, or not labelled as a values source). */
+  ValuesFromNotFound: 'ValuesFromNotFound',
+  /** A spec.valuesFrom reference's key is absent or does not hold values. */
+  ValuesFromInvalid: 'ValuesFromInvalid',
   UnknownModuleVersion: 'UnknownModuleVersion',
   ModuleImageMissing: 'ModuleImageMissing',
   ModuleDeployFailed: 'ModuleDeployFailed',

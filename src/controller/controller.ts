@@ -12,6 +12,7 @@ import { type Action, classifyError, errorPolicy } from './actions.ts';
 import type { TenantObjectCache } from '../adapters/tenant-objects.ts';
 import type { TenantInformer } from './tenant-informer.ts';
 import type { TenantReconciler } from './reconciler.ts';
+import type { ValuesFromWatch } from './values-from-watch.ts';
 import { subscribeWakeups } from './wakeups.ts';
 import { WorkQueue } from './workqueue.ts';
 
@@ -34,6 +35,8 @@ export interface ControllerOptions {
   objects: TenantObjectCache;
   /** Objects steps wait on; an event on one reconciles its tenant at once (see wakeups.ts). */
   wakeOn?: readonly WakeOn[];
+  /** Secrets and ConfigMaps that spec.valuesFrom reads: a change reconciles the tenants using it. */
+  valuesFrom?: ValuesFromWatch;
 }
 
 /** What, besides the spec (generation), makes a tenant worth reconciling again. */
@@ -75,6 +78,9 @@ export class Controller {
         this.queue.add(name);
       },
     });
+    options.valuesFrom?.subscribe((name) => {
+      this.queue.add(name);
+    });
   }
 
   get hasSynced(): boolean {
@@ -84,13 +90,14 @@ export class Controller {
   async start(): Promise<void> {
     await this.options.tenants.start();
     await this.options.objects.start();
+    await this.options.valuesFrom?.start();
     this.synced = true;
     void this.queue.run(this.options.concurrency, (key, signal) => this.handle(key, signal));
   }
 
   /** Stops watching, lets running reconciles finish their current step, and waits for them. */
   async stop(): Promise<void> {
-    await Promise.all([this.options.tenants.stop(), this.options.objects.stop()]);
+    await Promise.all([this.options.tenants.stop(), this.options.objects.stop(), this.options.valuesFrom?.stop()]);
     await this.queue.shutDown();
   }
 
@@ -106,6 +113,7 @@ export class Controller {
       if (!name) return;
       this.seen.delete(name);
       for (const names of this.tenantsByNamespace.values()) names.delete(name);
+      this.options.valuesFrom?.forgetTenant(name);
     });
   }
 
@@ -124,7 +132,9 @@ export class Controller {
     this.queue.add(name);
   }
 
+  /** Where the tenant's objects are: its namespace, and the objects its spec.valuesFrom reads. */
   private rememberNamespace(name: string, obj: KubernetesObject): void {
+    this.options.valuesFrom?.noteTenant(obj);
     const code = (obj as { spec?: { capsuleCode?: unknown } }).spec?.capsuleCode;
     if (typeof code !== 'string') return;
     const namespace = tenantNamespace(code);

@@ -31,12 +31,16 @@ import { deploymentProblem, deploymentProblems, instanceOf, type Problem } from 
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
+import { apiValuesSources, type ValuesSourceReads } from '../adapters/values-sources.ts';
+import { loadValuesFrom, type ValuesFromByModule } from './values-from.ts';
 
 export interface ModuleStepDeps extends Bundle {
   kube: Kube;
   reads: KubeReads;
   helm: Helm;
-  config: Pick<OperatorConfig, 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard'>;
+  config: Pick<OperatorConfig, 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard' | 'leaseNamespace'>;
+  /** Where spec.valuesFrom is read: the controller's watch caches; the API server when absent. */
+  valuesSources?: ValuesSourceReads;
 }
 
 const HELM_TIMEOUT_SECONDS = 120;
@@ -63,11 +67,16 @@ interface DesiredRelease {
   hash: string;
 }
 
-/** What every release of the tenant is rendered with besides the spec: the two Secrets' contents. */
+/** What every release of the tenant is rendered with besides the spec: the two Secrets' contents, and spec.valuesFrom's objects. */
 interface TenantSecrets {
   credentials: Record<string, string>;
   natsRevision: string;
+  valuesFrom: ValuesFromByModule;
 }
+
+/** spec.valuesFrom as read now (the operator's namespace is POD_NAMESPACE, where its Leases are). */
+const readValuesFrom = (scope: TenantScope, deps: ModuleStepDeps): Promise<ValuesFromByModule> =>
+  loadValuesFrom(scope, deps.valuesSources ?? apiValuesSources(deps.kube), deps.config.leaseNamespace);
 
 function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, secrets: TenantSecrets): DesiredRelease {
   const chart = deps.charts.chart(module);
@@ -151,7 +160,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
   const credentials = await readCredentials(deps.reads, scope);
   if (credentials === undefined) throw new DependencyError(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist yet (step credentials comes first)`);
-  const secrets = { credentials, natsRevision };
+  const secrets = { credentials, natsRevision, valuesFrom: await readValuesFrom(scope, deps) };
   const releases = await readReleases(deps.reads, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
   const deployments = await listModuleDeployments(deps.reads, scope.namespace);
@@ -188,10 +197,11 @@ async function verify(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   if (credentials === undefined) return notReady(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist`);
   const natsRevision = await readNatsRevision(deps.reads, scope);
   if (natsRevision === undefined) return notReady(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist`);
+  const valuesFrom = await readValuesFrom(scope, deps);
   const desired = new Map<ModuleName, string>();
   for (const module of scope.modules) {
     try {
-      desired.set(module, desiredRelease(module, scope, deps, { credentials, natsRevision }).hash);
+      desired.set(module, desiredRelease(module, scope, deps, { credentials, natsRevision, valuesFrom }).hash);
     } catch (err) {
       // A spec ensure would refuse (unknown version pin, helmValues outside the contract) is a verdict, not a crash.
       if (err instanceof InputError) return notReady(err.reason, `${module}: ${err.message}`);

@@ -10,6 +10,7 @@ import type { Helm } from '../adapters/helm.ts';
 import type { Bundle } from '../bundle/bundle.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
+import type { ValuesSourceReads } from '../adapters/values-sources.ts';
 import { accountStep } from './account.ts';
 import { alertsStep } from './alerts.ts';
 import { credentialsStep } from './credentials.ts';
@@ -36,6 +37,8 @@ export interface OperatorDeps extends Bundle {
   reads: KubeReads;
   /** What the drift check reads instead: the watch caches (adapters/tenant-objects.ts); absent, it reads the API. */
   cachedReads?: KubeReads;
+  /** Where spec.valuesFrom is read: the label-selected watch caches (adapters/values-sources.ts). */
+  valuesSources?: ValuesSourceReads;
   nats: NatsAccounts;
   helm: Helm;
   config: OperatorConfig;

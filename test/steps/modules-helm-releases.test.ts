@@ -62,6 +62,7 @@ function deps(): ModuleStepDeps {
       allowNonTmpfsSecrets: false,
       moduleOtelEndpoint: 'http://otel-collector.eva-system:4318',
       renderGuard: renderGuardSettings(),
+      leaseNamespace: 'default',
     },
   };
 }

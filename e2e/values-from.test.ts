@@ -1,0 +1,181 @@
+/**
+ * spec.valuesFrom against the real API server, the real operator (its label-selected watches), helm
+ * and NATS: a missing reference is Stalled naming it and recovers by itself when the object appears
+ * (woken by the watch, well before the 60 s recheck); a ConfigMap target path reaches the module's
+ * ConfigMap; a Secret change upgrades exactly the release that uses it; a referenced object that
+ * breaks the values contract is refused naming the reference and the key (then fixed: positive
+ * control); a spec cannot read an unlabelled object, the operator's own Secrets or another tenant's
+ * (each beside a positive control); and no value from a Secret shows in the operator's log, the
+ * tenants' events or status, while helm got it.
+ *
+ * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with VF.
+ * The operator's namespace is `default` (no POD_NAMESPACE outside a pod).
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
+import { repoRoot, tool } from '../test/support/tools.ts';
+import { helmReleases } from './support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
+import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
+
+const VERSION = '9.8.20';
+const CASE_MS = 420_000;
+const OPERATOR_NS = 'default';
+const LABEL = 'eva.aidonow.com/values-source';
+const run = Date.now().toString(36);
+/** Strings that must reach helm and nothing a person reads. */
+const CANARY = { sso: `sso-canary-${run}`, rotated: `rotated-canary-${run}`, contract: `contract-canary-${run}`, signing: `signing-canary-${run}` };
+
+const MAIN = { name: 'vfmain', code: 'VFMAIN', namespace: 'eva-tenant-vfmain' };
+const ATTACK = { name: 'vfatck', code: 'VFATCK', namespace: 'eva-tenant-vfatck' };
+const operatorSecrets = [`vf-signing-${run}`, `vf-owned-${run}`, `vf-others-${run}`, `vf-shared-${run}`];
+
+const spec = (code: string, valuesFrom: Record<string, unknown[]>): Record<string, unknown> => ({
+  capsuleCode: code, tier: 'Starter', wave: 1, seedsVersion: '1.0.0', operatorVersion: VERSION, valuesFrom,
+});
+
+/** A Secret or ConfigMap, labelled as a values source unless `labels` says otherwise, applied. */
+function applySource(kind: 'Secret' | 'ConfigMap', namespace: string, name: string, data: Record<string, string>, labels: Record<string, string> = { [LABEL]: 'true' }): void {
+  const body = kind === 'Secret' ? { type: 'Opaque', stringData: data } : { data };
+  kubectlOk(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind, metadata: { name, namespace, labels }, ...body }));
+}
+
+const revisionOf = (namespace: string, release: string): number => Number(helmReleases(namespace).find((r) => r.name === release)?.revision ?? 0);
+
+function helmValues(namespace: string, release: string): Record<string, unknown> {
+  const out = spawnSync(tool('helm'), ['get', 'values', release, '-n', namespace, '-o', 'json'], { encoding: 'utf8', env: process.env });
+  if (out.status !== 0) throw new Error(`helm get values ${release} failed: ${out.stderr}`);
+  return JSON.parse(out.stdout) as Record<string, unknown>;
+}
+
+/** The module's config as its pods read it (ConfigMap <module>-config, key config.yaml). */
+function moduleConfig(namespace: string, module: string): Record<string, unknown> {
+  const text = kubectlOk(['get', 'configmap', `${module}-config`, '-n', namespace, '-o', 'jsonpath={.data.config\\.yaml}']);
+  return (parse(text) as { config?: Record<string, unknown> }).config ?? {};
+}
+
+const stalled = (reason: string, ...named: string[]) => (t: TenantView): boolean =>
+  t.conditions['Stalled']?.status === 'True' && t.conditions['Stalled'].reason === reason && named.every((n) => t.conditions['Stalled']?.message.includes(n));
+
+describe('values from Secrets and ConfigMaps (real API server, operator, helm)', () => {
+  let operator: OperatorProcess;
+
+  beforeAll(async () => {
+    kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
+    kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
+    // No drift check within the test: every upgrade seen comes from the watch.
+    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '3600' });
+    await operator.ready();
+  }, 120_000);
+
+  afterAll(async () => {
+    const ours = [MAIN.name, ATTACK.name].filter((name) => pinnedVersion(name) === VERSION);
+    for (const name of ours) kubectl(['delete', 'evt', name, '--wait=false']);
+    const gone = await Promise.all(ours.map((name) => waitForGone(name, 240_000)));
+    await operator.stop();
+    removeSecretsDir(operator);
+    kubectl(['delete', 'secret', '-n', OPERATOR_NS, '--ignore-not-found', ...operatorSecrets]);
+    expect(gone.every(Boolean)).toBe(true);
+  }, 300_000);
+
+  it('a missing reference is Stalled naming it, and recovers by itself (watch) when the object appears', async () => {
+    const at = Date.now();
+    applyTenant(MAIN.name, spec(MAIN.code, {
+      'orbit-crm': [
+        { kind: 'ConfigMap', name: 'crm-settings', valuesKey: 'currency', targetPath: 'config.currency' },
+        { kind: 'Secret', name: 'crm-sso', valuesKey: 'client-secret', targetPath: 'config.sso.clientSecret' },
+        { kind: 'Secret', name: 'crm-extra', optional: true },
+      ],
+    }));
+    await waitForTenant(MAIN.name, 'Stalled on the missing ConfigMap', stalled('ValuesFromNotFound', `ConfigMap ${MAIN.namespace}/crm-settings`), CASE_MS, at);
+    // The other module is not held back by this one's reference.
+    expect(await eventually(() => helmReleases(MAIN.namespace).some((r) => r.name === 'orbit-itsm'), 120_000, 1_000)).toBe(true);
+    expect(helmReleases(MAIN.namespace).some((r) => r.name === 'orbit-crm')).toBe(false);
+
+    applySource('ConfigMap', MAIN.namespace, 'crm-settings', { currency: 'USD' });
+    await waitForTenant(MAIN.name, 'Stalled on the missing Secret', stalled('ValuesFromNotFound', `Secret ${MAIN.namespace}/crm-sso`), 60_000);
+    const appeared = Date.now();
+    applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.sso });
+    // Woken by the watch: helm starts well before the 60 s recheck of a tenant waiting for its user.
+    const started = await eventually(() => helmReleases(MAIN.namespace).some((r) => r.name === 'orbit-crm'), 40_000, 500);
+    expect(started, `orbit-crm not started ${Date.now() - appeared} ms after the Secret appeared`).toBe(true);
+    await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
+    expect(readTenant(MAIN.name)?.conditions['Stalled']).toBeUndefined();
+  }, CASE_MS * 2);
+
+  it('a ConfigMap target path takes effect in the module\'s ConfigMap; the Secret\'s value reached helm', () => {
+    expect(moduleConfig(MAIN.namespace, 'orbit-crm')['currency']).toBe('USD');
+    expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ config: { currency: 'USD', sso: { clientSecret: CANARY.sso } } });
+    expect(JSON.stringify(helmValues(MAIN.namespace, 'orbit-itsm'))).not.toContain(CANARY.sso);
+  });
+
+  it('a Secret change upgrades exactly the release that uses it (helm history)', async () => {
+    const before = { crm: revisionOf(MAIN.namespace, 'orbit-crm'), itsm: revisionOf(MAIN.namespace, 'orbit-itsm') };
+    applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.rotated });
+    const upgraded = await eventually(() => revisionOf(MAIN.namespace, 'orbit-crm') > before.crm, 120_000, 1_000);
+    expect(upgraded, 'orbit-crm was not upgraded after its Secret changed').toBe(true);
+    await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
+    expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ config: { sso: { clientSecret: CANARY.rotated } } });
+    // A change to a labelled object nobody references, and a no-op re-apply, upgrade nothing.
+    applySource('Secret', MAIN.namespace, 'crm-unused', { 'client-secret': 'x' });
+    applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.rotated });
+    await new Promise((resolve) => setTimeout(resolve, 15_000));
+    expect({ crm: revisionOf(MAIN.namespace, 'orbit-crm'), itsm: revisionOf(MAIN.namespace, 'orbit-itsm') }).toEqual({ crm: before.crm + 1, itsm: before.itsm });
+  }, CASE_MS);
+
+  it('a referenced object that breaks the values contract is refused naming the reference and the key; fixed, it converges', async () => {
+    const revision = revisionOf(MAIN.namespace, 'orbit-crm');
+    applySource('Secret', MAIN.namespace, 'crm-extra', { 'values.yaml': `image:\n  repository: evil.example/miner\nconfig:\n  token: ${CANARY.contract}\n` });
+    await waitForTenant(MAIN.name, 'refused', stalled('InvalidHelmValues', `Secret ${MAIN.namespace}/crm-extra (key values.yaml)`, 'image: set by the operator'), CASE_MS);
+    applySource('Secret', MAIN.namespace, 'crm-extra', { 'values.yaml': `replicaCount: ${CANARY.contract}\n` });
+    await waitForTenant(MAIN.name, 'refused', stalled('InvalidHelmValues', 'crm-extra', 'replicaCount: not within the values contract'), CASE_MS);
+    expect(revisionOf(MAIN.namespace, 'orbit-crm')).toBe(revision);
+    // Positive control: within the contract, it takes effect.
+    applySource('Secret', MAIN.namespace, 'crm-extra', { 'values.yaml': 'replicaCount: 2\n' });
+    await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
+    expect(kubectlOk(['get', 'deployment', 'orbit-crm', '-n', MAIN.namespace, '-o', 'jsonpath={.spec.replicas}'])).toBe('2');
+  }, CASE_MS * 2);
+
+  it('a spec cannot read an unlabelled object, the operator\'s own Secrets or another tenant\'s; a labelled shared one works (positive control)', async () => {
+    const [signing, owned, others, shared] = operatorSecrets as [string, string, string, string];
+    applySource('Secret', OPERATOR_NS, signing, { seed: CANARY.signing }, {});
+    applySource('Secret', OPERATOR_NS, owned, { seed: CANARY.signing }, { [LABEL]: 'true', 'app.kubernetes.io/managed-by': 'eva-operator' });
+    applySource('Secret', OPERATOR_NS, others, { seed: CANARY.signing }, { [LABEL]: 'true', 'eva.aidonow.com/capsule-code': MAIN.code });
+    applySource('Secret', OPERATOR_NS, shared, { seed: 'shared-value' });
+    // Another tenant's namespace cannot even be named: the API server refuses it (positive control: Tenant).
+    const named = (namespace: string) => kubectl(['apply', '--dry-run=server', '-f', '-'], tenantManifest(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': [{ kind: 'Secret', name: 'crm-sso', namespace }] })));
+    expect(named(MAIN.namespace).stderr).toContain('Unsupported value');
+    expect(named('Tenant').status).toBe(0);
+
+    const at = Date.now();
+    const read = (name: string) => [{ kind: 'Secret', name, namespace: 'Operator', valuesKey: 'seed', targetPath: 'config.leak' }];
+    applyTenant(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': read(signing), 'orbit-itsm': read(owned) }));
+    await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromNotFound', `Secret ${OPERATOR_NS}/${signing}`, `Secret ${OPERATOR_NS}/${owned}`), CASE_MS, at);
+    applySource('Secret', ATTACK.namespace, 'own-unlabelled', { seed: CANARY.signing }, {});
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(others), 'orbit-itsm': [{ kind: 'Secret', name: 'own-unlabelled', valuesKey: 'seed', targetPath: 'config.leak' }] } });
+    await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromNotFound', `Secret ${OPERATOR_NS}/${others}`, `Secret ${ATTACK.namespace}/own-unlabelled`), CASE_MS);
+
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(shared), 'orbit-itsm': null } });
+    await waitForTenant(ATTACK.name, 'Active', isActive, CASE_MS);
+    expect(moduleConfig(ATTACK.namespace, 'orbit-crm')['leak']).toBe('shared-value');
+    for (const module of ['orbit-crm', 'orbit-itsm']) expect(JSON.stringify(helmValues(ATTACK.namespace, module))).not.toContain(CANARY.signing);
+  }, CASE_MS * 3);
+
+  it('no value from a Secret shows in the operator\'s log, the tenants\' events or status', () => {
+    const events = kubectlOk(['get', 'events', '-A', '-o', 'json']);
+    const status = kubectlOk(['get', 'evt', MAIN.name, ATTACK.name, '-o', 'json']);
+    const described = kubectlOk(['describe', 'evt', MAIN.name, ATTACK.name]);
+    // Positive control: the events and status do speak of the references (so the search is not vacuous).
+    expect(events).toContain('crm-extra');
+    expect(operator.logs()).toContain('crm-settings');
+    for (const canary of Object.values(CANARY)) {
+      expect(operator.logs()).not.toContain(canary);
+      expect(events).not.toContain(canary);
+      expect(status).not.toContain(canary);
+      expect(described).not.toContain(canary);
+    }
+  });
+});

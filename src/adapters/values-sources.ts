@@ -1,0 +1,138 @@
+/**
+ * The Secrets and ConfigMaps tenants' `spec.valuesFrom` may read: only those labelled
+ * `eva.aidonow.com/values-source: "true"` (src/api/values-from.ts). Read two ways behind one interface:
+ * straight from the API server (`apiValuesSources`, filtered by the label after the GET), or from two
+ * label-selected watch caches across namespaces (`ValuesSourceCache`), which also tell the controller
+ * when one changes, so the tenants that use it are reconciled at once (no polling). Nothing else is
+ * cached: a Secret without the label never enters this process's memory through here.
+ */
+import type { KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
+import { LABELS, MANAGED_BY } from '../api/constants.ts';
+import { VALUES_SOURCE_KINDS, VALUES_SOURCE_LABEL, type ValuesSourceKind } from '../api/values-from.ts';
+import type { Logger } from '../log.ts';
+import { type CachingInformer, restartingInformer } from './informers.ts';
+import { type Kube, readOptional } from './kube.ts';
+
+/** A values source as the steps read it: its data as text (a Secret's decoded). */
+export interface ValuesSourceObject {
+  kind: ValuesSourceKind;
+  namespace: string;
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  data: Readonly<Record<string, string>>;
+}
+
+export interface ValuesSourceReads {
+  /** The object when it exists and opts in by its label; undefined otherwise (the two are not told apart). */
+  get(kind: ValuesSourceKind, namespace: string, name: string): Promise<ValuesSourceObject | undefined>;
+}
+
+/** The rule of `optsIn` as a label selector: the operator's own objects never even enter the caches. */
+const SELECTOR = `${VALUES_SOURCE_LABEL}=true,${LABELS.managedBy}!=${MANAGED_BY},owner!=helm`;
+
+/**
+ * Labelled, and not one of the operator's or helm's own objects (those are never a values source,
+ * even if someone labels one).
+ */
+export function optsIn(labels: Readonly<Record<string, string>> | undefined): boolean {
+  return labels?.[VALUES_SOURCE_LABEL] === 'true' && labels[LABELS.managedBy] !== MANAGED_BY && labels['owner'] !== 'helm';
+}
+
+function sourceOf(kind: ValuesSourceKind, obj: V1Secret | V1ConfigMap): ValuesSourceObject | undefined {
+  const labels = obj.metadata?.labels ?? {};
+  if (!optsIn(labels)) return undefined;
+  const data = kind === 'Secret'
+    ? Object.fromEntries(Object.entries(obj.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]))
+    : { ...(obj.data ?? {}) };
+  return { kind, namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '', labels, data };
+}
+
+const READ: { readonly [K in ValuesSourceKind]: (kube: Kube, namespace: string, name: string) => Promise<V1Secret | V1ConfigMap> } = {
+  Secret: (kube, namespace, name) => kube.core.readNamespacedSecret({ name, namespace }),
+  ConfigMap: (kube, namespace, name) => kube.core.readNamespacedConfigMap({ name, namespace }),
+};
+
+/** Straight from the API server (one GET per reference), for steps run without the controller's caches. */
+export function apiValuesSources(kube: Kube): ValuesSourceReads {
+  return {
+    get: async (kind, namespace, name) => {
+      const obj = await readOptional(() => READ[kind](kube, namespace, name));
+      return obj === undefined ? undefined : sourceOf(kind, obj);
+    },
+  };
+}
+
+const PATHS: Readonly<Record<ValuesSourceKind, string>> = { Secret: '/api/v1/secrets', ConfigMap: '/api/v1/configmaps' };
+
+const LIST_ALL = {
+  Secret: (kube: Kube) => kube.core.listSecretForAllNamespaces({ labelSelector: SELECTOR }),
+  ConfigMap: (kube: Kube) => kube.core.listConfigMapForAllNamespaces({ labelSelector: SELECTOR }),
+} as const;
+
+export type ValuesSourceEvent = 'add' | 'update' | 'delete';
+export type ValuesSourceHandler = (event: ValuesSourceEvent, source: ValuesSourceObject) => void;
+
+/** The label-selected watch caches of both kinds; reads fall back to the API until a kind has synced. */
+export class ValuesSourceCache implements ValuesSourceReads {
+  private readonly informers = new Map<ValuesSourceKind, CachingInformer<KubernetesObject>>();
+  private readonly synced = new Set<ValuesSourceKind>();
+  private readonly handlers: ValuesSourceHandler[] = [];
+  private readonly fallback: ValuesSourceReads;
+  private stopped = false;
+  private readonly kube: Kube;
+  private readonly log: Logger;
+
+  constructor(options: { kube: Kube; log: Logger }) {
+    this.kube = options.kube;
+    this.log = options.log;
+    this.fallback = apiValuesSources(options.kube);
+  }
+
+  /** Subscribes before start: the initial list arrives as 'add' events. */
+  on(handler: ValuesSourceHandler): void {
+    this.handlers.push(handler);
+  }
+
+  get(kind: ValuesSourceKind, namespace: string, name: string): Promise<ValuesSourceObject | undefined> {
+    const informer = this.synced.has(kind) ? this.informers.get(kind) : undefined;
+    if (informer === undefined) return this.fallback.get(kind, namespace, name);
+    const obj = informer.get(name, namespace);
+    return Promise.resolve(obj === undefined ? undefined : sourceOf(kind, obj));
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await Promise.all(VALUES_SOURCE_KINDS.map((kind) => this.startKind(kind)));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.informers.values()].map((informer) => informer.stop()));
+    this.informers.clear();
+    this.synced.clear();
+  }
+
+  private async startKind(kind: ValuesSourceKind): Promise<void> {
+    const informer = restartingInformer<KubernetesObject>({
+      config: this.kube.config,
+      path: PATHS[kind],
+      labelSelector: SELECTOR,
+      list: () => LIST_ALL[kind](this.kube),
+      trim: (obj) => {
+        if (obj.metadata) delete obj.metadata.managedFields;
+      },
+      log: this.log,
+      stopping: () => this.stopped,
+    });
+    for (const event of ['add', 'update', 'delete'] as const) {
+      informer.on(event, (obj) => {
+        // A deleted object, or one whose label was removed, is reported by its name only.
+        const source = sourceOf(kind, obj) ?? { kind, namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '', labels: {}, data: {} };
+        for (const handler of this.handlers) handler(event, source);
+      });
+    }
+    this.informers.set(kind, informer);
+    await informer.start();
+    this.synced.add(kind);
+  }
+}

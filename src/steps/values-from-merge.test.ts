@@ -1,0 +1,167 @@
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { EvaTenant } from '../api/evatenant.ts';
+import type { ValuesReference, ValuesSourceKind } from '../api/values-from.ts';
+import { ImageCatalog } from '../bundle/images.ts';
+import { SeedCatalog } from '../bundle/seeds.ts';
+import { optsIn, type ValuesSourceObject, type ValuesSourceReads } from '../adapters/values-sources.ts';
+import { InputError } from '../errors.ts';
+import { createLogger } from '../log.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
+import { testScope } from '../../test/support/fixtures.ts';
+import { moduleValues, secretStrings, type ValuesDeps, valuesFileContent, valuesHash } from './module-values.ts';
+import { atPath, loadValuesFrom, type ValuesFromByModule } from './values-from.ts';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const OPERATOR_NS = 'eva-system';
+const TENANT_NS = 'eva-tenant-acmeco';
+const LABELLED = { 'eva.aidonow.com/values-source': 'true' };
+
+const deps: ValuesDeps = {
+  images: ImageCatalog.parse('ghcr.io/aidonow/orbit-crm:1.0.0@sha256:PLACEHOLDER\nghcr.io/aidonow/orbit-itsm:1.0.0@sha256:PLACEHOLDER\n'),
+  seeds: SeedCatalog.load(join(repoRoot, 'seeds')),
+  config: { moduleOtelEndpoint: '' },
+};
+const secrets = { credentials: { 'api-key': 'generated-api-key' }, natsRevision: 'rev' };
+
+function scopeFor(spec: Partial<EvaTenant['spec']> = {}): TenantScope {
+  return testScope({ code: 'ACMECO', seedsVersion: '1.0.0', spec, log: createLogger('silent') });
+}
+
+const source = (kind: ValuesSourceKind, namespace: string, name: string, data: Record<string, string>, labels: Record<string, string> = LABELLED): ValuesSourceObject =>
+  ({ kind, namespace, name, labels, data });
+
+/** In memory, for the logic only (e2e/values-from.test.ts reads real objects through the real caches). */
+function readsOf(...objects: ValuesSourceObject[]): ValuesSourceReads {
+  return {
+    get: (kind, namespace, name) => Promise.resolve(objects.find((o) => o.kind === kind && o.namespace === namespace && o.name === name && optsIn(o.labels))),
+  };
+}
+
+async function load(refs: ValuesReference[], reads: ValuesSourceReads, spec: Partial<EvaTenant['spec']> = {}): Promise<{ scope: TenantScope; valuesFrom: ValuesFromByModule }> {
+  const scope = scopeFor({ ...spec, valuesFrom: { 'orbit-crm': refs } });
+  return { scope, valuesFrom: await loadValuesFrom(scope, reads, OPERATOR_NS) };
+}
+
+const crm = (scope: TenantScope, valuesFrom: ValuesFromByModule) => moduleValues({ module: 'orbit-crm', scope, deps, ...secrets, valuesFrom });
+
+describe('spec.valuesFrom', () => {
+  const sso = source('Secret', TENANT_NS, 'sso', { 'client-secret': 's3cr3t-canary', 'values.yaml': 'config:\n  sso:\n    issuer: https://id.example\n' });
+  const settings = source('ConfigMap', TENANT_NS, 'settings', { 'values.yaml': 'config:\n  currency: USD\n  sso:\n    issuer: https://old.example\nreplicaCount: 2\n' });
+
+  it('merges each reference over helmValues in order; a target path holds the key\'s whole text as one string', async () => {
+    const { scope, valuesFrom } = await load(
+      [{ kind: 'ConfigMap', name: 'settings' }, { kind: 'Secret', name: 'sso' }, { kind: 'Secret', name: 'sso', valuesKey: 'client-secret', targetPath: 'config.sso.clientSecret' }],
+      readsOf(sso, settings),
+      { helmValues: { 'orbit-crm': { config: { currency: 'EUR', locale: 'de' }, replicaCount: 1 } } },
+    );
+    const values = crm(scope, valuesFrom);
+    expect(valuesFileContent(values)).toMatchObject({
+      config: { currency: 'USD', locale: 'de', sso: { issuer: 'https://id.example', clientSecret: 's3cr3t-canary' } },
+      replicaCount: 2,
+      credentials: { 'api-key': 'generated-api-key' },
+    });
+    // What came from a Secret is never among the values that may be logged or shown.
+    expect(JSON.stringify(values.plain)).not.toContain('s3cr3t-canary');
+    expect(JSON.stringify(values.plain)).not.toContain('id.example');
+    expect(values.plain).toMatchObject({ config: { currency: 'USD', locale: 'de' } });
+    expect(secretStrings(values)).toEqual(expect.arrayContaining(['s3cr3t-canary', 'https://id.example']));
+  });
+
+  it('a changed Secret changes the values digest; an unchanged one keeps it', async () => {
+    const refs: ValuesReference[] = [{ kind: 'Secret', name: 'sso', valuesKey: 'client-secret', targetPath: 'config.sso.clientSecret' }];
+    const before = await load(refs, readsOf(sso));
+    const same = await load(refs, readsOf(sso));
+    const after = await load(refs, readsOf({ ...sso, data: { 'client-secret': 'rotated' } }));
+    const hash = (r: typeof before) => valuesHash('chart', crm(r.scope, r.valuesFrom));
+    expect(hash(same)).toBe(hash(before));
+    expect(hash(after)).not.toBe(hash(before));
+    expect(hash(before)).not.toContain('s3cr3t');
+  });
+
+  it('a missing reference waits, naming it; optional ones are skipped; a present one that is not labelled counts as missing', async () => {
+    const missing = await load([{ kind: 'Secret', name: 'absent' }], readsOf());
+    expect(() => crm(missing.scope, missing.valuesFrom)).toThrow(InputError);
+    expect(() => crm(missing.scope, missing.valuesFrom)).toThrow(/spec\.valuesFrom\.orbit-crm\[0\] \(Secret eva-tenant-acmeco\/absent \(key values\.yaml\)\): not found/);
+    const unlabelled = await load([{ kind: 'Secret', name: 'sso' }], readsOf({ ...sso, labels: {} }));
+    expect((unlabelled.valuesFrom.get('orbit-crm') as InputError).reason).toBe('ValuesFromNotFound');
+    const optional = await load([{ kind: 'Secret', name: 'absent', optional: true }, { kind: 'ConfigMap', name: 'settings' }], readsOf(settings));
+    expect(valuesFileContent(crm(optional.scope, optional.valuesFrom))).toMatchObject({ config: { currency: 'USD' } });
+  });
+
+  it('never reads the operator\'s own objects, even labelled, nor another tenant\'s in the operator namespace (positive control: a shared one)', async () => {
+    const own = { ...LABELLED, 'app.kubernetes.io/managed-by': 'eva-operator' };
+    const reads = readsOf(
+      source('Secret', OPERATOR_NS, 'nats-signing-key', { 'values.yaml': 'config: {seed: x}' }, own),
+      source('Secret', OPERATOR_NS, 'others', { 'values.yaml': 'config: {k: v}' }, { ...LABELLED, 'eva.aidonow.com/capsule-code': 'OTHERS' }),
+      source('Secret', OPERATOR_NS, 'mine', { 'values.yaml': 'config: {mine: yes}' }, { ...LABELLED, 'eva.aidonow.com/capsule-code': 'ACMECO' }),
+      source('ConfigMap', OPERATOR_NS, 'shared', { 'values.yaml': 'config: {shared: yes}' }),
+    );
+    for (const name of ['nats-signing-key', 'others']) {
+      const refused = await load([{ kind: 'Secret', name, namespace: 'Operator' }], reads);
+      expect((refused.valuesFrom.get('orbit-crm') as InputError).reason).toBe('ValuesFromNotFound');
+    }
+    const allowed = await load([{ kind: 'Secret', name: 'mine', namespace: 'Operator' }, { kind: 'ConfigMap', name: 'shared', namespace: 'Operator' }], reads);
+    expect(valuesFileContent(crm(allowed.scope, allowed.valuesFrom))).toMatchObject({ config: { mine: 'yes', shared: 'yes' } });
+  });
+
+  it('judges each reference by the values contract, naming it and the key; a Secret\'s value is never quoted', async () => {
+    const bad = source('Secret', TENANT_NS, 'bad', { owned: 'image: {repository: evil.example/x}', replicas: 'replicaCount: 9', text: 's3cr3t-canary' });
+    const cases: [ValuesReference, RegExp][] = [
+      [{ kind: 'Secret', name: 'bad', valuesKey: 'owned' }, /\(Secret eva-tenant-acmeco\/bad \(key owned\)\): image: set by the operator/],
+      [{ kind: 'Secret', name: 'bad', valuesKey: 'replicas' }, /key replicas\)\): replicaCount: not within the values contract/],
+      [{ kind: 'Secret', name: 'bad', valuesKey: 'text', targetPath: 'replicaCount' }, /key text\)\): replicaCount: not within the values contract/],
+      [{ kind: 'Secret', name: 'bad', valuesKey: 'text', targetPath: 'nats.password' }, /nats: set by the operator/],
+    ];
+    for (const [ref, named] of cases) {
+      const { scope, valuesFrom } = await load([ref], readsOf(bad));
+      const message = (() => {
+        try {
+          crm(scope, valuesFrom);
+          return 'accepted';
+        } catch (err) {
+          return (err as InputError).message;
+        }
+      })();
+      expect(message).toMatch(named);
+      expect(message).not.toMatch(/s3cr3t-canary|9 is above/);
+    }
+    // From a ConfigMap (not secret), the value is named as for helmValues.
+    const cm = await load([{ kind: 'ConfigMap', name: 'c' }], readsOf(source('ConfigMap', TENANT_NS, 'c', { 'values.yaml': 'replicaCount: 9' })));
+    expect(() => crm(cm.scope, cm.valuesFrom)).toThrow('replicaCount: 9 is above the Starter maximum of 2');
+  });
+
+  it('refuses a key that is absent, not a mapping or not YAML, and quotes no Secret text', async () => {
+    const odd = { list: '- a\n- b', broken: 'config: {a: [s3cr3t-canary', empty: '' };
+    const reads = readsOf(source('Secret', TENANT_NS, 'odd', odd), source('ConfigMap', TENANT_NS, 'odd', odd));
+    const messageOf = async (ref: ValuesReference): Promise<string> => ((await load([ref], reads)).valuesFrom.get('orbit-crm') as InputError).message;
+    expect(await messageOf({ kind: 'Secret', name: 'odd', valuesKey: 'nope' })).toContain('no such key (keys: broken, empty, list)');
+    expect(await messageOf({ kind: 'Secret', name: 'odd', valuesKey: 'list' })).toContain('must hold a YAML mapping');
+    const secretYaml = await messageOf({ kind: 'Secret', name: 'odd', valuesKey: 'broken' });
+    expect(secretYaml).toContain('not YAML (its content is not shown)');
+    expect(secretYaml).not.toContain('s3cr3t');
+    expect(await messageOf({ kind: 'ConfigMap', name: 'odd', valuesKey: 'broken' })).toMatch(/not YAML \(\w/);
+    const empty = await load([{ kind: 'Secret', name: 'odd', valuesKey: 'empty' }], reads);
+    expect(empty.valuesFrom.get('orbit-crm')).toEqual([expect.objectContaining({ values: {} })]);
+  });
+
+  it('keeps __proto__ a key (refused by the contract), never a prototype', async () => {
+    const { scope, valuesFrom } = await load([{ kind: 'ConfigMap', name: 'p' }], readsOf(source('ConfigMap', TENANT_NS, 'p', { 'values.yaml': '__proto__: {replicaCount: 9}' })));
+    expect(() => crm(scope, valuesFrom)).toThrow('__proto__: not a value a tenant may set');
+    expect(Object.getPrototypeOf(atPath('__proto__.x', 'v'))).toBe(Object.prototype);
+    expect(Object.keys(atPath('__proto__.x', 'v'))).toEqual(['__proto__']);
+  });
+
+  it('hibernation wins over a replicaCount from a Secret', async () => {
+    const { scope, valuesFrom } = await load([{ kind: 'Secret', name: 'r' }], readsOf(source('Secret', TENANT_NS, 'r', { 'values.yaml': 'replicaCount: 2' })), { lifecycle: 'Suspended' });
+    expect(valuesFileContent(crm(scope, valuesFrom))['replicaCount']).toBe(0);
+  });
+
+  it('refuses a valuesFrom key that is not a module; ignores modules outside the tier', async () => {
+    const scope = scopeFor({ valuesFrom: { 'not-a-module': [] } });
+    await expect(loadValuesFrom(scope, readsOf(), OPERATOR_NS)).rejects.toThrow('spec.valuesFrom: not-a-module is not a module name');
+    const outside = scopeFor({ valuesFrom: { 'eva-forge': [{ kind: 'Secret', name: 'absent' }] } });
+    expect((await loadValuesFrom(outside, readsOf(), OPERATOR_NS)).size).toBe(0);
+  });
+});
