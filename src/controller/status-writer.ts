@@ -1,6 +1,7 @@
 /**
  * Serialises the status writes and events of one reconcile, always on the latest resourceVersion. An
- * unchanged status is not written; events are an audit trail, so a failed event write is logged only.
+ * unchanged status is not written, nor a retry taking up the condition the stored status shows False;
+ * events are an audit trail, so a failed event write is logged only.
  */
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
