@@ -1,7 +1,7 @@
 /**
  * Side by side on one machine (a benchmark that prints figures, not a test):
  *
- *   npm run bench:peers -- [--count 100,500] [--repeats 3] [--concurrency 10] [--systems eva,flux,flux-nowait,floor] [--no-image]
+ *   npm run bench:peers -- [--count 100,500] [--repeats 3] [--concurrency 10] [--systems eva,flux,flux-nowait,floor] [--no-image] [--audit-out DIR]
  *
  * For each count, `repeats` rounds; each round runs every system once, in turn (alternating), each on
  * a FRESH control plane of its own (scripts/dev-cluster.sh in this checkout's bench state folder, its
@@ -20,11 +20,11 @@
  * the pods Ready); for eva, every tenant Active (which includes it); for Flux also every HelmRelease Ready.
  * Namespaces (and Flux's credential Secrets) are made before the clock; eva makes its own in its clock.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { auditEventsFrom, WRITE_VERBS } from '../test/support/audit.ts';
+import { type AuditEvent, auditEventsFrom, WRITE_VERBS } from '../test/support/audit.ts';
 import { checkout, portOffset, removeCluster, useCluster, type ClusterSettings } from '../test/support/cluster-setup.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { fluxVersions } from './peers-flux.ts';
@@ -38,6 +38,8 @@ interface Options {
   concurrency: number;
   systems: SystemName[];
   asImage: boolean;
+  /** A folder for each run's audit events (metadata only: who, verb, what), one JSON line each. */
+  auditOut: string | undefined;
 }
 
 function options(): Options {
@@ -48,6 +50,7 @@ function options(): Options {
       concurrency: { type: 'string', default: '10' },
       systems: { type: 'string', default: SYSTEMS.join(',') },
       'no-image': { type: 'boolean', default: false },
+      'audit-out': { type: 'string' },
     },
   });
   const systems = values.systems.split(',');
@@ -64,6 +67,7 @@ function options(): Options {
     concurrency: positive(values.concurrency, '--concurrency'),
     systems: systems as SystemName[],
     asImage: !values['no-image'],
+    auditOut: values['audit-out'],
   };
 }
 
@@ -139,14 +143,14 @@ function clientName(userAgent = ''): string {
   return clientOf(userAgent);
 }
 
-function countByClient(since: Date): Pick<Measured, 'requests' | 'writes' | 'calls'> {
+function countByClient(audited: readonly AuditEvent[]): Pick<Measured, 'requests' | 'writes' | 'calls'> {
   const requests: Record<string, number> = {};
   const writes: Record<string, number> = {};
   const calls: Record<string, number> = {};
   const add = (counts: Record<string, number>, key: string): void => {
     counts[key] = (counts[key] ?? 0) + 1;
   };
-  for (const event of auditEventsFrom(since)) {
+  for (const event of audited) {
     const client = clientName(event.userAgent);
     add(requests, client);
     if (WRITE_VERBS.has(event.verb)) add(writes, client);
@@ -157,7 +161,7 @@ function countByClient(since: Date): Pick<Measured, 'requests' | 'writes' | 'cal
   return { requests, writes, calls };
 }
 
-async function measure(system: SystemName, count: number, prepared: PreparedSystem): Promise<Measured> {
+async function measure(system: SystemName, count: number, prepared: PreparedSystem, auditOut: string | undefined): Promise<Measured> {
   const pids = (): Record<string, number> => ({ ...controlPlanePids(), ...prepared.processes() });
   const parent = prepared.parentOfChildren();
   const operatorPid = parent === undefined ? undefined : prepared.processes()[parent];
@@ -172,14 +176,19 @@ async function measure(system: SystemName, count: number, prepared: PreparedSyst
   const podPeak = pod?.stop().peakPodMiB;
   if (parent !== undefined && podPeak !== undefined) peakMiB[`${parent} with helm children (sampled)`] = podPeak;
   await new Promise((resolve) => setTimeout(resolve, 2_000)); // audit lines are written when requests complete
-  return { system, count, releases: count * MODULES.length, wall, notReady, cpu, peakMiB, ...countByClient(new Date(started)) };
+  const audited = auditEventsFrom(new Date(started));
+  if (auditOut !== undefined) {
+    mkdirSync(auditOut, { recursive: true });
+    writeFileSync(join(auditOut, `${system}-${count}-${started}.jsonl`), audited.map((e) => JSON.stringify(e)).join('\n'));
+  }
+  return { system, count, releases: count * MODULES.length, wall, notReady, cpu, peakMiB, ...countByClient(audited) };
 }
 
-async function runOnce(system: SystemName, count: number, settings: RunSettings): Promise<Measured> {
+async function runOnce(system: SystemName, count: number, settings: RunSettings, auditOut: string | undefined): Promise<Measured> {
   freshCluster();
   const prepared = await prepare(system, settings);
   try {
-    return await measure(system, count, prepared);
+    return await measure(system, count, prepared, auditOut);
   } finally {
     await prepared.stop();
   }
@@ -207,15 +216,44 @@ const byKey = (records: Record<string, number>[], divisor: number, digits = 1): 
   return keys.map((k) => `${k} ${fmt(median(records.map((r) => r[k] ?? 0)) / divisor, digits)}`).join(', ');
 };
 
-/** The system's own calls (client verb resource), per release, the most frequent first. */
-function topCalls(runs: Measured[], clients: readonly string[], releases: number): string {
-  const keys = [...new Set(runs.flatMap((r) => Object.keys(r.calls)))].filter((k) => clients.some((c) => k.startsWith(`${c} `)));
+/** The calls of `client` alone ("helm-controller get x" is not "helm-controller (helm library) get x"): [verb, resource, count]. */
+function callsOf(run: Measured, client: string): [string, string, number][] {
+  return Object.entries(run.calls).flatMap(([key, n]) => {
+    const [verb, resource, ...more] = key.startsWith(`${client} `) ? key.slice(client.length + 1).split(' ') : [];
+    return verb === undefined || resource === undefined || more.length > 0 ? [] : [[verb, resource, n] as [string, string, number]];
+  });
+}
+
+/** The system's own calls (client verb resource), per `unit` (release or tenant), the most frequent first. */
+function topCalls(runs: Measured[], clients: readonly string[], divisor: number, limit = 12): string {
+  const keys = [...new Set(runs.flatMap((r) => clients.flatMap((c) => callsOf(r, c).map(([verb, resource]) => `${c} ${verb} ${resource}`))))];
   return keys
-    .map((k) => [k, median(runs.map((r) => r.calls[k] ?? 0)) / releases] as const)
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, 12)
+    .map((k) => [k, median(runs.map((r) => r.calls[k] ?? 0)) / divisor] as const)
+    .filter(([, n]) => n >= 0.05)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, limit)
     .map(([k, n]) => `${k} ${fmt(n)}`)
     .join(', ');
+}
+
+/** What a request is, for the summary by kind: a status write, another write, discovery (a path, no object), or its verb. */
+function kindOf(verb: string, resource: string): string {
+  if (WRITE_VERBS.has(verb)) return resource.endsWith('/status') ? 'status writes' : 'other writes';
+  return resource.startsWith('/') ? 'discovery' : verb;
+}
+
+/** Per client of the system: its requests per `divisor` by kind (get, list, watch, discovery, status writes, other writes). */
+function requestsByKind(runs: Measured[], clients: readonly string[], divisor: number): string {
+  return clients
+    .map((client) => {
+      const perRun = runs.map((run) => {
+        const kinds: Record<string, number> = {};
+        for (const [verb, resource, n] of callsOf(run, client)) kinds[kindOf(verb, resource)] = (kinds[kindOf(verb, resource)] ?? 0) + n;
+        return kinds;
+      });
+      return `${client}: ${byKey(perRun, divisor) || 'none'}`;
+    })
+    .join('; ');
 }
 
 interface Row {
@@ -241,6 +279,9 @@ function printSystem(system: SystemName, runs: Measured[]): Row {
   console.log(`  API requests per release: ${fmt(median(runs.map((r) => sumOf(r.requests, clients))) / releases)} by ${clients.join(' + ')} (all clients: ${byKey(runs.map((r) => r.requests), releases)})`);
   console.log(`  API writes per release: ${fmt(median(runs.map((r) => sumOf(r.writes, clients))) / releases)} by ${clients.join(' + ')} (all clients: ${byKey(runs.map((r) => r.writes), releases)})`);
   console.log(`  its requests per release, most first: ${topCalls(runs, clients, releases)}`);
+  const tenants = runs[0]?.count ?? 1;
+  console.log(`  its requests per tenant (${releases / tenants} releases) by kind: ${requestsByKind(runs, clients, tenants)}`);
+  console.log(`  its requests per tenant, every one: ${topCalls(runs, clients, tenants, Number.POSITIVE_INFINITY)}`);
   return { system, wall, memory, memoryWithChildren };
 }
 
@@ -273,7 +314,7 @@ async function runAll(opts: Options): Promise<void> {
     const results = new Map<SystemName, Measured[]>(opts.systems.map((s) => [s, []]));
     for (let round = 0; round < opts.repeats; round += 1) {
       for (const system of opts.systems) {
-        const measured = await runOnce(system, count, settings);
+        const measured = await runOnce(system, count, settings, opts.auditOut);
         console.log(`[${count} tenants, round ${round + 1}] ${system}: ${fmt(measured.wall)} s${measured.notReady > 0 ? `, ${measured.notReady} NOT READY` : ''}`);
         results.get(system)?.push(measured);
       }

@@ -7,7 +7,7 @@ import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { FINALIZER, OWNER_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
-import { InputError } from '../errors.ts';
+import { DependencyError, InputError } from '../errors.ts';
 import { createLogger } from '../log.ts';
 import { STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
 import { testTenant } from '../../test/support/fixtures.ts';
@@ -16,6 +16,7 @@ import { USER_ERROR_RECHECK_MS } from './actions.ts';
 import { TenantReconciler } from './reconciler.ts';
 import type { TenantSteps } from './tenant-steps.ts';
 import type { TenantStore } from './tenant-store.ts';
+import type { TenantScope } from '../tenancy/scope.ts';
 
 const VERSION = '1.0.0';
 const signal = new AbortController().signal;
@@ -115,6 +116,58 @@ describe('TenantReconciler', () => {
     expect(conditionOf(store, 'badsee', 'SeedLoaded')).toMatchObject({ status: 'False', reason: 'UnknownSeedsVersion', message: 'seed: no 9.9.9' });
     expect(store.events.filter((e) => e.type === 'Warning').map((e) => e.reason)).toEqual(['UnknownSeedsVersion']);
     expect(action).toEqual({ kind: 'requeue', failed: Reason.UnknownSeedsVersion, afterMs: USER_ERROR_RECHECK_MS });
+  });
+
+  it('a step that fails the same way on every retry: no status write after the first (nothing changed)', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'RETRYS' }));
+    const failing = (step: StepName): StepOutcome | Error => (step === 'seed' ? new DependencyError(Reason.HelmFailed, 'the seed store is down') : { kind: 'done' });
+    await reconciler(store, fakeSteps(failing)).reconcile('retrys', signal);
+    expect(conditionOf(store, 'retrys', 'SeedLoaded')).toMatchObject({ status: 'False', reason: Reason.HelmFailed });
+    const writes = store.writes.length;
+    const retry = fakeSteps(failing);
+    await reconciler(store, retry).reconcile('retrys', signal);
+    await reconciler(store, retry).reconcile('retrys', signal);
+    expect(retry.ran).toEqual(['seed', 'seed']);
+    expect(store.writes, 'retries that change nothing write nothing').toHaveLength(writes);
+    // Positive control: a retry that gets further is written.
+    await reconciler(store, fakeSteps()).reconcile('retrys', signal);
+    expect(store.writes.length).toBeGreaterThan(writes);
+    expect(store.peek('retrys')?.status?.phase).toBe('Active');
+  });
+
+  it('a wait taken up again: the rest of its condition is not written, the next condition and Active are', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'WAITED' }));
+    await reconciler(store, fakeSteps((step) => (step === 'modules' ? { kind: 'pending', reason: Reason.DeploymentUnavailable, message: 'orbit-crm: not available yet' } : { kind: 'done' }))).reconcile('waited', signal);
+    expect(conditionOf(store, 'waited', 'ModulesDeployed')).toMatchObject({ status: 'False', reason: Reason.DeploymentUnavailable });
+    const writes = store.writes.length;
+    const resumed = fakeSteps();
+    await reconciler(store, resumed).reconcile('waited', signal);
+    expect(resumed.ran).toEqual(['modules', 'revoke', 'ingress']);
+    // ingress (ModulesDeployed True, IngressReady under way), then Active; not revoke's "ModulesDeployed under way again".
+    expect(store.writes.slice(writes)).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
+    expect(conditionOf(store, 'waited', 'ModulesDeployed')?.status).toBe('True');
+  });
+
+  it('a waiting tenant is observed from the caches once they show every release and Deployment; otherwise, and at the end of a run, from the API', async () => {
+    const observed = (helmSeen: boolean) => (scope: TenantScope) => ({
+      modules: Object.fromEntries(scope.modules.map((m) => [m, { readyReplicas: 0, replicas: 1, message: 'not available yet', ...(helmSeen ? { valuesDigest: 'd', chartVersion: '1.0.0' } : {}) }])),
+    });
+    const waitAtModules = (step: StepName): StepOutcome => (step === 'modules' ? { kind: 'pending', reason: Reason.DeploymentUnavailable, message: 'm' } : { kind: 'done' });
+    const run = async (code: string, cachesSeeHelm: boolean): Promise<boolean[]> => {
+      const store = new MemoryTenantStore();
+      store.put(testTenant({ code }));
+      const fresh: boolean[] = [];
+      const steps: FakeSteps = { ...fakeSteps(waitAtModules), observe: (scope, isFresh) => Promise.resolve(observed(isFresh || cachesSeeHelm)(scope)).finally(() => fresh.push(isFresh)) };
+      await reconciler(store, steps).reconcile(code.toLowerCase(), signal);
+      expect(store.peek(code.toLowerCase())?.status?.modules?.['orbit-crm']?.valuesDigest).toBe('d');
+      await reconciler(store, { ...steps, runStep: () => Promise.resolve({ kind: 'done' }) }).reconcile(code.toLowerCase(), signal);
+      return fresh;
+    };
+    // Requested (before any step: the caches), waiting, Active.
+    expect(await run('CACHED', true), 'waiting: the caches; Active: the API').toEqual([false, false, true]);
+    expect(await run('BEHIND', false), 'waiting, caches behind helm: the API too').toEqual([false, false, true, true]);
   });
 
   it('a failed event write is no failure: the tenant still becomes Active', async () => {

@@ -1,12 +1,13 @@
 /**
  * Serialises the status writes and events of one reconcile, always on the latest resourceVersion. An
- * unchanged status is not written; events are an audit trail, so a failed event write is logged only.
+ * unchanged status is not written, nor a retry taking up the condition the stored status shows False;
+ * events are an audit trail, so a failed event write is logged only.
  */
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { Reason } from '../api/reasons.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
-import type { SagaView } from '../saga/conditions.ts';
+import { CONDITION_OF_STEP, type SagaView } from '../saga/conditions.ts';
 import type { SagaEmitted } from '../saga/machine.ts';
 import { STEP_DESCRIPTORS } from '../steps/registry.ts';
 import { buildStatus, sameStatus } from './tenant-status.ts';
@@ -48,7 +49,7 @@ export class StatusWriter {
     if (view.stage === 'checking') return;
     this.warnOnNewProblem(view);
     const status = { ...buildStatus(this.current, view, persisted, new Date()), ...(await this.observation(view)) };
-    if (sameStatus(this.current.status, status)) return;
+    if (sameStatus(this.current.status, status) || takesUpStoredProblem(this.current.status, view, status)) return;
     await this.write(status);
   }
 
@@ -61,6 +62,13 @@ export class StatusWriter {
     if (view.stage === 'provisioning') this.provisioned = true;
     if (this.observe === undefined || view.stage === 'provisioning') return kept;
     try {
+      // A wait is on objects the caches watch: their next change wakes the tenant and is observed then,
+      // so the caches, at most a watch event behind, serve it, once they hold what helm made. The
+      // rest that ends a run in which a step ran is read from the API.
+      if (view.stage === 'waiting') {
+        const cached = await this.observe(false);
+        if (showsEveryRelease(cached)) return cached;
+      }
       return await this.observe(this.provisioned);
     } catch (err) {
       this.log.debug({ err }, 'could not observe modules and ingress; status keeps the last observation');
@@ -120,6 +128,25 @@ export class StatusWriter {
       }),
     );
   }
+}
+
+/** Every module shows its release (values digest) and its Deployment (chart version): the caches have seen helm's work. */
+function showsEveryRelease(observed: ObservedTenant): boolean {
+  return Object.values(observed.modules).every((module) => module.valuesDigest !== undefined && module.chartVersion !== undefined);
+}
+
+/**
+ * A step of the condition the stored status shows False (waiting or failed there), taken up again in
+ * the same phase and generation: no news. Written, it would flip the condition to Progressing and,
+ * when the step still waits or fails the same way, back again on every retry (two writes saying
+ * nothing). The next rest or the next condition is written; a crash meanwhile resumes at the stored
+ * rest's step, which idempotent steps make safe.
+ */
+function takesUpStoredProblem(stored: EvaTenantStatus | undefined, view: SagaView, status: EvaTenantStatus): boolean {
+  if (view.stage !== 'provisioning' || view.currentStep === undefined || stored === undefined) return false;
+  if (stored.phase !== status.phase || stored.observedGeneration !== status.observedGeneration) return false;
+  const condition = CONDITION_OF_STEP[view.currentStep];
+  return stored.conditions?.some((c) => c.type === condition && c.status === 'False') === true;
 }
 
 function messageOf(type: SagaEmitted['type']): string {
