@@ -7,7 +7,7 @@ import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { Reason } from '../api/reasons.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
-import { CONDITION_OF_STEP, type SagaView } from '../saga/conditions.ts';
+import { conditionOf, type SagaView } from '../saga/conditions.ts';
 import type { SagaEmitted } from '../saga/machine.ts';
 import { STEP_DESCRIPTORS } from '../steps/registry.ts';
 import { buildStatus, sameStatus } from './tenant-status.ts';
@@ -145,7 +145,7 @@ function showsEveryRelease(observed: ObservedTenant): boolean {
 function takesUpStoredProblem(stored: EvaTenantStatus | undefined, view: SagaView, status: EvaTenantStatus): boolean {
   if (view.stage !== 'provisioning' || view.currentStep === undefined || stored === undefined) return false;
   if (stored.phase !== status.phase || stored.observedGeneration !== status.observedGeneration) return false;
-  const condition = CONDITION_OF_STEP[view.currentStep];
+  const condition = conditionOf(view.currentStep);
   return stored.conditions?.some((c) => c.type === condition && c.status === 'False') === true;
 }
 
