@@ -13,20 +13,13 @@ nats_ensure_auth() {
   "$checkout/node_modules/.bin/node" "$checkout/src/cli.ts" nats-bootstrap --out "$dir" --namespace "$namespace" >/dev/null
 }
 
-# nats_write_config <file> <server name> <listen> <http> <auth folder> <store folder>: operator mode
-# with a full resolver that takes account JWTs pushed at run time (and their deletion). max_file_store
-# is what accounts may reserve, not disk in use: every tenant account reserves its tier's JetStream
-# storage, and a cluster may hold thousands of tenants.
+# nats_write_config <file> <server name> <listen> <http> <auth folder> <store folder>: the server's
+# configuration, from the template scripts/dev-cluster/nats.conf (operator mode, a full resolver).
 nats_write_config() {
-  local file=$1 name=$2 listen=$3 http=$4 auth=$5 store=$6 include
+  local file=$1 include
   # nats-server resolves an include against the configuration file's folder, even an absolute path.
-  include=$(realpath -m --relative-to="$(dirname "$file")" "$auth/nats-auth.conf")
-  cat >"$file" <<CONF
-server_name: $name
-listen: "$listen"
-http: "$http"
-include "$include"
-resolver { type: full, dir: "$store/resolver", allow_delete: true, interval: "2m" }
-jetstream { store_dir: "$store", max_file_store: 1T }
-CONF
+  include=$(realpath -m --relative-to="$(dirname "$file")" "$5/nats-auth.conf")
+  SERVER_NAME=$2 LISTEN=$3 HTTP=$4 AUTH_INCLUDE=$include STORE=$6 \
+    envsubst '${SERVER_NAME} ${LISTEN} ${HTTP} ${AUTH_INCLUDE} ${STORE}' \
+    <"$(dirname "${BASH_SOURCE[0]}")/../dev-cluster/nats.conf" >"$file"
 }
