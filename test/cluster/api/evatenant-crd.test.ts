@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { repoRoot } from '../support/tools.ts';
-import { kubectl, kubectlOk, tenantManifest } from '../support/kubectl.ts';
+import { repoRoot } from '../../support/tools.ts';
+import { kubectl, kubectlOk, tenantManifest } from '../../support/kubectl.ts';
 
 const samples = readdirSync(join(repoRoot, 'samples')).filter((f) => f.endsWith('.yaml'));
 

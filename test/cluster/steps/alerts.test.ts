@@ -5,10 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import type { Tier } from '../../src/api/constants.ts';
-import { STREAM_LIMITS_BY_TIER } from '../../src/api/tiers.ts';
-import { createLogger } from '../../src/log.ts';
+import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
+import type { Tier } from '../../../src/api/constants.ts';
+import { STREAM_LIMITS_BY_TIER } from '../../../src/api/tiers.ts';
+import { createLogger } from '../../../src/log.ts';
 import {
   ALERT_RULES_LABEL,
   alertRulesFileKey,
@@ -17,11 +17,11 @@ import {
   PROMETHEUS_RULE,
   prometheusRulesSupported,
   type RuleGroup,
-} from '../../src/steps/alerts.ts';
-import { READY } from '../../src/steps/step.ts';
-import type { TenantScope } from '../../src/tenancy/scope.ts';
-import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { testScope } from '../support/fixtures.ts';
+} from '../../../src/steps/alerts.ts';
+import { READY } from '../../../src/steps/step.ts';
+import type { TenantScope } from '../../../src/tenancy/scope.ts';
+import { eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { testScope } from '../../support/fixtures.ts';
 
 const CRD = PROMETHEUS_RULE.crd;
 /** Marks the CRD this test installs, so a later run can tell its own leftover from a real install. */

@@ -4,11 +4,11 @@
  */
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { LeaderElector } from '../../src/controller/leader-election.ts';
-import { leaseNameForVersion, microTimeMs } from '../../src/controller/lease.ts';
-import { createLogger } from '../../src/log.ts';
-import { kubectl, kubectlOk } from '../support/kubectl.ts';
+import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
+import { LeaderElector } from '../../../src/controller/leader-election.ts';
+import { leaseNameForVersion, microTimeMs } from '../../../src/controller/lease.ts';
+import { createLogger } from '../../../src/log.ts';
+import { kubectl, kubectlOk } from '../../support/kubectl.ts';
 
 const ns = `le-test-${Date.now().toString(36)}`;
 // LE_LOG_LEVEL=debug shows every attempt when a run needs explaining.

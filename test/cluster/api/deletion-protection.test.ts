@@ -6,8 +6,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { eventually, kubectl, kubectlOk, tenantManifest } from '../support/kubectl.ts';
-import { repoRoot, tool } from '../support/tools.ts';
+import { eventually, kubectl, kubectlOk, tenantManifest } from '../../support/kubectl.ts';
+import { repoRoot, tool } from '../../support/tools.ts';
 import { spawnSync } from 'node:child_process';
 
 const LABEL = 'eva.aidonow.com/test=deletion-protection';

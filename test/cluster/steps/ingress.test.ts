@@ -4,14 +4,14 @@
  * drift; with INGRESS_CLASS the class is the operator's and a different one is.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { ingressStep, type IngressStepDeps } from '../../src/steps/ingress.ts';
-import { READY } from '../../src/steps/step.ts';
-import { testScope } from '../support/fixtures.ts';
-import { eventually, kubectlOk } from '../support/kubectl.ts';
-import { runLetters } from '../support/random.ts';
-import { testPki } from '../support/certificates.ts';
-import type { IngressSettings } from '../../src/config.ts';
+import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
+import { ingressStep, type IngressStepDeps } from '../../../src/steps/ingress.ts';
+import { READY } from '../../../src/steps/step.ts';
+import { testScope } from '../../support/fixtures.ts';
+import { eventually, kubectlOk } from '../../support/kubectl.ts';
+import { runLetters } from '../../support/random.ts';
+import { testPki } from '../../support/certificates.ts';
+import type { IngressSettings } from '../../../src/config.ts';
 
 const run = runLetters();
 let kube: Kube;

@@ -6,19 +6,19 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { TenantObjectCache } from '../../src/adapters/tenant-objects.ts';
-import { createLogger } from '../../src/log.ts';
-import { alertRulesFileKey, alertRulesName, alertsStep } from '../../src/steps/alerts.ts';
-import { namespaceStep } from '../../src/steps/namespace.ts';
-import { type NetworkStepDeps, networkStep } from '../../src/steps/network.ts';
-import { quotasStep } from '../../src/steps/quotas.ts';
-import { READY, type Step, type Verdict } from '../../src/steps/step.ts';
-import type { TenantScope } from '../../src/tenancy/scope.ts';
-import { testScope } from '../support/fixtures.ts';
-import { eventually, kubectl, kubectlOk, tenantManifest } from '../support/kubectl.ts';
-import { runLetters } from '../support/random.ts';
-import { repoRoot } from '../support/tools.ts';
+import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
+import { TenantObjectCache } from '../../../src/adapters/tenant-objects.ts';
+import { createLogger } from '../../../src/log.ts';
+import { alertRulesFileKey, alertRulesName, alertsStep } from '../../../src/steps/alerts.ts';
+import { namespaceStep } from '../../../src/steps/namespace.ts';
+import { type NetworkStepDeps, networkStep } from '../../../src/steps/network.ts';
+import { quotasStep } from '../../../src/steps/quotas.ts';
+import { READY, type Step, type Verdict } from '../../../src/steps/step.ts';
+import type { TenantScope } from '../../../src/tenancy/scope.ts';
+import { testScope } from '../../support/fixtures.ts';
+import { eventually, kubectl, kubectlOk, tenantManifest } from '../../support/kubectl.ts';
+import { runLetters } from '../../support/random.ts';
+import { repoRoot } from '../../support/tools.ts';
 
 const run = runLetters();
 let requests = 0;

@@ -6,21 +6,21 @@
  */
 import { connect, jwtAuthenticator } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../../src/api/constants.ts';
-import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import type { UserCredentials } from '../../src/adapters/nats.ts';
-import { parseCreds } from '../../src/adapters/nats-jwt.ts';
-import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY, accountStep } from '../../src/steps/account.ts';
-import { type AccountKeyStore, accountKeysName, KubeAccountKeyStore } from '../../src/nats/account-keys.ts';
-import type { NatsAccounts } from '../../src/nats/accounts.ts';
-import { desiredNetworkPolicy, NETWORK_POLICY_NAME, networkStep } from '../../src/steps/network.ts';
-import { revokeStep } from '../../src/steps/revoke.ts';
-import { READY } from '../../src/steps/step.ts';
-import type { TenantScope } from '../../src/tenancy/scope.ts';
-import type { NetworkPolicySettings } from '../../src/config.ts';
-import { testAccounts, testScope } from '../support/fixtures.ts';
-import { startNatsServer, type TestNatsServer } from '../support/nats-server.ts';
-import { runLetters } from '../support/random.ts';
+import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../../../src/api/constants.ts';
+import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
+import type { UserCredentials } from '../../../src/adapters/nats.ts';
+import { parseCreds } from '../../../src/adapters/nats-jwt.ts';
+import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY, accountStep } from '../../../src/steps/account.ts';
+import { type AccountKeyStore, accountKeysName, KubeAccountKeyStore } from '../../../src/nats/account-keys.ts';
+import type { NatsAccounts } from '../../../src/nats/accounts.ts';
+import { desiredNetworkPolicy, NETWORK_POLICY_NAME, networkStep } from '../../../src/steps/network.ts';
+import { revokeStep } from '../../../src/steps/revoke.ts';
+import { READY } from '../../../src/steps/step.ts';
+import type { TenantScope } from '../../../src/tenancy/scope.ts';
+import type { NetworkPolicySettings } from '../../../src/config.ts';
+import { testAccounts, testScope } from '../../support/fixtures.ts';
+import { startNatsServer, type TestNatsServer } from '../../support/nats-server.ts';
+import { runLetters } from '../../support/random.ts';
 
 const runId = runLetters();
 const keysNamespace = `eva-test-keys-${runId.toLowerCase()}`;

@@ -9,24 +9,24 @@ import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Tier } from '../../src/api/constants.ts';
-import type { EvaTenantSpec } from '../../src/api/evatenant.ts';
-import { Helm, readReleases, type ReleaseRecord } from '../../src/adapters/helm.ts';
-import { ImageCatalog } from '../../src/adapters/images.ts';
-import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { TMPFS_MAGIC } from '../../src/adapters/secret-values-file.ts';
-import { createLogger } from '../../src/log.ts';
-import { DependencyError, InputError, type StepError } from '../../src/errors.ts';
-import { formatCreds, newSeed, publicKeyOf, signUser } from '../../src/adapters/nats-jwt.ts';
-import { NATS_CREDENTIALS_SECRET } from '../../src/steps/account.ts';
-import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../src/steps/modules.ts';
-import { VALUES_HASH_LABEL } from '../../src/steps/release-state.ts';
-import type { TenantScope } from '../../src/tenancy/scope.ts';
-import type { Verdict } from '../../src/steps/step.ts';
-import { repoRoot, tool } from '../support/tools.ts';
-import { configMapIn, hostileCharts } from '../support/hostile-charts.ts';
-import { testScope } from '../support/fixtures.ts';
-import { renderGuardSettings } from '../../src/config.ts';
+import type { Tier } from '../../../src/api/constants.ts';
+import type { EvaTenantSpec } from '../../../src/api/evatenant.ts';
+import { Helm, readReleases, type ReleaseRecord } from '../../../src/adapters/helm.ts';
+import { ImageCatalog } from '../../../src/adapters/images.ts';
+import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
+import { TMPFS_MAGIC } from '../../../src/adapters/secret-values-file.ts';
+import { createLogger } from '../../../src/log.ts';
+import { DependencyError, InputError, type StepError } from '../../../src/errors.ts';
+import { formatCreds, newSeed, publicKeyOf, signUser } from '../../../src/adapters/nats-jwt.ts';
+import { NATS_CREDENTIALS_SECRET } from '../../../src/steps/account.ts';
+import { credentialsSecretName, type ModuleStepDeps, modulesStep } from '../../../src/steps/modules.ts';
+import { VALUES_HASH_LABEL } from '../../../src/steps/release-state.ts';
+import type { TenantScope } from '../../../src/tenancy/scope.ts';
+import type { Verdict } from '../../../src/steps/step.ts';
+import { repoRoot, tool } from '../../support/tools.ts';
+import { configMapIn, hostileCharts } from '../../support/hostile-charts.ts';
+import { testScope } from '../../support/fixtures.ts';
+import { renderGuardSettings } from '../../../src/config.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
 const natsCreds = async (): Promise<string> => {

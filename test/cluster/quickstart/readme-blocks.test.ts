@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot } from '../support/tools.ts';
+import { repoRoot } from '../../support/tools.ts';
 
 const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
 const blocks = [...readme.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
@@ -15,9 +15,9 @@ const blocks = [...readme.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?
 /** Where each block is run, by its first line. */
 const COVERAGE: Record<string, string> = {
   'scripts/dev-cluster.sh up': 'here, as written, on a throwaway cluster (below)',
-  'eval "$(scripts/dev-cluster.sh env)"': 'test/quickstart/newcomer.test.ts, as written',
-  'scripts/quickstart.sh --dry-run': 'test/quickstart/quickstart.test.ts (--dry-run, and an install with --values)',
-  'kubectl apply --server-side -f crds/': 'test/charts/operator-chart.test.ts (CRD, bootstrap Secret, helm install with the bootstrap values)',
+  'eval "$(scripts/dev-cluster.sh env)"': 'test/cluster/quickstart/newcomer.test.ts, as written',
+  'scripts/quickstart.sh --dry-run': 'test/cluster/quickstart/quickstart.test.ts (--dry-run, and an install with --values)',
+  'kubectl apply --server-side -f crds/': 'test/cluster/charts/operator-chart.test.ts (CRD, bootstrap Secret, helm install with the bootstrap values)',
   'scripts/mirror-images.sh --registry registry.internal:5000/eva': 'test/images/mirror.test.ts, against a registry on loopback (registry.internal is not reachable from here)',
   'scripts/build-image.sh': 'e2e/real-node.test.ts (builds every image, then runs them on the real node)',
   'kubectl -n argocd patch configmap argocd-cm --type merge --patch "$(jq -n --rawfile lua deploy/argocd/health.lua \\':

@@ -4,18 +4,18 @@
  * chart and applied; then writes are made as the ServiceAccount (kubectl --as, server-side dry run,
  * which goes through admission). Every refusal is checked to come from the policy (its message),
  * not from RBAC; every refused write has a positive control (the same write in a managed tenant
- * namespace, or with the policy's binding removed). test/charts/operator-chart.test.ts runs the real
+ * namespace, or with the policy's binding removed). test/cluster/charts/operator-chart.test.ts runs the real
  * operator through a whole tenant under the same policy (the operator's own writes pass).
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, FINALIZER, FORCE_DECOMMISSION_ANNOTATION, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../../src/api/constants.ts';
-import { type CommandResult, eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { repoRoot } from '../support/tools.ts';
-import { runLetters } from '../support/random.ts';
-import { applyTenant } from '../../e2e/support/tenants.ts';
-import { helm } from './render.ts';
+import { API_VERSION, FINALIZER, FORCE_DECOMMISSION_ANNOTATION, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../../../src/api/constants.ts';
+import { type CommandResult, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { repoRoot } from '../../support/tools.ts';
+import { runLetters } from '../../support/random.ts';
+import { applyTenant } from '../../../e2e/support/tenants.ts';
+import { helm } from '../../charts/render.ts';
 
 const chartDir = join(repoRoot, 'charts/eva-operator');
 const runId = randomBytes(3).toString('hex');

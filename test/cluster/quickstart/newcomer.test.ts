@@ -11,10 +11,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import setupTestCluster, { TEST_CLUSTER } from '../support/cluster-setup.ts';
-import { eventually, kubectlOk, tenantManifest } from '../support/kubectl.ts';
-import { waitForGone, waitForPhase } from '../../e2e/support/tenants.ts';
-import { processAlive, repoRoot } from '../support/tools.ts';
+import setupTestCluster, { TEST_CLUSTER } from '../../support/cluster-setup.ts';
+import { eventually, kubectlOk, tenantManifest } from '../../support/kubectl.ts';
+import { waitForGone, waitForPhase } from '../../../e2e/support/tenants.ts';
+import { processAlive, repoRoot } from '../../support/tools.ts';
 
 const CODE = 'NEWCMR';
 const userDir = mkdtempSync(join(tmpdir(), 'eva-user-dev-cluster-'));

@@ -4,12 +4,12 @@
  * step judges changes (Available, an address) or the object is deleted, and nobody else.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, loadKubeConfig } from '../../src/adapters/kube.ts';
-import { TenantObjectCache } from '../../src/adapters/tenant-objects.ts';
-import { subscribeWakeups } from '../../src/controller/wakeups.ts';
-import { createLogger } from '../../src/log.ts';
-import { WAKE_ON } from '../../src/steps/registry.ts';
-import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
+import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
+import { TenantObjectCache } from '../../../src/adapters/tenant-objects.ts';
+import { subscribeWakeups } from '../../../src/controller/wakeups.ts';
+import { createLogger } from '../../../src/log.ts';
+import { WAKE_ON } from '../../../src/steps/registry.ts';
+import { eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 
 const run = Date.now().toString(36);
 const tenantNs = `wake-${run}-a`;
