@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../../support/tools.ts';
+import { INVALID_SPECS } from '../../support/invalid-specs.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../../support/kubectl.ts';
 
 const samples = readdirSync(join(repoRoot, 'samples')).filter((f) => f.endsWith('.yaml'));
@@ -42,17 +43,8 @@ describe('EvaTenant CRD on the API server', () => {
   });
 
   it.each([
-    ['a lowercase code', { capsuleCode: 'abcdef', tier: 'Starter' }, 'spec.capsuleCode'],
-    ['a 5-letter code', { capsuleCode: 'ABCDE', tier: 'Starter' }, 'spec.capsuleCode'],
-    ['a 7-letter code', { capsuleCode: 'ABCDEFG', tier: 'Starter' }, 'spec.capsuleCode'],
-    ['an unknown tier', { capsuleCode: 'ABCDEF', tier: 'Gold' }, 'spec.tier'],
-    ['wave 0', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 0 }, 'spec.wave'],
-    ['wave 4', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 4 }, 'spec.wave'],
-    ['a non-semver operatorVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', operatorVersion: 'v1.2' }, 'spec.operatorVersion'],
-    ['an unknown module in versions', { capsuleCode: 'ABCDEF', tier: 'Starter', versions: { 'no-such': '1.0.0' } }, 'spec.versions'],
-    ['a path in seedsVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', seedsVersion: '../../etc' }, 'spec.seedsVersion'],
-    ['an unknown lifecycle', { capsuleCode: 'ABCDEF', tier: 'Starter', lifecycle: 'Paused' }, 'spec.lifecycle'],
-    ['an unknown dataRetention', { capsuleCode: 'ABCDEF', tier: 'Starter', dataRetention: 'Keep' }, 'spec.dataRetention'],
+    ...INVALID_SPECS.map(([label, spec, field]) => [label, spec, `spec.${field}`] as const),
+    ['an unknown module in versions', { capsuleCode: 'ABCDEF', tier: 'Starter', versions: { 'no-such': '1.0.0' } }, 'spec.versions'] as const,
   ])('rejects %s with a message naming the field', (_label, spec, field) => {
     const result = applyTenant('invalid', spec);
     expect(result.status).not.toBe(0);
