@@ -73,9 +73,9 @@ $verify && { command -v podman >/dev/null || die "podman is missing (or pass --n
 # ---- buildah's configuration: everything under one cache folder, nothing from /etc/containers ----
 work="$cache_root/image-build"
 mkdir -p "$work/storage" "$work/run" "$work/tmp" "$out"
-# The three files are templates in scripts/build-image/ (envsubst: WORK).
+# The three files are templates in scripts/build-image/ (WORK: the build's cache folder).
 for conf in storage.conf containers.conf registries.conf; do
-  WORK=$work envsubst '${WORK}' <"$root/scripts/build-image/$conf" >"$work/$conf"
+  eva_render "$root/scripts/build-image/$conf" WORK="$work" >"$work/$conf"
 done
 export CONTAINERS_STORAGE_CONF="$work/storage.conf" CONTAINERS_CONF="$work/containers.conf" \
   CONTAINERS_REGISTRIES_CONF="$work/registries.conf" TMPDIR="$work/tmp" BUILDAH_ISOLATION=chroot

@@ -62,8 +62,8 @@ wait_for() { # <seconds> <description> <command...>
 # rendered file is compared with the running cluster's recipe) and the kwok stages.
 render_kwokctl_config() { # <file>
   {
-    AUDIT_POLICY=${EVA_DEV_CLUSTER_AUDIT_POLICY:-$here/audit-policy.yaml} BIN=$bin SERVICE_RANGE=$service_range \
-      envsubst '${AUDIT_POLICY} ${BIN} ${SERVICE_RANGE}' <"$here/kwokctl.yaml"
+    eva_render "$here/kwokctl.yaml" AUDIT_POLICY="${EVA_DEV_CLUSTER_AUDIT_POLICY:-$here/audit-policy.yaml}" \
+      BIN="$bin" SERVICE_RANGE="$service_range"
     for stage in "$bin"/kwok-stages/*.yaml "$here/ingress-stage.yaml"; do
       echo "---"
       cat "$stage"
@@ -164,9 +164,6 @@ ensure_nats() {
 }
 
 cmd_up() {
-  # Its configuration files are templates (scripts/dev-cluster/), rendered with envsubst.
-  command -v envsubst >/dev/null 2>&1 ||
-    die "envsubst is missing: install the Debian package gettext-base (scripts/lib/prerequisites.sh installs every prerequisite)"
   mkdir -p "$state"
   # The lock serialises concurrent `up`s (tests and humans); daemons started below get fd 8 closed
   # so they do not inherit and hold it.

@@ -2,6 +2,8 @@
 # NATS in operator mode, shared by scripts/dev-cluster.sh (the kwok cluster) and
 # scripts/lib/real-node.sh (the real node): the keys from the operator's own command, and the server
 # configuration around them. Source it; it defines functions only.
+# shellcheck source=scripts/lib/eva-cli.sh
+source "$(dirname "${BASH_SOURCE[0]}")/eva-cli.sh"
 
 # nats_ensure_auth <checkout> <folder> <namespace>: the operator identity, system account and the
 # operator's two files, made once by `eva-operator nats-bootstrap` (no nsc) into <folder> (0700, files
@@ -19,7 +21,6 @@ nats_write_config() {
   local file=$1 include
   # nats-server resolves an include against the configuration file's folder, even an absolute path.
   include=$(realpath -m --relative-to="$(dirname "$file")" "$5/nats-auth.conf")
-  SERVER_NAME=$2 LISTEN=$3 HTTP=$4 AUTH_INCLUDE=$include STORE=$6 \
-    envsubst '${SERVER_NAME} ${LISTEN} ${HTTP} ${AUTH_INCLUDE} ${STORE}' \
-    <"$(dirname "${BASH_SOURCE[0]}")/../dev-cluster/nats.conf" >"$file"
+  eva_render "$eva_cli_root/scripts/dev-cluster/nats.conf" SERVER_NAME="$2" LISTEN="$3" HTTP="$4" \
+    AUTH_INCLUDE="$include" STORE="$6" >"$file"
 }

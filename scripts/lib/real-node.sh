@@ -7,7 +7,8 @@
 # Its dataplane: kube-router's firewall enforces NetworkPolicies (a node process, restarted when it
 # exits), and Traefik serves Ingresses of class `traefik` as an ordinary pod. Every configuration
 # file (kubeconfigs, containerd, kubelet, kube-proxy, CNI, registry, the manifests, the pause and
-# Traefik images' OCI JSON) is a template in scripts/real-node/, rendered with envsubst by `render`.
+# Traefik images' OCI JSON) is a template in scripts/real-node/, filled by `render`
+# (scripts/lib/render-template.ts).
 # Binaries: scripts/lib/build-components.sh (control-plane, node and dataplane sets, versions.env);
 # runc, the CNI plugins, ipset, skopeo and docker-registry from Debian (scripts/lib/prerequisites.txt).
 #
@@ -69,6 +70,8 @@ TRAEFIK_IP=10.96.0.80
 # The kernel settings the kubelet sets at start (its setupKernelTunables) and their values.
 KUBELET_SYSCTLS=(vm.overcommit_memory=1 kernel.panic=10 kernel.panic_on_oops=1)
 
+# shellcheck source=scripts/lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
 # shellcheck source=scripts/lib/nats-operator-mode.sh
 source "$root/scripts/lib/nats-operator-mode.sh"
 
@@ -124,17 +127,16 @@ wait_for() { # <seconds> <description> <command...>
 # Writes a template of scripts/real-node/ with only the variables named substituted, their values
 # given as arguments (never this script's environment): render <template> <file> NAME=value...
 render() {
-  local template="$root/scripts/real-node/$1" file=$2 names=() kv
+  local template="$root/scripts/real-node/$1" file=$2
   shift 2
-  for kv in "$@"; do names+=("\${${kv%%=*}}"); done
-  env "$@" envsubst "${names[*]}" <"$template" >"$file"
+  eva_render "$template" "$@" >"$file"
 }
 
 # ---- preparation, outside the namespace ----------------------------------------------------------
 check_prerequisites() {
   [[ $(id -u) -eq 0 ]] || die "needs root (namespaces, cgroups, mounts)"
   local tool
-  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry openssl gzip tar envsubst; do
+  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry openssl gzip tar; do
     command -v "$tool" >/dev/null || die "$tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"
   done
   for tool in bridge host-local loopback; do
