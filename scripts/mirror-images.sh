@@ -77,7 +77,8 @@ done
 [[ -n $archive && -n $registry ]] && usage_error "--archive writes a file, not a registry: drop --registry"
 [[ -z $archive && -z $registry ]] && usage_error "--registry is required (or --archive FILE)"
 if [[ -n $registry ]]; then
-  registry=$(eva_cli images registry "$registry" 2>/dev/null) || usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
+  checked=$(eva_cli images registry "$registry" 2>/dev/null) || usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
+  registry=$checked
 fi
 case "$tool" in skopeo | crane | docker | podman) ;; *) usage_error "--tool must be skopeo, crane, docker or podman, got \"$tool\"" ;; esac
 if [[ -n $archive || -n $from_archive ]] && [[ $tool != skopeo ]]; then

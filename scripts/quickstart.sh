@@ -161,8 +161,9 @@ if [[ -n $values_file ]]; then
 fi
 if $air_gap; then
   [[ -n $registry ]] || usage_error "--air-gap needs --registry HOST[:PORT][/PREFIX], the registry scripts/mirror-images.sh mirrored the images into"
-  registry=$(eva_cli images registry "$registry" 2>/dev/null) ||
+  checked=$(eva_cli images registry "$registry" 2>/dev/null) ||
     usage_error "--registry must be HOST[:PORT][/PREFIX], got '$registry'"
+  registry=$checked
 elif [[ -n $registry ]]; then
   usage_error "--registry names the mirror of an air-gapped install: add --air-gap"
 fi

@@ -48,7 +48,8 @@ command -v skopeo >/dev/null 2>&1 || { echo "release-fill-digests: skopeo not fo
 # shellcheck source=lib/eva-cli.sh
 source "$root/scripts/lib/eva-cli.sh"
 if [[ -n $registry ]]; then
-  registry=$(eva_cli images registry "$registry" 2>/dev/null) || usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
+  checked=$(eva_cli images registry "$registry" 2>/dev/null) || usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
+  registry=$checked
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
