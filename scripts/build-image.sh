@@ -144,7 +144,7 @@ base_golang() {
   log "local base $golang_base: Go $go_version from the Go module proxy ($mod)"
   mkdir -p "$scratch/toolchain-mod"
   printf 'module eva-operator.local/toolchain\ngo %s\n' "$GO_TOOLCHAIN" >"$scratch/toolchain-mod/go.mod"
-  dir=$(cd "$scratch/toolchain-mod" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$mod" | sed -n -E 's/^[[:space:]]*"Dir": "(.*)",?$/\1/p')
+  dir=$(cd "$scratch/toolchain-mod" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$mod" | eva_cli manifests value - Dir)
   [[ -f $dir/bin/go ]] || die "the Go toolchain module has no bin/go ($dir)"
   # The module cache keeps files read-only and without exec bits (the go command sets them when it
   # switches toolchains): restore them on a copy.
