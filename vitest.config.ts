@@ -13,9 +13,21 @@ export default defineConfig({
       {
         extends: true,
         test: {
+          // Real helm, nats-server, skopeo and docker-registry (the pinned binaries), no control plane.
+          name: 'binaries',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/cluster/**', 'test/support/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // Every file that needs a control plane, and only those: test/cluster/ and e2e/.
           name: 'cluster',
-          include: ['test/**/*.test.ts', 'e2e/**/*.test.ts'],
-          exclude: ['test/support/*.test.ts'],
+          include: ['test/cluster/**/*.test.ts', 'e2e/**/*.test.ts'],
           // Brings up (or reuses) the local control plane once; fails loudly, never skips.
           globalSetup: ['./test/support/cluster-setup.ts'],
           testTimeout: 120_000,

@@ -22,6 +22,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { FINALIZER, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../src/api/constants.ts';
+import type { TenantMetadata } from '../src/api/evatenant.ts';
 import { tenantNamespace } from '../src/tenancy/names.ts';
 import { type AuditEvent, auditLogPath, auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
@@ -78,16 +79,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 // ---- tenants as the API server has them -----------------------------------------------------------
 
 interface TenantObject {
-  metadata: {
-    name: string;
-    uid?: string;
-    resourceVersion?: string;
-    generation?: number;
-    deletionTimestamp?: string;
-    annotations?: Record<string, string>;
-    labels?: Record<string, string>;
-    finalizers?: string[];
-  };
+  metadata: TenantMetadata;
   spec: { capsuleCode: string; operatorVersion?: string; wave?: number };
   status?: { phase?: string; observedGeneration?: number; conditions?: { type: string; status: string; reason: string }[] };
 }

@@ -37,6 +37,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=/dev/null
 source "$root/versions.env"
+# shellcheck source=lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
 cache_root="${EVA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eva-operator}"
 out="$cache_root/images"
 bases=local
@@ -71,23 +73,10 @@ $verify && { command -v podman >/dev/null || die "podman is missing (or pass --n
 # ---- buildah's configuration: everything under one cache folder, nothing from /etc/containers ----
 work="$cache_root/image-build"
 mkdir -p "$work/storage" "$work/run" "$work/tmp" "$out"
-cat >"$work/storage.conf" <<EOF
-[storage]
-driver = "vfs"
-graphroot = "$work/storage"
-runroot = "$work/run"
-EOF
-cat >"$work/containers.conf" <<EOF
-[engine]
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$work/events.log"
-tmp_dir = "$work/run/libpod"
-EOF
-cat >"$work/registries.conf" <<'EOF'
-unqualified-search-registries = []
-short-name-mode = "enforcing"
-EOF
+# The three files are templates in scripts/build-image/ (WORK: the build's cache folder).
+for conf in storage.conf containers.conf registries.conf; do
+  eva_render "$root/scripts/build-image/$conf" WORK="$work" >"$work/$conf"
+done
 export CONTAINERS_STORAGE_CONF="$work/storage.conf" CONTAINERS_CONF="$work/containers.conf" \
   CONTAINERS_REGISTRIES_CONF="$work/registries.conf" TMPDIR="$work/tmp" BUILDAH_ISOLATION=chroot
 # Serialise builds sharing this storage.
@@ -104,14 +93,16 @@ timed() { # <what> <command...>: runs it, records its seconds in $scratch/times
   echo "$what $((SECONDS - t0))" >>"$scratch/times"
 }
 
-arg_default() { sed -n -E "s/^ARG $1=(.*)$/\1/p" "$root/Dockerfile" | head -n1; }
-images_tag() { # <repository>: its tag in images.txt
-  sed -n -E "s|^$1:([^@]+)@.*$|\1|p" "$root/images.txt" | head -n1
-}
+# The tags images.txt pins, by repository, from the operator's own reader of it (src/release/commands.ts).
+declare -A pinned_tags=()
+pinned_lines=$(eva_cli images lines --file "$root/images.txt") || die "cannot read $root/images.txt"
+while IFS=$'\t' read -r _ repository tag _ _; do pinned_tags[$repository]=$tag; done <<<"$pinned_lines"
+images_tag() { echo "${pinned_tags[$1]:-}"; } # <repository>: its tag in images.txt
 
 # ---- local bases -----------------------------------------------------------------------------------
 node_tag="$NODE_VERSION-slim"
-go_version=$(arg_default GOLANG_IMAGE | sed -E 's|^[^:]+:([0-9][0-9.]*).*$|\1|')
+go_version=$(images_tag docker.io/library/golang) # 1.26.8-alpine: the Dockerfile's GOLANG_IMAGE (check-images.sh)
+go_version=${go_version%%-*}
 debian_base=localhost/eva-base/debian:bookworm
 node_base="localhost/eva-base/node:$node_tag"
 golang_base="localhost/eva-base/golang:$go_version"
@@ -153,7 +144,7 @@ base_golang() {
   log "local base $golang_base: Go $go_version from the Go module proxy ($mod)"
   mkdir -p "$scratch/toolchain-mod"
   printf 'module eva-operator.local/toolchain\ngo %s\n' "$GO_TOOLCHAIN" >"$scratch/toolchain-mod/go.mod"
-  dir=$(cd "$scratch/toolchain-mod" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$mod" | sed -n -E 's/^[[:space:]]*"Dir": "(.*)",?$/\1/p')
+  dir=$(cd "$scratch/toolchain-mod" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json "$mod" | eva_cli manifests value - Dir)
   [[ -f $dir/bin/go ]] || die "the Go toolchain module has no bin/go ($dir)"
   # The module cache keeps files read-only and without exec bits (the go command sets them when it
   # switches toolchains): restore them on a copy.
@@ -183,7 +174,7 @@ local_bases() {
 }
 
 # ---- the operator ----------------------------------------------------------------------------------
-operator_version=$(sed -n -E 's/^[[:space:]]*"version": "([^"]+)".*$/\1/p' "$root/package.json" | head -n1)
+operator_version=$(eva_operator_version)
 operator_image="ghcr.io/aidonow/eva-operator:$operator_version"
 
 build_operator() {

@@ -36,6 +36,8 @@ service_range=10.96.0.0/16
 # A real node (containerd, kubelet, ...) is scripts/lib/real-node.sh's: `--real-node`, or its state folder.
 if [[ " $* " == *" --real-node "* || -f "$state/.real-node" ]]; then exec "$root/scripts/lib/real-node.sh" "$@"; fi
 export KWOK_WORKDIR="$state/kwok"
+# shellcheck source=lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
 
 log() { printf '[dev-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -56,40 +58,12 @@ wait_for() { # <seconds> <description> <command...>
   done
 }
 
+# kwokctl's configuration (the template scripts/dev-cluster/kwokctl.yaml, no header of its own: the
+# rendered file is compared with the running cluster's recipe) and the kwok stages.
 render_kwokctl_config() { # <file>
   {
-    cat <<EOF
-apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokctlConfiguration
-options:
-  runtime: binary
-  bindAddress: 127.0.0.1
-  securePort: true
-  kubeAuthorization: true
-  kubeAdmission: true
-  kubeAuditPolicy: ${EVA_DEV_CLUSTER_AUDIT_POLICY:-$here/audit-policy.yaml}
-  etcdBinary: $bin/etcd
-  kubeApiserverBinary: $bin/kube-apiserver
-  kubeControllerManagerBinary: $bin/kube-controller-manager
-  kubeSchedulerBinary: $bin/kube-scheduler
-  kubectlBinary: $bin/kubectl
-  kwokControllerBinary: $bin/kwok
-# Sized for a fleet: kube-apiserver's default Service range (10.0.0.0/24) holds about 250 Services;
-# 5,000 Enterprise tenants (6 modules, a Service each) need 30,000, and a /16 holds 65,534.
-# kube-controller-manager and kube-scheduler are the only instances: they run without leader election,
-# so an etcd stall longer than their lease (15 s) does not make them exit for good (nothing restarts
-# them here, unlike a kubelet with static pods).
-componentsPatches:
-- name: kube-apiserver
-  extraArgs:
-  - {key: service-cluster-ip-range, value: $service_range}
-- name: kube-controller-manager
-  extraArgs:
-  - {key: leader-elect, value: "false"}
-- name: kube-scheduler
-  extraArgs:
-  - {key: leader-elect, value: "false"}
-EOF
+    eva_render "$here/kwokctl.yaml" AUDIT_POLICY="${EVA_DEV_CLUSTER_AUDIT_POLICY:-$here/audit-policy.yaml}" \
+      BIN="$bin" SERVICE_RANGE="$service_range"
     for stage in "$bin"/kwok-stages/*.yaml "$here/ingress-stage.yaml"; do
       echo "---"
       cat "$stage"
@@ -201,7 +175,7 @@ cmd_up() {
   ensure_cluster
   ensure_cluster_objects
   ensure_nats
-  log "ready in $((SECONDS - started))s: $(kube version -o json | grep -m1 gitVersion | tr -d ' ",')"
+  log "ready in $((SECONDS - started))s: kubernetes $(kube version -o json | eva_cli manifests value - serverVersion gitVersion)"
 }
 
 stop_processes_under() { # <folder>: kill anything still running from it (crash leftovers)
@@ -256,7 +230,7 @@ cmd_env() {
   printf 'export PATH=%q:"$PATH"\n' "$bin"
   # For an operator run from this checkout (README, "Running the operator"): its version, secret values
   # on a tmpfs (the operator refuses a disk; /run is not a tmpfs everywhere), metrics on loopback.
-  printf 'export OPERATOR_VERSION=%q\n' "$(sed -n -E 's/^  "version": "([^"]+)",$/\1/p' "$root/package.json")"
+  printf 'export OPERATOR_VERSION=%q\n' "$(eva_operator_version)"
   printf 'export HELM_SECRETS_DIR=%q\n' "$(local_secrets_dir)"
   printf 'export METRICS_BIND_ADDRESS=127.0.0.1\n'
 }

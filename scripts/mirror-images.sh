@@ -76,9 +76,9 @@ done
 [[ -n $archive && -n $from_archive ]] && usage_error "--archive and --from-archive exclude each other"
 [[ -n $archive && -n $registry ]] && usage_error "--archive writes a file, not a registry: drop --registry"
 [[ -z $archive && -z $registry ]] && usage_error "--registry is required (or --archive FILE)"
-registry=${registry%/}
-if [[ -n $registry ]] && ! [[ $registry =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]*[a-z0-9])?$ ]]; then
-  usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
+if [[ -n $registry ]]; then
+  checked=$(eva_cli images registry "$registry" 2>/dev/null) || usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
+  registry=$checked
 fi
 case "$tool" in skopeo | crane | docker | podman) ;; *) usage_error "--tool must be skopeo, crane, docker or podman, got \"$tool\"" ;; esac
 if [[ -n $archive || -n $from_archive ]] && [[ $tool != skopeo ]]; then
@@ -110,9 +110,8 @@ read_images() { # <file> <name shown in messages>
     sed 's/^/mirror-images: /' "$work/lines.err" >&2
     exit 2
   fi
-  while IFS=$'\t' read -r number repository tag digest; do
+  while IFS=$'\t' read -r number repository tag digest path; do
     [[ -n $number ]] || continue
-    path=${repository#*/}
     if [[ $digest == PLACEHOLDER ]]; then
       if $strict; then
         fail "$repository:$tag" "$shown line $number has the PLACEHOLDER digest (--strict)"

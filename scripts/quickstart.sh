@@ -92,14 +92,14 @@ name=$(tr '[:upper:]' '[:lower:]' <<<"$code")
 
 run_local() {
   local operator_version
-  operator_version=$(node -e 'process.stdout.write(require(process.argv[1]).version)' "$root/package.json" 2>/dev/null || echo 0.1.0)
+  operator_version=$(eva_operator_version)
 
   step 1 "preflight: prerequisites, local control plane, NATS"
   "$root/scripts/bootstrap.sh"
   "$root/scripts/dev-cluster.sh" up
   eval "$("$root/scripts/dev-cluster.sh" env)"
   export PATH="$root/node_modules/.bin:$PATH"
-  kubectl version -o json | grep -m1 gitVersion | tr -d ' ",' | sed 's/^/  server /'
+  printf '  server %s\n' "$(kubectl version -o json | eva_cli manifests value - serverVersion gitVersion)"
   helm version --short | sed 's/^/  helm /'
 
   step 2 "installing the EvaTenant CRD"
@@ -133,8 +133,12 @@ run_local() {
 }
 
 tenant_manifest() { # <operator version>
-  "$root/scripts/lib/tenant-manifest.sh" "$name" "$code" "$tier" "$wave" "$1"
+  eva_cli tenant-manifest --name "$name" --code "$code" --tier "$tier" --wave "$wave" --operator-version "$1"
 }
+
+# Formats (the EvaTenant manifest, images.txt, semver) are the operator's command's (src/release/).
+# shellcheck source=lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
 
 # Both modes apply the CRD server-side under this one field manager, whichever ran first.
 field_manager=eva-quickstart
@@ -157,8 +161,9 @@ if [[ -n $values_file ]]; then
 fi
 if $air_gap; then
   [[ -n $registry ]] || usage_error "--air-gap needs --registry HOST[:PORT][/PREFIX], the registry scripts/mirror-images.sh mirrored the images into"
-  [[ $registry =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]*[a-z0-9])?$ ]] ||
+  checked=$(eva_cli images registry "$registry" 2>/dev/null) ||
     usage_error "--registry must be HOST[:PORT][/PREFIX], got '$registry'"
+  registry=$checked
 elif [[ -n $registry ]]; then
   usage_error "--registry names the mirror of an air-gapped install: add --air-gap"
 fi
@@ -169,9 +174,8 @@ crd_file="$root/crds/$crd.yaml"
 crd_stamp=eva.aidonow.com/crd-version
 version_annotation=eva.aidonow.com/operator-version
 images_file=${IMAGES_FILE:-$root/images.txt}
-app_version=$(sed -n 's/^appVersion:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' "$chart_dir/Chart.yaml")
-[[ $app_version =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]] ||
-  die "cannot read a version (appVersion) from $chart_dir/Chart.yaml, got '$app_version'"
+app_version=$(eva_cli manifests value "$chart_dir/Chart.yaml" appVersion || true)
+eva_cli semver valid "$app_version" || die "cannot read a version (appVersion) from $chart_dir/Chart.yaml, got '$app_version'"
 operator_selector="app.kubernetes.io/instance=$release,app.kubernetes.io/component=operator"
 work=$(mktemp -d "${TMPDIR:-/tmp}/eva-quickstart.XXXXXX")
 nats_keys=""
@@ -180,13 +184,11 @@ dry=""
 $dry_run && dry=" (dry run: nothing is changed)"
 
 # Versions are compared by the operator's own rules (src/versions.ts), through its command.
-# shellcheck source=lib/eva-cli.sh
-source "$root/scripts/lib/eva-cli.sh"
 semver_valid() { eva_cli semver valid "$1"; }
 semver_compare() { eva_cli semver compare "$1" "$2"; }
 
-# The `spec:` section of a YAML document as the API server serializes it (top-level keys unindented).
-spec_section() { awk '/^[^[:space:]#-]/ { in_spec = ($0 ~ /^spec:/) } in_spec' "$1"; }
+# The `spec:` section of an object kubectl printed as YAML (empty when it has none).
+spec_section() { eva_cli manifests section "$1" spec || true; }
 
 # kubectl, with the last line of its error on failure: `kube_or_die <what> <kubectl args...>`.
 kube_or_die() {
@@ -210,7 +212,7 @@ step 1 "preflight: kubectl, helm, the cluster, the EvaTenant CRD$dry"
 for tool in kubectl helm; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool not found in PATH: install it (https://kubernetes.io/docs/tasks/tools/, https://helm.sh/docs/intro/install/) and run again"
 done
-printf '  kubectl  %s\n' "$(kubectl version --client -o json 2>/dev/null | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' | head -n 1)"
+printf '  kubectl  %s\n' "$(kubectl version --client -o json 2>/dev/null | eva_cli manifests value - clientVersion gitVersion || true)"
 printf '  helm     %s\n' "$(helm version --short 2>/dev/null || echo unknown)"
 
 context=$(kubectl config current-context 2>/dev/null) ||
@@ -219,7 +221,7 @@ server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}
 if ! version_json=$(kubectl get --raw /version --request-timeout=15s 2>"$work/kubectl.err"); then
   die "cannot reach the cluster of context '$context' at ${server:-an unknown server}: $(grep -v '^Warning:' "$work/kubectl.err" | tail -n 1)"
 fi
-server_version=$(sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p' <<<"$version_json" | head -n 1)
+server_version=$(eva_cli manifests value - gitVersion <<<"$version_json" || true)
 printf '  cluster  context %s, %s, Kubernetes %s\n' "$context" "$server" "${server_version:-unknown}"
 
 missing=()
@@ -303,8 +305,8 @@ quick_start_nats_auth() {
   nats_values="$work/nats-auth.yaml"
   if kubectl get secret eva-operator-nats --namespace "$namespace" >/dev/null 2>&1 &&
     helm get values "$release" --namespace "$namespace" --output yaml 2>/dev/null >"$work/previous.yaml" &&
-    grep -q 'operatorJwt: eyJ' "$work/previous.yaml"; then
-    awk '/^nats:/ { keep = 1; print; next } keep && /^[^ ]/ { keep = 0 } keep' "$work/previous.yaml" >"$nats_values"
+    [[ $(eva_cli manifests value "$work/previous.yaml" nats auth operatorJwt || true) == eyJ* ]]; then
+    eva_cli manifests section "$work/previous.yaml" nats >"$nats_values"
     return
   fi
   [[ -x $root/node_modules/.bin/node ]] || (cd "$root" && npm ci --no-audit --no-fund >/dev/null) ||
@@ -341,10 +343,7 @@ helm template "${template_args[@]}" >"$work/rendered.yaml" 2>"$work/helm.err" ||
   die "the chart does not render: $(tail -n 1 "$work/helm.err")"
 
 # "<template>\t<image>" for every image of a rendered manifest.
-rendered_images() {
-  awk '/^# Source: / { source = $3; sub(/^[^\/]*\//, "", source) }
-       /^[[:space:]]*(- )?image:[[:space:]]/ { v = $0; sub(/^[[:space:]]*(- )?image:[[:space:]]*/, "", v); gsub(/["'\'']/, "", v); print source "\t" v }' "$1"
-}
+rendered_images() { eva_cli manifests images "$1"; }
 
 
 # The images.txt line of an image reference (repository:tag or repository@sha256:..., also one that
@@ -390,7 +389,8 @@ if $air_gap; then
   done < <(rendered_images "$work/rendered.yaml")
 fi
 
-chart_version=$(awk '/^# Source: [^\/]*\/templates\/deployment.yaml/ { d = 1 } d && /eva\.aidonow\.com\/operator-version:/ { v = $2; gsub(/"/, "", v); print v; exit }' "$work/rendered.yaml")
+chart_version=$(eva_cli manifests value "$work/rendered.yaml" --source templates/deployment.yaml \
+  spec template metadata annotations "$version_annotation" || true)
 [[ -n $chart_version ]] || die "the rendered chart has no $version_annotation annotation on its Deployment"
 echo "  operator $chart_version (the chart's operatorVersion), release $release in namespace $namespace"
 

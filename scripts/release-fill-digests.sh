@@ -42,17 +42,17 @@ while (($#)); do
   shift
 done
 [[ $tls == true || $tls == false ]] || usage_error "--tls-verify takes true or false, got \"$tls\""
-registry=${registry%/}
-if [[ -n $registry ]] && ! [[ $registry =~ ^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9._/-]*[a-z0-9])?$ ]]; then
-  usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
-fi
 [[ -f $file ]] || { echo "release-fill-digests: $file not found" >&2; exit 2; }
 command -v skopeo >/dev/null 2>&1 || { echo "release-fill-digests: skopeo not found on PATH" >&2; exit 2; }
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 # shellcheck source=lib/eva-cli.sh
 source "$root/scripts/lib/eva-cli.sh"
+if [[ -n $registry ]]; then
+  checked=$(eva_cli images registry "$registry" 2>/dev/null) || usage_error "--registry must be HOST[:PORT][/PREFIX], got \"$registry\""
+  registry=$checked
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 if ! eva_cli images lines --file "$file" >"$work/lines" 2>"$work/lines.err"; then
   sed 's/^/release-fill-digests: /' "$work/lines.err" >&2
@@ -60,10 +60,10 @@ if ! eva_cli images lines --file "$file" >"$work/lines" 2>"$work/lines.err"; the
 fi
 failed=()
 : >"$work/digests"
-while IFS=$'\t' read -r number repository tag digest; do
+while IFS=$'\t' read -r number repository tag digest path; do
   [[ $digest == PLACEHOLDER ]] || continue
   [[ $repository == "$OWN_PREFIX"* ]] || $third_party || continue
-  if [[ -n $registry ]]; then source="$registry/${repository#*/}:$tag"; else source="$repository:$tag"; fi
+  if [[ -n $registry ]]; then source="$registry/$path:$tag"; else source="$repository:$tag"; fi
   if ! skopeo inspect --raw --retry-times 2 --tls-verify="$tls" "docker://$source" >"$work/manifest" 2>"$work/err" ||
     [[ ! -s $work/manifest ]]; then
     echo "release-fill-digests: FAILED: $repository:$tag (line $number): not found at $source: $(tr '\n' ' ' <"$work/err")" >&2

@@ -140,7 +140,10 @@ install_crd() {
 }
 
 create_tenant() {
-  "$root/scripts/lib/tenant-manifest.sh" "$name" "$code" Starter 1 "$(cat "$out/operator-version")" | kubectl apply -f - >&2
+  # shellcheck source=scripts/lib/eva-cli.sh
+  source "$root/scripts/lib/eva-cli.sh"
+  eva_cli tenant-manifest --name "$name" --code "$code" --tier Starter --wave 1 --operator-version "$(cat "$out/operator-version")" |
+    kubectl apply -f - >&2
 }
 
 wait_active() { "$root/scripts/lib/wait-for-tenant.sh" "$name" "$timeout" >&2; }

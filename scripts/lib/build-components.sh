@@ -23,6 +23,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=/dev/null
 source "$root/versions.env"
+# shellcheck source=scripts/lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"   # go's JSON is read by `eva-operator manifests`
 
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 cache_root="${EVA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eva-operator}"
@@ -170,7 +172,7 @@ build_traefik() {
   # copy of the downloaded module. Its web UI is not needed (an empty static folder satisfies embed).
   local t="$TRAEFIK_VERSION" src dir="$work/traefik"
   log "traefik v$t: downloading module"
-  src=$(cd "$work" && go mod download -json "github.com/traefik/traefik/v3@v$t" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  src=$(cd "$work" && go mod download -json "github.com/traefik/traefik/v3@v$t" | eva_cli manifests value - Dir)
   [[ -d $src ]] || { echo "build-components: traefik v$t module not downloaded" >&2; exit 1; }
   cp -r "$src" "$dir"
   chmod -R u+w "$dir"
@@ -186,7 +188,7 @@ build_flux_controller() { # <name> <version> [go mod edit flags...]
   local name=$1 version=$2; shift 2
   local src dir="$work/$name"
   log "flux $name v$version: downloading"
-  src=$(go mod download -json "github.com/fluxcd/$name@v$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  src=$(go mod download -json "github.com/fluxcd/$name@v$version" | eva_cli manifests value - Dir)
   [[ -d $src ]] || { echo "build-components: no module folder for $name v$version" >&2; exit 1; }
   cp -r "$src" "$dir"
   chmod -R u+w "$dir"

@@ -2,6 +2,8 @@
 # NATS in operator mode, shared by scripts/dev-cluster.sh (the kwok cluster) and
 # scripts/lib/real-node.sh (the real node): the keys from the operator's own command, and the server
 # configuration around them. Source it; it defines functions only.
+# shellcheck source=scripts/lib/eva-cli.sh
+source "$(dirname "${BASH_SOURCE[0]}")/eva-cli.sh"
 
 # nats_ensure_auth <checkout> <folder> <namespace>: the operator identity, system account and the
 # operator's two files, made once by `eva-operator nats-bootstrap` (no nsc) into <folder> (0700, files
@@ -13,20 +15,12 @@ nats_ensure_auth() {
   "$checkout/node_modules/.bin/node" "$checkout/src/cli.ts" nats-bootstrap --out "$dir" --namespace "$namespace" >/dev/null
 }
 
-# nats_write_config <file> <server name> <listen> <http> <auth folder> <store folder>: operator mode
-# with a full resolver that takes account JWTs pushed at run time (and their deletion). max_file_store
-# is what accounts may reserve, not disk in use: every tenant account reserves its tier's JetStream
-# storage, and a cluster may hold thousands of tenants.
+# nats_write_config <file> <server name> <listen> <http> <auth folder> <store folder>: the server's
+# configuration, from the template scripts/dev-cluster/nats.conf (operator mode, a full resolver).
 nats_write_config() {
-  local file=$1 name=$2 listen=$3 http=$4 auth=$5 store=$6 include
+  local file=$1 include
   # nats-server resolves an include against the configuration file's folder, even an absolute path.
-  include=$(realpath -m --relative-to="$(dirname "$file")" "$auth/nats-auth.conf")
-  cat >"$file" <<CONF
-server_name: $name
-listen: "$listen"
-http: "$http"
-include "$include"
-resolver { type: full, dir: "$store/resolver", allow_delete: true, interval: "2m" }
-jetstream { store_dir: "$store", max_file_store: 1T }
-CONF
+  include=$(realpath -m --relative-to="$(dirname "$file")" "$5/nats-auth.conf")
+  eva_render "$eva_cli_root/scripts/dev-cluster/nats.conf" SERVER_NAME="$2" LISTEN="$3" HTTP="$4" \
+    AUTH_INCLUDE="$include" STORE="$6" >"$file"
 }

@@ -5,7 +5,10 @@
 # docker-registry), all inside ONE network namespace this script creates, with no route out: its
 # links are lo, a veth pair whose both ends stay inside (the node address), and the pods' bridge.
 # Its dataplane: kube-router's firewall enforces NetworkPolicies (a node process, restarted when it
-# exits), and Traefik serves Ingresses of class `traefik` as an ordinary pod (scripts/real-node/).
+# exits), and Traefik serves Ingresses of class `traefik` as an ordinary pod. Every configuration
+# file (kubeconfigs, containerd, kubelet, kube-proxy, CNI, registry, the manifests, the pause and
+# Traefik images' OCI JSON) is a template in scripts/real-node/, filled by `render`
+# (scripts/lib/render-template.ts).
 # Binaries: scripts/lib/build-components.sh (control-plane, node and dataplane sets, versions.env);
 # runc, the CNI plugins, ipset, skopeo and docker-registry from Debian (scripts/lib/prerequisites.txt).
 #
@@ -67,6 +70,8 @@ TRAEFIK_IP=10.96.0.80
 # The kernel settings the kubelet sets at start (its setupKernelTunables) and their values.
 KUBELET_SYSCTLS=(vm.overcommit_memory=1 kernel.panic=10 kernel.panic_on_oops=1)
 
+# shellcheck source=scripts/lib/eva-cli.sh
+source "$root/scripts/lib/eva-cli.sh"
 # shellcheck source=scripts/lib/nats-operator-mode.sh
 source "$root/scripts/lib/nats-operator-mode.sh"
 
@@ -119,11 +124,19 @@ wait_for() { # <seconds> <description> <command...>
   done
 }
 
+# Writes a template of scripts/real-node/ with only the variables named substituted, their values
+# given as arguments (never this script's environment): render <template> <file> NAME=value...
+render() {
+  local template="$root/scripts/real-node/$1" file=$2
+  shift 2
+  eva_render "$template" "$@" >"$file"
+}
+
 # ---- preparation, outside the namespace ----------------------------------------------------------
 check_prerequisites() {
   [[ $(id -u) -eq 0 ]] || die "needs root (namespaces, cgroups, mounts)"
   local tool
-  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry openssl gzip tar envsubst; do
+  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry openssl gzip tar; do
     command -v "$tool" >/dev/null || die "$tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"
   done
   for tool in bridge host-local loopback; do
@@ -176,24 +189,8 @@ cert() { # <name> <CN> <O or ""> <serverAuth|clientAuth> [subjectAltName]
 
 kubeconfig() { # <file> <cert name>
   local d="$state/pki"
-  cat >"$state/$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: eva-real-node
-  cluster:
-    server: https://$NODE_IP:$API_PORT
-    certificate-authority-data: $(base64 -w0 <"$d/ca.crt")
-users:
-- name: $2
-  user:
-    client-certificate-data: $(base64 -w0 <"$d/$2.crt")
-    client-key-data: $(base64 -w0 <"$d/$2.key")
-contexts:
-- name: eva-real-node
-  context: {cluster: eva-real-node, user: $2}
-current-context: eva-real-node
-EOF
+  render kubeconfig.yaml "$state/$1" SERVER="https://$NODE_IP:$API_PORT" USER_NAME="$2" \
+    CA_DATA="$(base64 -w0 <"$d/ca.crt")" CERT_DATA="$(base64 -w0 <"$d/$2.crt")" KEY_DATA="$(base64 -w0 <"$d/$2.key")"
   chmod 600 "$state/$1"
 }
 
@@ -218,15 +215,13 @@ one_binary_image() { # <OCI layout folder to write> <binary> <user> <ref name>
   }
   local layer config manifest
   read -r -a layer <<<"$(blob "$w/layer.tar.gz")"
-  printf '{"architecture":"amd64","os":"linux","config":{"User":"%s","Entrypoint":["/%s"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-    "$user" "$name" "$diff_id" >"$w/config.json"
+  render oci-config.json "$w/config.json" IMAGE_USER="$user" NAME="$name" DIFF_ID="$diff_id"
   read -r -a config <<<"$(blob "$w/config.json")"
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:%s","size":%s}]}' \
-    "${config[0]}" "${config[1]}" "${layer[0]}" "${layer[1]}" >"$w/manifest.json"
+  render oci-manifest.json "$w/manifest.json" CONFIG_HEX="${config[0]}" CONFIG_SIZE="${config[1]}" \
+    LAYER_HEX="${layer[0]}" LAYER_SIZE="${layer[1]}"
   read -r -a manifest <<<"$(blob "$w/manifest.json")"
-  printf '{"imageLayoutVersion":"1.0.0"}' >"$d/oci-layout"
-  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"annotations":{"org.opencontainers.image.ref.name":"%s"}}]}' \
-    "${manifest[0]}" "${manifest[1]}" "$ref" >"$d/index.json"
+  cp "$root/scripts/real-node/oci-layout" "$d/oci-layout"
+  render oci-index.json "$d/index.json" MANIFEST_HEX="${manifest[0]}" MANIFEST_SIZE="${manifest[1]}" REF="$ref"
   rm -rf "$w"
   echo "sha256:${manifest[0]}"
 }
@@ -266,14 +261,7 @@ configs() {
     "$state/nats/jetstream" "$state/registry" "$state/kubelet" "$state/containerd"
   printf 'nameserver 127.0.0.1\n' >"$e/resolv.conf"
 
-  cat >"$e/registry.yml" <<EOF
-version: 0.1
-log: {level: warn, accesslog: {disabled: true}}
-storage:
-  filesystem: {rootdirectory: $state/registry}
-  delete: {enabled: true}
-http: {addr: "$REGISTRY"}
-EOF
+  render registry.yml "$e/registry.yml" STATE="$state" REGISTRY="$REGISTRY"
 
   # NATS: JetStream on the node address, in operator mode like the kwok dev cluster (the same keys
   # command and configuration: scripts/lib/nats-operator-mode.sh); the keys stay in nats-auth/ (0700).
@@ -281,117 +269,18 @@ EOF
   nats_write_config "$state/nats/nats.conf" "$NODE_NAME" "0.0.0.0:$NATS_PORT" "0.0.0.0:$NATS_MONITOR_PORT" \
     "$state/nats-auth" "$state/nats/jetstream"
 
-  cat >"$e/cni/net.d/10-eva-real-node.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "eva-real-node",
-  "plugins": [
-    {
-      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-      "ipam": {
-        "type": "host-local", "dataDir": "$state/cni/ipam",
-        "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}]
-      }
-    }
-  ]
-}
-EOF
+  render cni.conflist "$e/cni/net.d/10-eva-real-node.conflist" STATE="$state" POD_CIDR="$POD_CIDR"
 
   # Every registry, whatever its name (ghcr.io, docker.io, the node's own), is served by the local one:
   # a pull never goes anywhere else. Paths are mirror-images.sh's: <registry>/<repository without host>.
   local host
   for host in _default "$REGISTRY"; do
     mkdir -p "$e/containerd/certs.d/$host"
-    cat >"$e/containerd/certs.d/$host/hosts.toml" <<EOF
-server = "http://$REGISTRY"
-
-[host."http://$REGISTRY"]
-  capabilities = ["pull", "resolve"]
-EOF
+    render containerd-hosts.toml "$e/containerd/certs.d/$host/hosts.toml" REGISTRY="$REGISTRY"
   done
-
-  # containerd 2.3: config version 4; sockets under the grpc/ttrpc server plugins (a top-level
-  # [grpc] address is ignored); no host config imported; restrict_oom_score_adj because this machine
-  # has no CAP_SYS_RESOURCE (runc fails every sandbox's oom_score_adj -998 otherwise); the opt plugin
-  # (it creates /opt/containerd), NRI and CDI off; the sandbox image is the pause image, by digest,
-  # from the local registry.
-  cat >"$e/containerd/config.toml" <<EOF
-version = 4
-root = '$state/containerd/root'
-state = '/run/containerd'
-imports = []
-disabled_plugins = ['io.containerd.internal.v1.opt', 'io.containerd.nri.v1.nri', 'io.containerd.snapshotter.v1.devmapper', 'io.containerd.snapshotter.v1.zfs', 'io.containerd.snapshotter.v1.blockfile', 'io.containerd.snapshotter.v1.erofs', 'io.containerd.differ.v1.erofs', 'io.containerd.mount-handler.v1.erofs', 'io.containerd.image-verifier.v1.bindir', 'io.containerd.tracing.processor.v1.otlp']
-
-[plugins]
-  [plugins.'io.containerd.server.v1.grpc']
-    address = '/run/containerd/containerd.sock'
-  [plugins.'io.containerd.server.v1.ttrpc']
-    address = '/run/containerd/containerd.sock.ttrpc'
-  [plugins.'io.containerd.cri.v1.images']
-    snapshotter = 'overlayfs'
-    [plugins.'io.containerd.cri.v1.images'.pinned_images]
-      sandbox = '$pause_ref'
-    [plugins.'io.containerd.cri.v1.images'.registry]
-      config_path = '$e/containerd/certs.d'
-  [plugins.'io.containerd.cri.v1.runtime']
-    restrict_oom_score_adj = true
-    enable_cdi = false
-    enable_criu = false
-    netns_mounts_under_state_dir = true
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-      BinaryName = '$(command -v runc)'
-      SystemdCgroup = false
-    [plugins.'io.containerd.cri.v1.runtime'.cni]
-      bin_dirs = ['/usr/lib/cni']
-      conf_dir = '$e/cni/net.d'
-  [plugins.'io.containerd.grpc.v1.cri']
-    stream_server_address = '127.0.0.1'
-EOF
-
-  # kubelet 1.36 on cgroup v1: failCgroupV1 false (it refuses v1 otherwise), cgroupfs driver, its
-  # pods under this node's own cgroup root; no swap check; oomScoreAdj 0 (-999 needs CAP_SYS_RESOURCE).
-  cat >"$e/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-failCgroupV1: false
-cgroupDriver: cgroupfs
-cgroupRoot: /$id
-failSwapOn: false
-oomScoreAdj: 0
-address: $NODE_IP
-port: 10250
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
-resolvConf: $e/resolv.conf
-clusterDomain: cluster.local
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $state/pki/ca.crt}
-authorization: {mode: Webhook}
-rotateCertificates: false
-serializeImagePulls: false
-maxPods: 60
-evictionHard: {memory.available: 100Mi, nodefs.available: 1%, nodefs.inodesFree: 1%, imagefs.available: 1%}
-imageGCHighThresholdPercent: 99
-imageGCLowThresholdPercent: 98
-EOF
-
-  cat >"$e/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: iptables
-clientConnection: {kubeconfig: $state/kube-proxy.kubeconfig}
-hostnameOverride: $NODE_NAME
-clusterCIDR: $POD_CIDR
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-oomScoreAdj: 0
-nodePortAddresses: [primary]
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-EOF
+  render containerd.toml "$e/containerd/config.toml" STATE="$state" ETC="$e" PAUSE_REF="$pause_ref" RUNC="$(command -v runc)"
+  render kubelet.yaml "$e/kubelet.yaml" CGROUP_ROOT="$id" NODE_IP="$NODE_IP" ETC="$e" STATE="$state"
+  render kube-proxy.yaml "$e/kube-proxy.yaml" STATE="$state" NODE_NAME="$NODE_NAME" POD_CIDR="$POD_CIDR"
 }
 
 # ---- kernel settings and cgroups: global, so recorded and undone -----------------------------------
@@ -566,8 +455,7 @@ start_dataplane() {
   t0=$SECONDS
   traefik_image
   in_node skopeo copy -q --preserve-digests --dest-tls-verify=false "oci:$traefik_layout" "docker://$TRAEFIK_REPO:v$TRAEFIK_VERSION" >&2
-  TRAEFIK_IMAGE="$TRAEFIK_REPO@$traefik_digest" TRAEFIK_IP=$TRAEFIK_IP envsubst '${TRAEFIK_IMAGE} ${TRAEFIK_IP}' \
-    <"$root/scripts/real-node/traefik.yaml" >"$state/etc/traefik.yaml"
+  render traefik.yaml "$state/etc/traefik.yaml" TRAEFIK_IMAGE="$TRAEFIK_REPO@$traefik_digest" TRAEFIK_IP="$TRAEFIK_IP"
   kube apply -f "$state/etc/traefik.yaml" >&2
   wait_for 180 "Traefik Ready (ingress-traefik/traefik)" kube rollout status deployment/traefik -n ingress-traefik --timeout=2s
   echo "$((SECONDS - t0))" >"$state/run/ingress-seconds"

@@ -1,7 +1,7 @@
 /**
  * The helm wrapper against a stand-in binary (a shell script that records its arguments and
  * environment): argument building, environment filtering, error routing and redaction. The wrapper
- * against the real helm and a real cluster is tested in test/steps/modules-helm-releases.test.ts.
+ * against the real helm and a real cluster is tested in test/cluster/steps/modules-helm-releases.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { DependencyError, InputError, type StepError } from '../errors.ts';

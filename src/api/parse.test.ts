@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
 import { parse } from 'yaml';
+import { INVALID_SPECS } from '../../test/support/invalid-specs.ts';
 import { InvalidTenantError, parseEvaTenant } from './parse.ts';
 
 const sampleDir = new URL('../../samples/', import.meta.url);
@@ -34,15 +35,8 @@ describe('parseEvaTenant', () => {
   });
 
   it.each([
-    ['lowercase code', { capsuleCode: 'abcdef', tier: 'Starter' }, '/spec/capsuleCode'],
-    ['5 letters', { capsuleCode: 'ABCDE', tier: 'Starter' }, '/spec/capsuleCode'],
-    ['7 letters', { capsuleCode: 'ABCDEFG', tier: 'Starter' }, '/spec/capsuleCode'],
-    ['unknown tier', { capsuleCode: 'ABCDEF', tier: 'Gold' }, '/spec/tier'],
-    ['wave 0', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 0 }, '/spec/wave'],
-    ['wave 4', { capsuleCode: 'ABCDEF', tier: 'Starter', wave: 4 }, '/spec/wave'],
-    ['non-semver pin', { capsuleCode: 'ABCDEF', tier: 'Starter', operatorVersion: 'latest' }, '/spec/operatorVersion'],
-    ['path in seedsVersion', { capsuleCode: 'ABCDEF', tier: 'Starter', seedsVersion: '../etc' }, '/spec/seedsVersion'],
-    ['missing code', { tier: 'Starter' }, '/spec'],
+    ...INVALID_SPECS.map(([label, spec, field]) => [label, spec, `/spec/${field}`] as const),
+    ['missing code', { tier: 'Starter' }, '/spec'] as const,
   ])('rejects %s, naming the field', (_label, spec, field) => {
     const problems = problemsOf(tenant(spec));
     expect(problems.length).toBeGreaterThan(0);

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { normalizeReference, renderedImages } from './check-images.ts';
 
 const cli = join(import.meta.dirname, '../cli.ts');
@@ -35,7 +36,9 @@ describe('eva-operator semver', () => {
 describe('eva-operator images', () => {
   it('lines prints every image line with its number; comments and blank lines are not image lines', () => {
     const file = imagesFile(`# header\n\nghcr.io/aidonow/eva-forge:1.0.0@sha256:PLACEHOLDER\ndocker.io/library/nats:2.15.0-alpine@sha256:${HEX}\n`);
-    expect(run(['images', 'lines', '--file', file]).stdout).toBe(`3\tghcr.io/aidonow/eva-forge\t1.0.0\tPLACEHOLDER\n4\tdocker.io/library/nats\t2.15.0-alpine\t${HEX}\n`);
+    expect(run(['images', 'lines', '--file', file]).stdout).toBe(
+      `3\tghcr.io/aidonow/eva-forge\t1.0.0\tPLACEHOLDER\taidonow/eva-forge\n4\tdocker.io/library/nats\t2.15.0-alpine\t${HEX}\tlibrary/nats\n`,
+    );
   });
   it('lines refuses a malformed line or one without a registry host, naming it (exit 2)', () => {
     const malformed = run(['images', 'lines', '--file', imagesFile('ghcr.io/aidonow/x:1.0.0@sha256:short\n'), '--name', 'images.txt']);
@@ -51,6 +54,15 @@ describe('eva-operator images', () => {
     expect(run(['images', 'find', '127.0.0.1:5999/m/library/nats:2.15.0-alpine', '--file', file, '--mirror', '127.0.0.1:5999/m']).status).toBe(0);
     expect(run(['images', 'find', 'docker.io/library/nats:9.9.9', '--file', file]).status).toBe(1);
   });
+  it('registry accepts HOST[:PORT][/PREFIX] without trailing slashes, and refuses anything else (exit 2)', () => {
+    expect(run(['images', 'registry', '127.0.0.1:5999/mirror/']).stdout).toBe('127.0.0.1:5999/mirror\n');
+    expect(run(['images', 'registry', 'registry.internal']).stdout).toBe('registry.internal\n');
+    for (const bad of ['https://registry.internal', 'r.io/UPPER', 'r.io:port', 'r.io/a b']) {
+      const refused = run(['images', 'registry', bad]);
+      expect(refused.status, bad).toBe(2);
+      expect(refused.stderr).toContain('HOST[:PORT][/PREFIX]');
+    }
+  });
   it('write-digests fills only the named PLACEHOLDER lines and keeps every other byte', () => {
     const text = `# keep me\nghcr.io/aidonow/a:1.0.0@sha256:PLACEHOLDER\nghcr.io/aidonow/b:1.0.0@sha256:PLACEHOLDER\n`;
     const file = imagesFile(text);
@@ -59,6 +71,26 @@ describe('eva-operator images', () => {
     const refused = run(['images', 'write-digests', '--file', file], `2 sha256:${HEX}\n`);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain('line 2 has no PLACEHOLDER digest');
+  });
+});
+
+describe('eva-operator tenant-manifest', () => {
+  const args = ['tenant-manifest', '--name', 'democo', '--code', 'DEMOCO', '--tier', 'Customer', '--wave', '2', '--operator-version', '1.0.0'];
+  it('prints the EvaTenant as YAML, the versions as strings and the wave as a number', () => {
+    const printed = run(args);
+    expect(printed.status).toBe(0);
+    expect(parse(printed.stdout)).toEqual({
+      apiVersion: 'eva.aidonow.com/v1alpha1',
+      kind: 'EvaTenant',
+      metadata: { name: 'democo' },
+      spec: { capsuleCode: 'DEMOCO', tier: 'Customer', wave: 2, seedsVersion: '1.0.0', operatorVersion: '1.0.0' },
+    });
+  });
+  it('keeps a value data: a code carrying YAML is refused by the schema (exit 2), not written as structure', () => {
+    const refused = run(args.map((a) => (a === 'DEMOCO' ? 'DEMOCO\n  tier: Platform' : a)));
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toContain('/spec/capsuleCode');
+    expect(refused.stdout).toBe('');
   });
 });
 

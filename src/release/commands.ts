@@ -3,9 +3,13 @@
  * (bash keeps the process, namespace and mount plumbing):
  *   images check [--release] [--root DIR]     images.txt against the charts, Dockerfile and versions.env
  *   images lines [--file F]                   every image line as <number> TAB <repository> TAB <tag> TAB <digest hex | PLACEHOLDER>
+ *                                             TAB <path> (the repository without its registry host)
+ *   images registry <R>                       a mirror registry HOST[:PORT][/PREFIX], printed without trailing slashes
  *   images find <reference> [--file F] [--mirror R]  the line of a reference, by path (registry or mirror aside) and tag or digest
  *   images write-digests [--file F]           fills PLACEHOLDER digests from "<line number> sha256:<hex>" lines on stdin
  *   semver valid <version> / semver compare <a> <b>   exit 0 or 1 / prints -1, 0 or 1
+ *   tenant-manifest --name --code --tier --wave --operator-version   an EvaTenant as YAML (tenant-manifest.ts)
+ *   manifests images|value|section   what scripts read from YAML and JSON (manifests.ts)
  * Exit status: 0 done, 1 the check found problems (or a version is not semver), 2 a usage or input error.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -14,6 +18,8 @@ import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } fro
 import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';
+import { manifestsCommand } from './manifests.ts';
+import { tenantManifestCommand } from './tenant-manifest.ts';
 
 class InputProblem extends Error {
   override readonly name = 'InputProblem';
@@ -55,17 +61,6 @@ function imagesCommand(): Command {
       }
     });
   images
-    .command('lines')
-    .description('print every image line: number, repository, tag, digest (hex or PLACEHOLDER), tab-separated')
-    .option('--file <file>', 'the images file', 'images.txt')
-    .option('--name <name>', 'the name of the file in messages (default: its path)')
-    .action((options: { file: string; name?: string }) => {
-      guarded(() => {
-        const rows = catalogueLines(options.file, options.name).map(({ number, parts }) => `${String(number)}\t${parts.repository}\t${parts.tag}\t${parts.digest}\n`);
-        process.stdout.write(rows.join(''));
-      });
-    });
-  images
     .command('find <reference>')
     .description('print the line of <repository>:<tag> or <repository>@sha256:<hex> as path, tag, digest (exit 1: not listed)')
     .option('--file <file>', 'the images file', 'images.txt')
@@ -93,7 +88,43 @@ function imagesCommand(): Command {
         writeDigests(options.file, readFileSync(0, 'utf8'));
       });
     });
+  images.addCommand(linesCommand());
+  images.addCommand(registryCommand());
   return images;
+}
+
+function linesCommand(): Command {
+  return new Command('lines')
+    .description('print every image line: number, repository, tag, digest (hex or PLACEHOLDER), path without the registry, tab-separated')
+    .option('--file <file>', 'the images file', 'images.txt')
+    .option('--name <name>', 'the name of the file in messages (default: its path)')
+    .action((options: { file: string; name?: string }) => {
+      guarded(() => {
+        const rows = catalogueLines(options.file, options.name).map(({ number, parts }) =>
+          `${String(number)}\t${parts.repository}\t${parts.tag}\t${parts.digest}\t${splitRegistry(parts.repository).path}\n`);
+        process.stdout.write(rows.join(''));
+      });
+    });
+}
+
+function registryCommand(): Command {
+  return new Command('registry')
+    .argument('<registry>')
+    .description('print a mirror registry HOST[:PORT][/PREFIX] without trailing slashes (exit 2: not one)')
+    .action((registry: string) => {
+      guarded(() => {
+        process.stdout.write(`${mirrorRegistry(registry)}\n`);
+      });
+    });
+}
+
+/** A registry images are mirrored into: a host, an optional port, an optional lowercase path prefix. */
+const MIRROR_REGISTRY = /^[A-Za-z0-9.-]+(:[0-9]+)?(\/[a-z0-9._/-]*[a-z0-9])?$/;
+
+export function mirrorRegistry(registry: string): string {
+  const trimmed = registry.replace(/\/+$/, '');
+  if (!MIRROR_REGISTRY.test(trimmed)) throw new InputProblem(`a registry is HOST[:PORT][/PREFIX], got "${registry}"`);
+  return trimmed;
 }
 
 function writeDigests(file: string, pairs: string): void {
@@ -137,4 +168,4 @@ function semverCommand(): Command {
   return semver;
 }
 
-export const releaseCommands = (): Command[] => [imagesCommand(), semverCommand()];
+export const releaseCommands = (): Command[] => [imagesCommand(), semverCommand(), tenantManifestCommand(), manifestsCommand()];

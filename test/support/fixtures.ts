@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll } from 'vitest';
 import { API_VERSION, KIND, type Tier } from '../../src/api/constants.ts';
-import type { EvaTenant, EvaTenantSpec } from '../../src/api/evatenant.ts';
+import type { EvaTenant, EvaTenantSpec, TenantMetadata } from '../../src/api/evatenant.ts';
 import { MODULES_BY_TIER } from '../../src/api/modules.ts';
 import { NatsPool } from '../../src/adapters/nats-pool.ts';
 import { parseCreds } from '../../src/adapters/nats-jwt.ts';
@@ -24,17 +24,12 @@ import { startNatsServer, type NatsServerOptions, type TestNatsServer } from './
 
 // ---- tenants and scopes -------------------------------------------------------------------------------
 
-export interface TenantOptions {
+/** The metadata a test may set (the name defaults to the code, lowercased). */
+export interface TenantOptions extends Partial<Pick<TenantMetadata, 'name' | 'uid' | 'annotations' | 'labels' | 'finalizers' | 'generation'>> {
   /** The capsule code; the tenant is named after it unless `name` is given. */
   code?: string;
-  name?: string;
   tier?: Tier;
-  uid?: string;
   seedsVersion?: string;
-  annotations?: Record<string, string>;
-  labels?: Record<string, string>;
-  finalizers?: string[];
-  generation?: number;
   /** Anything else of the spec (wave, operatorVersion, modules, ...). */
   spec?: Partial<EvaTenantSpec>;
 }
