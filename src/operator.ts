@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { Reason } from './api/reasons.ts';
 import { DependencyError, messageOf } from './errors.ts';
-import type { Phase } from './api/constants.ts';
+import { MAX_WAVE_ANNOTATION, type Phase } from './api/constants.ts';
 import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
@@ -20,6 +20,7 @@ import { ImageCatalog } from './adapters/images.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { TenantObjectCache } from './adapters/tenant-objects.ts';
+import { annotatingLeaseStore, kubeLeaseStore } from './adapters/lease-store.ts';
 import { NatsPool } from './adapters/nats.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
@@ -155,7 +156,9 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   };
   // One active replica per operator version and shard: each has its own Lease.
   const lease = leaseNameForVersion(config.operatorVersion, config.shard);
-  const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
+  // The Lease publishes this operator's MAX_WAVE: the others tell from it a tenant no wave claims.
+  const store = annotatingLeaseStore(kubeLeaseStore(kube, config.leaseNamespace, lease), { [MAX_WAVE_ANNOTATION]: String(config.maxWave) });
+  const elector = new LeaderElector({ store, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
   const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => controller.cachedTenants(), leaseName: lease, metrics, log });
   let leading = false;
   let stopping = false;
