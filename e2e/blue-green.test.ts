@@ -3,7 +3,8 @@
  * plane: 9.5.0 ("blue", the old one) and 9.6.0 ("green", the new one) run side by side, each with its
  * own Lease, its own secrets folder and its own MAX_WAVE. What a rollout relies on:
  *   1. unpinned tenants stay with the version that owns them, whoever else runs (audit log: no write);
- *   2. a new version with MAX_WAVE 1 claims only wave-1 tenants (the canary), the rest wait;
+ *   2. a new version with MAX_WAVE 1 claims only wave-1 tenants (the canary), the rest wait,
+ *      reported (Stalled, Warning event, gauge) while no running operator claims their wave;
  *   3. a pin change hands a tenant over without it ever leaving Active (IngressReady watched), and
  *      the old version writes nothing to it once the new one claimed it (audit log);
  *   4. a pin to a version nobody runs is reported (Warning event, gauge) and the tenant left alone;
@@ -339,12 +340,17 @@ describe('blue/green: two operator versions side by side', () => {
     const activeAfter = await waitActive(CANARY_W1);
     timings.push(`case 2: wave-1 canary Active (green) after ${seconds(activeAfter)}`);
     expect(ownerOf(getTenant(CANARY_W1.name))).toBe(GREEN);
-    // Give green every chance to claim the wave-2 one too (it was created together with the canary).
-    await sleep(5_000);
-    const waiting = getTenant(CANARY_W2.name);
+    // Green does not claim the wave-2 one, but reports it: no running operator claims wave 2 (the
+    // Leases publish MAX_WAVE), so green, the only leader, writes Stalled at its next check (every 30 s).
+    let waiting: TenantObject | undefined;
+    const stalled = (t: TenantObject | undefined): boolean => t?.status?.conditions?.some((c) => c.type === 'Stalled' && c.status === 'True' && c.reason === 'OperatorWaveAbsent') === true;
+    expect(await eventually(() => stalled((waiting = getTenant(CANARY_W2.name))), 45_000, 1_000), `the wave-2 tenant is not reported: ${JSON.stringify(waiting?.status)}`).toBe(true);
     expect(ownerOf(waiting), 'the wave-2 tenant was claimed while only green (MAX_WAVE 1) ran').toBeUndefined();
     expect(waiting?.metadata.finalizers ?? []).toEqual([]);
-    expect(waiting?.status).toBeUndefined();
+    expect(warningEvents(waiting as TenantObject, 'OperatorWaveAbsent')[0]?.message).toContain('spec.wave 2 is above the MAX_WAVE of every running operator of the default shard (at most 1');
+    const green = operators.get('g-green-0')?.op;
+    if (green === undefined) throw new Error('green is not running');
+    expect(metricSum((await httpGet(metricsPortOf(green), '/metrics')).body, 'eva_tenants_above_max_wave') ?? 0).toBeGreaterThanOrEqual(1);
 
     const blue = launch('g-blue-0', BLUE, 3);
     await blue.ready();
@@ -353,8 +359,10 @@ describe('blue/green: two operator versions side by side', () => {
     timings.push(`case 2: wave-2 tenant unowned for ${seconds(blueBack - created)} while only green ran; Active (blue) ${seconds(Date.now() - blueBack)} after blue started again`);
     expect(ownerOf(getTenant(CANARY_W2.name))).toBe(BLUE);
     expect(ownerOf(getTenant(CANARY_W1.name))).toBe(GREEN);
+    expect(stalled(getTenant(CANARY_W2.name)), 'still Stalled once blue claimed it').toBe(false);
+    // Green's only write to it: the status that reported it.
     const greenWrites = auditWritesSince(offset).filter((e) => byOperator(GREEN)(e) && concerns(e, CANARY_W2));
-    expect(greenWrites.map(describeWrite), 'green wrote to the wave-2 tenant').toEqual([]);
+    expect(greenWrites.map((e) => `${e.verb} ${e.objectRef?.subresource ?? ''}`), greenWrites.map(describeWrite).join('\n')).toEqual(['update status']);
   }, CASE_MS);
 
   it('3. a pin change hands the tenant over: blue releases, green claims, it stays Active with IngressReady True throughout', async () => {

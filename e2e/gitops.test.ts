@@ -3,11 +3,14 @@
  * (sigs.k8s.io/cli-utils, test/tools/kstatus) and deploy/argocd/health.lua run by gopher-lua as Argo
  * CD runs it (test/tools/argo-health), both on the same objects captured from the API server in
  * every phase: provisioning, Active, Stalled on bad input, unclaimed (pinned to a version nobody
- * runs, with two operators that see it and one status writer), suspended (no writes while drift is
- * made by hand, then resume repairs it), Decommissioned and being deleted.
+ * runs; owned by an operator that is gone; and unpinned with a wave above the MAX_WAVE of every
+ * operator of its shard, which the Leases publish), each seen by three operators and written by one, suspended (no writes while drift is
+ * made by hand, then resume repairs it), Decommissioning, Decommissioned and being deleted.
+ * (Hibernated tenants are judged in e2e/hibernation.test.ts.)
  *
  * Isolation (the cluster is shared): operators 9.8.0 and 9.8.1 with MAX_WAVE 0, tenants pinned to
- * them (or to the absent 9.8.9), capsule codes starting with GITO, all deleted at the end.
+ * them (or to the absent 9.8.9); 9.8.2 serves only shard gitops, with MAX_WAVE 1, and the one
+ * unpinned tenant carries that shard's label; capsule codes starting with GITO, all deleted at the end.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,42 +20,42 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, kubectlOk, requiredEnv } from '../test/support/kubectl.ts';
 import { auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { repoRoot } from '../test/support/tools.ts';
+import { API_VERSION, KIND, MAX_WAVE_ANNOTATION, OWNER_ANNOTATION, SHARD_LABEL } from '../src/api/constants.ts';
+import { leaseNameForVersion } from '../src/controller/lease.ts';
+import { buildTool, captureTenant as capture, judge, labelled, type TenantObject as Obj } from './support/health-verdicts.ts';
+import { metricSum, scrape } from './support/metrics.ts';
 import { type OperatorProcess, startOperator } from './support/operator.ts';
-import { applyTenant, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from './support/tenants.ts';
+import { applyTenant, describeShowsWarning, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from './support/tenants.ts';
 
 const OWNER = '9.8.0';
 const SECOND = '9.8.1';
 const ABSENT = '9.8.9';
+/** Serves only shard SHARD, claiming unpinned tenants up to wave 1. */
+const SHARDED = '9.8.2';
+const SHARD = 'gitops';
 const DRIFT_INTERVAL_SECONDS = 3;
 const TENANTS = { live: 'GITOLV', bad: 'GITOBD', unclaimed: 'GITOUN', decommissioned: 'GITODC' } as const;
+/** Unpinned, in shard SHARD, wave 2: above the MAX_WAVE of the only operator of its shard. */
+const ABOVE_WAVE = 'GITOWV';
+/** Pinned to OWNER but owned by GONE, an operator that never ran here (as one removed before it handed its tenants over). */
+const ORPHAN = 'GITOOR';
+const GONE = '9.8.7';
 const nameOf = (code: string): string => code.toLowerCase();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Verdict {
-  status: string;
-  message: string;
-}
-type Obj = Record<string, unknown> & { metadata: { name: string } };
-
-/** Builds (once, cached outside the checkout) and returns a test tool's binary. */
-function buildTool(tool: 'kstatus' | 'argo-health'): string {
-  return execFileSync(join(repoRoot, 'test/tools/build.sh'), [tool], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000 }).trim();
-}
-
-function capture(name: string): Obj {
-  return JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'json'])) as Obj;
-}
+type Condition = { type: string; status: string; reason: string; message: string };
 
 /** Each captured object under a label of its own: the phase it was captured in. */
 const captured = new Map<string, Obj>();
 function keep(label: string, obj: Obj): void {
-  captured.set(label, { ...obj, metadata: { ...obj.metadata, name: label } });
+  captured.set(label, labelled(label, obj));
 }
 
-function judge(binary: string, args: readonly string[], objects: readonly Obj[]): Record<string, Verdict> {
-  const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects });
-  return JSON.parse(execFileSync(binary, args, { input: list, encoding: 'utf8' })) as Record<string, Verdict>;
-}
+/** The operator writes (status subresource included) to one tenant in the audit log since `offset`. */
+const operatorWritesTo = (offset: number, name: string): string[] =>
+  auditWritesSince(offset)
+    .filter((e) => e.objectRef?.resource === 'evatenants' && e.objectRef.name === name && !(e.userAgent ?? '').startsWith('kubectl'))
+    .map((e) => `${e.verb} ${e.objectRef?.subresource ?? ''} ${e.userAgent ?? ''}`);
 
 /**
  * Every version of one tenant the API server sends to a watch (`kubectl get --watch -o json`), by
@@ -74,8 +77,11 @@ function watchTenant(name: string): { stop: () => Obj[] } {
   };
 }
 
-const condition = (obj: Obj, type: string): { status: string; reason: string; message: string } | undefined =>
-  ((obj['status'] as { conditions?: { type: string; status: string; reason: string; message: string }[] } | undefined)?.conditions ?? []).find((c) => c.type === type);
+const condition = (obj: Obj, type: string): Condition | undefined => ((obj['status'] as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) => c.type === type);
+const phaseOf = (obj: Obj): string | undefined => (obj['status'] as { phase?: string } | undefined)?.phase;
+/** A label or annotation key as a kubectl jsonpath segment (its dots escaped). */
+const jsonpathKey = (key: string): string => key.replace(/\./g, '\\.');
+const ownerOf = (name: string): string => kubectlOk(['get', 'evt', name, '-o', `jsonpath={.metadata.annotations.${jsonpathKey(OWNER_ANNOTATION)}}`]);
 
 /**
  * README's argocd-cm command, run as written (in the checkout, into an `argocd` namespace of this
@@ -100,6 +106,7 @@ function installedHealthCheck(): string {
 describe('kstatus and Argo CD health on real tenants', () => {
   let owner: OperatorProcess;
   let second: OperatorProcess;
+  let sharded: OperatorProcess;
   let kstatus: string;
   let argoHealth: string;
 
@@ -111,8 +118,13 @@ describe('kstatus and Argo CD health on real tenants', () => {
     const env = { MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: String(DRIFT_INTERVAL_SECONDS) };
     owner = startOperator({ ...env, OPERATOR_VERSION: OWNER });
     second = startOperator({ ...env, OPERATOR_VERSION: SECOND });
-    await Promise.all([owner.ready(), second.ready()]);
-    const leftovers = Object.values(TENANTS).map(nameOf).filter((name) => pinnedVersion(name) !== undefined);
+    sharded = startOperator({ ...env, OPERATOR_VERSION: SHARDED, SHARD, MAX_WAVE: '1' });
+    await Promise.all([owner.ready(), second.ready(), sharded.ready()]);
+    // Unpinned, so not in the list above: deleted by 9.8.2 if it claimed it, at once if nobody did.
+    kubectl(['delete', 'evt', nameOf(ABOVE_WAVE), '--ignore-not-found', '--timeout=240s']);
+    // The orphan is taken by OWNER once its dead owner's annotation goes (a leftover included).
+    kubectl(['annotate', 'evt', nameOf(ORPHAN), `${OWNER_ANNOTATION}-`]);
+    const leftovers = [...Object.values(TENANTS), ORPHAN].map(nameOf).filter((name) => pinnedVersion(name) !== undefined);
     for (const name of leftovers) kubectl(['patch', 'evt', name, '--type=merge', '-p', JSON.stringify({ spec: { operatorVersion: OWNER, suspend: false, deletionProtection: false } })]);
     for (const name of leftovers) kubectl(['delete', 'evt', name, '--wait=false']);
     for (const name of leftovers) expect(await waitForGone(name, 240_000), `leftover ${name}`).toBe(true);
@@ -120,9 +132,11 @@ describe('kstatus and Argo CD health on real tenants', () => {
 
   afterAll(async () => {
     for (const code of Object.values(TENANTS)) kubectl(['patch', 'evt', nameOf(code), '--type=merge', '-p', JSON.stringify({ spec: { operatorVersion: OWNER, suspend: false } })]);
-    for (const code of Object.values(TENANTS)) kubectl(['delete', 'evt', nameOf(code), '--wait=false', '--ignore-not-found']);
-    for (const code of Object.values(TENANTS)) await waitForGone(nameOf(code), 240_000);
-    await Promise.all([owner.stop(), second.stop()]);
+    if (kubectl(['get', 'evt', nameOf(ORPHAN), '-o', `jsonpath={.metadata.annotations.${jsonpathKey(OWNER_ANNOTATION)}}`]).stdout === GONE) kubectl(['annotate', 'evt', nameOf(ORPHAN), `${OWNER_ANNOTATION}-`]);
+    const all = [...Object.values(TENANTS), ABOVE_WAVE, ORPHAN];
+    for (const code of all) kubectl(['delete', 'evt', nameOf(code), '--wait=false', '--ignore-not-found']);
+    for (const code of all) await waitForGone(nameOf(code), 240_000);
+    await Promise.all([owner.stop(), second.stop(), sharded.stop()]);
     kubectl(['delete', 'namespace', 'argocd', '--wait=false', '--ignore-not-found']);
   }, 600_000);
 
@@ -133,7 +147,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
     await waitForTenant(nameOf(TENANTS.live), 'Active', isActive, 240_000);
     await sleep(500);
     const versions = watch.stop();
-    const provisioning = versions.find((o) => (o['status'] as { phase?: string } | undefined)?.phase === 'Provisioning' && condition(o, 'Reconciling')?.status === 'True');
+    const provisioning = versions.find((o) => phaseOf(o) === 'Provisioning' && condition(o, 'Reconciling')?.status === 'True');
     expect(provisioning, `no Provisioning version among ${String(versions.length)} watched`).toBeDefined();
     if (provisioning) keep('provisioning', provisioning);
     const active = capture(nameOf(TENANTS.live));
@@ -150,17 +164,51 @@ describe('kstatus and Argo CD health on real tenants', () => {
     keep('stalled-bad-input', bad);
   }, 300_000);
 
-  it('unclaimed: one operator of the two that see it writes Stalled once, and nobody rewrites it', async () => {
+  it('unclaimed (a pin nobody runs; a wave no operator of its shard claims; an owner that is gone): one operator of the three that see them writes Stalled once, nobody rewrites it', async () => {
     const offset = auditOffset();
-    applyTenant(nameOf(TENANTS.unclaimed), { capsuleCode: TENANTS.unclaimed, tier: 'Starter', operatorVersion: ABSENT });
-    // The leaders check at start and every 30 s: two full rounds of both.
-    const { tenant } = await waitForTenant(nameOf(TENANTS.unclaimed), 'Stalled', (t) => t.conditions['Stalled']?.status === 'True', 90_000);
+    const unclaimed = nameOf(TENANTS.unclaimed);
+    const aboveWave = nameOf(ABOVE_WAVE);
+    const orphan = nameOf(ORPHAN);
+    applyTenant(unclaimed, { capsuleCode: TENANTS.unclaimed, tier: 'Starter', operatorVersion: ABSENT });
+    applyTenant(aboveWave, { capsuleCode: ABOVE_WAVE, tier: 'Starter', wave: 2 }, { [SHARD_LABEL]: SHARD });
+    const orphaned = { apiVersion: API_VERSION, kind: KIND, metadata: { name: orphan, annotations: { [OWNER_ANNOTATION]: GONE } }, spec: { capsuleCode: ORPHAN, tier: 'Starter', operatorVersion: OWNER } };
+    kubectlOk(['apply', '-f', '-'], JSON.stringify(orphaned));
+    // The Lease of the shard's only operator publishes its MAX_WAVE, read by the others.
+    expect(kubectlOk(['get', 'lease', leaseNameForVersion(SHARDED, SHARD), '-n', 'default', '-o', `jsonpath={.metadata.annotations.${jsonpathKey(MAX_WAVE_ANNOTATION)}}`])).toBe('1');
+    // The leaders check at start and every 30 s: two full rounds of all three.
+    const stalled = (t: { conditions: Record<string, { status: string }> }): boolean => t.conditions['Stalled']?.status === 'True';
+    const { tenant } = await waitForTenant(unclaimed, 'Stalled', stalled, 90_000);
     expect(tenant.conditions['Stalled']?.reason).toBe('OperatorVersionAbsent');
     expect(tenant.conditions['Stalled']?.message).toContain(`spec.operatorVersion ${ABSENT} is not running`);
+    const above = (await waitForTenant(aboveWave, 'Stalled', stalled, 90_000)).tenant;
+    expect(above.conditions['Stalled']).toMatchObject({ reason: 'OperatorWaveAbsent' });
+    expect(above.conditions['Ready']).toMatchObject({ status: 'False', reason: 'OperatorWaveAbsent' });
+    expect(above.conditions['Stalled']?.message).toContain(`spec.wave 2 is above the MAX_WAVE of every running operator of shard ${SHARD} (at most 1: Leases ${leaseNameForVersion(SHARDED, SHARD)} in default)`);
+    const ownerGone = (await waitForTenant(orphan, 'Stalled', stalled, 90_000)).tenant;
+    expect(ownerGone.conditions['Stalled']).toMatchObject({ reason: 'OperatorOwnerAbsent' });
+    expect(ownerGone.conditions['Stalled']?.message).toContain(`owned by operator ${GONE} (annotation ${OWNER_ANNOTATION}), which is not running`);
     await sleep(65_000);
-    const writes = auditWritesSince(offset).filter((e) => e.objectRef?.resource === 'evatenants' && e.objectRef.name === nameOf(TENANTS.unclaimed) && !(e.userAgent ?? '').startsWith('kubectl'));
-    expect(writes.map((e) => `${e.verb} ${e.objectRef?.subresource ?? ''} ${e.userAgent ?? ''}`)).toEqual([`update status eva-operator/${OWNER}`]);
-    keep('unclaimed', capture(nameOf(TENANTS.unclaimed)));
+    for (const name of [unclaimed, aboveWave, orphan]) expect(operatorWritesTo(offset, name), name).toEqual([`update status eva-operator/${OWNER}`]);
+    expect(describeShowsWarning(orphan, 'OperatorOwnerAbsent')).toBe(true);
+    for (const op of [owner, second, sharded]) expect(metricSum(await scrape(op), 'eva_tenants_owned_by_absent_operator')).toBeGreaterThanOrEqual(1);
+    keep('unclaimed-owner', capture(orphan));
+    // Positive control: without the dead owner's annotation, the operator it is pinned to claims it.
+    kubectlOk(['annotate', 'evt', orphan, `${OWNER_ANNOTATION}-`]);
+    await waitForTenant(orphan, 'claimed, not Stalled', (t) => t.conditions['Stalled'] === undefined, 90_000);
+    expect(ownerOf(orphan)).toBe(OWNER);
+    // Not claimed: no owner, no finalizer. Reported: the Warning Event, and the gauge of every leader.
+    const waiting = capture(aboveWave);
+    expect(ownerOf(aboveWave)).toBe('');
+    expect(kubectlOk(['get', 'evt', aboveWave, '-o', 'jsonpath={.metadata.finalizers}'])).toBe('');
+    expect(describeShowsWarning(aboveWave, 'OperatorWaveAbsent')).toBe(true);
+    for (const op of [owner, second, sharded]) expect(metricSum(await scrape(op), 'eva_tenants_above_max_wave')).toBeGreaterThanOrEqual(1);
+    keep('unclaimed', capture(unclaimed));
+    keep('unclaimed-wave', waiting);
+    // Positive control: at wave 1 the shard's operator claims it, and Stalled goes.
+    patchTenantSpec(aboveWave, { wave: 1 });
+    const claimed = await waitForTenant(aboveWave, 'claimed, not Stalled', (t) => t.conditions['Stalled'] === undefined && t.observedGeneration === t.generation, 90_000);
+    expect(claimed.tenant.conditions['Ready']?.reason).not.toBe('OperatorWaveAbsent');
+    expect(ownerOf(aboveWave)).toBe(`${SHARDED}/${SHARD}`);
   }, 300_000);
 
   it('suspended: no write to anything the tenant owns while drift is made by hand; resume repairs it', async () => {
@@ -186,10 +234,18 @@ describe('kstatus and Argo CD health on real tenants', () => {
     expect(resumed.tenant.conditions['Ready']?.status).toBe('True');
   }, 300_000);
 
-  it('Decommissioned as asked, and being deleted', async () => {
+  it('Decommissioning and Decommissioned as asked, and being deleted', async () => {
     const name = nameOf(TENANTS.decommissioned);
-    applyTenant(name, { capsuleCode: TENANTS.decommissioned, tier: 'Starter', operatorVersion: OWNER, lifecycle: 'Decommissioned' });
+    // Provisioned first, so that there is something to remove while the watch looks on.
+    applyTenant(name, { capsuleCode: TENANTS.decommissioned, tier: 'Starter', operatorVersion: OWNER });
+    await waitForTenant(name, 'Active', isActive, 240_000);
+    const decommissioning = watchTenant(name);
+    await sleep(1_000);
+    patchTenantSpec(name, { lifecycle: 'Decommissioned' });
     await waitForTenant(name, 'Decommissioned', (t) => t.phase === 'Decommissioned' && t.conditions['Ready']?.status === 'True', 240_000);
+    const underway = decommissioning.stop().find((o) => phaseOf(o) === 'Decommissioning');
+    expect(underway, 'a Decommissioning version').toBeDefined();
+    if (underway) keep('decommissioning', underway);
     keep('decommissioned', capture(name));
     // Suspended and deleted: the deletion waits, so the object is caught while being deleted.
     const live = nameOf(TENANTS.live);
@@ -203,7 +259,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
     const watch = watchTenant(live);
     expect(await waitForGone(live, 240_000)).toBe(true);
     const versions = watch.stop();
-    const deleting = versions.find((o) => (o['metadata'] as { deletionTimestamp?: string }).deletionTimestamp !== undefined && (o['status'] as { phase?: string } | undefined)?.phase === 'Decommissioning');
+    const deleting = versions.find((o) => (o['metadata'] as { deletionTimestamp?: string }).deletionTimestamp !== undefined && phaseOf(o) === 'Decommissioning');
     expect(deleting, 'a Decommissioning version while deleted').toBeDefined();
     if (deleting) keep('deleting', deleting);
   }, 600_000);
@@ -214,7 +270,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
     const argo = judge(argoHealth, [installedHealthCheck()], objects);
     const table = objects.map((o) => {
       const label = o.metadata.name;
-      const phase = (o['status'] as { phase?: string } | undefined)?.phase ?? '(none)';
+      const phase = phaseOf(o) ?? '(none)';
       return `${label.padEnd(20)} ${phase.padEnd(16)} ${(flux[label]?.status ?? '?').padEnd(12)} ${(argo[label]?.status ?? '?').padEnd(12)} ${argo[label]?.message ?? ''}`;
     });
     console.log(['[gitops] object               phase            kstatus      argo health  argo message', ...table].join('\n'));
@@ -224,12 +280,17 @@ describe('kstatus and Argo CD health on real tenants', () => {
       active: 'Current/Healthy',
       'stalled-bad-input': 'Failed/Degraded',
       unclaimed: 'Failed/Degraded',
+      'unclaimed-wave': 'Failed/Degraded',
+      'unclaimed-owner': 'Failed/Degraded',
       suspended: 'Current/Suspended',
+      decommissioning: 'InProgress/Progressing',
       decommissioned: 'Current/Healthy',
       'deleting-suspended': 'Terminating/Suspended',
       deleting: 'Terminating/Progressing',
     });
     expect(argo['unclaimed']?.message).toContain('OperatorVersionAbsent');
+    expect(argo['unclaimed-wave']?.message).toContain('OperatorWaveAbsent');
+    expect(flux['unclaimed-wave']?.message).toContain('spec.wave 2 is above the MAX_WAVE');
     expect(argo['stalled-bad-input']?.message).toContain('UnknownSeedsVersion');
   });
 });

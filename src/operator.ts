@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { Reason } from './api/reasons.ts';
 import { DependencyError, messageOf } from './errors.ts';
+import { MAX_WAVE_ANNOTATION } from './api/constants.ts';
 import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantInformer } from './controller/tenant-informer.ts';
@@ -20,6 +21,7 @@ import { loadBundle } from './bundle/bundle.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
+import { annotatingLeaseStore, kubeLeaseStore } from './adapters/lease-store.ts';
 import { ValuesSourceCache } from './adapters/values-sources.ts';
 import { ValuesFromWatch } from './controller/values-from-watch.ts';
 import { NatsPool } from './adapters/nats-pool.ts';
@@ -180,7 +182,9 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const { informer, controller } = buildController(config, log, metrics, deps, objects, valuesFrom);
   // One active replica per operator version and shard: each has its own Lease.
   const lease = leaseNameForVersion(config.operatorVersion, config.shard);
-  const elector = new LeaderElector({ kube, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
+  // The Lease publishes this operator's MAX_WAVE: the others tell from it a tenant no wave claims.
+  const store = annotatingLeaseStore(kubeLeaseStore(kube, config.leaseNamespace, lease), { [MAX_WAVE_ANNOTATION]: String(config.maxWave) });
+  const elector = new LeaderElector({ store, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
   const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => informer.cachedTenants(), leaseName: lease, metrics, log });
   let leading = false;
   let stopping = false;

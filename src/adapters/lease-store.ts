@@ -10,6 +10,7 @@ import {
   type RequestContext,
   type ResponseContext,
   type V1Lease,
+  type V1ObjectMeta,
 } from '@kubernetes/client-node';
 import { FIELD_MANAGER, isConflict, type Kube, readOptional } from './kube.ts';
 
@@ -53,5 +54,23 @@ export function kubeLeaseStore(kube: Pick<Kube, 'coordination'>, namespace: stri
       unlessConflict(() => api.createNamespacedLease({ namespace, body, fieldManager: FIELD_MANAGER }, abortable(signal))),
     replace: (body, signal) =>
       unlessConflict(() => api.replaceNamespacedLease({ name, namespace, body, fieldManager: FIELD_MANAGER }, abortable(signal))),
+  };
+}
+
+/**
+ * `store`, with `annotations` set on every Lease it creates or replaces (claims, renewals, the
+ * release): how an operator publishes on its Lease what the other operators need to know of it.
+ */
+export function annotatingLeaseStore(store: LeaseStore, annotations: Readonly<Record<string, string>>): LeaseStore {
+  const annotated = (lease: V1Lease): V1Lease => {
+    // Copied, not spread: the client's objects are class instances.
+    const metadata: V1ObjectMeta = Object.assign({}, lease.metadata);
+    metadata.annotations = { ...lease.metadata?.annotations, ...annotations };
+    return { apiVersion: lease.apiVersion, kind: lease.kind, metadata, spec: lease.spec };
+  };
+  return {
+    get: (signal) => store.get(signal),
+    create: (lease, signal) => store.create(annotated(lease), signal),
+    replace: (lease, signal) => store.replace(annotated(lease), signal),
   };
 }

@@ -31,6 +31,12 @@ export const WAVE_LABEL = `${GROUP}/wave`;
  */
 export const SHARD_LABEL = `${GROUP}/shard`;
 /**
+ * On each operator's leader-election Lease: the MAX_WAVE it claims unpinned tenants up to, so that
+ * every operator can tell a tenant whose wave no running operator claims (none: an operator too old
+ * to publish it, taken to claim every wave).
+ */
+export const MAX_WAVE_ANNOTATION = `${GROUP}/max-wave`;
+/**
  * Set by a cluster operator to force a decommission past steps that can never finish (e.g. a NATS
  * server that is gone for good): a comma-separated list of step names, or `all`. Recorded in an Event.
  */

@@ -52,6 +52,10 @@ export const Reason = {
   // -- no running operator serves the tenant (Warning events of controller/version-presence.ts) ------
   OperatorVersionAbsent: 'OperatorVersionAbsent',
   OperatorShardAbsent: 'OperatorShardAbsent',
+  /** Unpinned and unowned, with a spec.wave above the MAX_WAVE of every running operator of its shard. */
+  OperatorWaveAbsent: 'OperatorWaveAbsent',
+  /** Owned (annotation eva.aidonow.com/operator-version) by an operator whose Lease is gone: nobody else takes it. */
+  OperatorOwnerAbsent: 'OperatorOwnerAbsent',
 
   // -- the tenant itself ----------------------------------------------------------------------------
   TenantUidMissing: 'TenantUidMissing',

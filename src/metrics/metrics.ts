@@ -44,6 +44,19 @@ function kubeRequestMetrics(registers: Registry[]): [Counter<'method'>, Counter]
   ];
 }
 
+/** Why no running operator acts on a tenant (controller/version-presence.ts): one gauge per cause. */
+type Unserved = 'version' | 'shard' | 'owner' | 'wave';
+
+function unservedTenantGauges(registers: Registry[]): Record<Unserved, Gauge> {
+  const gauge = (name: string, help: string): Gauge => new Gauge({ name, help, registers });
+  return {
+    version: gauge('eva_tenants_pinned_to_absent_version', 'Tenants whose spec.operatorVersion names an operator version that is not running.'),
+    shard: gauge('eva_tenants_in_absent_shard', 'Tenants whose label eva.aidonow.com/shard names a shard no running operator serves.'),
+    owner: gauge('eva_tenants_owned_by_absent_operator', 'Tenants whose owner annotation eva.aidonow.com/operator-version names an operator that has not run for two minutes.'),
+    wave: gauge('eva_tenants_above_max_wave', 'Unpinned tenants no operator owns yet whose spec.wave is above the MAX_WAVE of every running operator of their shard.'),
+  };
+}
+
 export class OperatorMetrics {
   readonly registry: Registry;
   private readonly reconcileTotal: Counter<'result' | 'reason'>;
@@ -52,8 +65,7 @@ export class OperatorMetrics {
   private readonly timeToActive: Histogram<'tier'>;
   private readonly tenants: Gauge<'phase'>;
   private readonly workqueueDepth: Gauge;
-  private readonly pinnedToAbsentVersion: Gauge;
-  private readonly inAbsentShard: Gauge;
+  private readonly unserved: Record<Unserved, Gauge>;
   private readonly kubeRequests: Counter<'method'>;
   private readonly kubeRateLimitWait: Counter;
   private readonly queueDepth: Gauge<'capsule' | 'stream'>;
@@ -93,17 +105,8 @@ export class OperatorMetrics {
     });
     this.tenants = this.tenantsGauge(registers, options.tenantsByPhase);
     this.workqueueDepth = new Gauge({ name: 'eva_workqueue_depth', help: 'Tenants waiting in the work queue.', registers });
-    this.pinnedToAbsentVersion = new Gauge({
-      name: 'eva_tenants_pinned_to_absent_version',
-      help: 'Tenants whose spec.operatorVersion names an operator version that is not running.',
-      registers,
-    });
+    this.unserved = unservedTenantGauges(registers);
     [this.kubeRequests, this.kubeRateLimitWait] = kubeRequestMetrics(registers);
-    this.inAbsentShard = new Gauge({
-      name: 'eva_tenants_in_absent_shard',
-      help: 'Tenants whose label eva.aidonow.com/shard names a shard no running operator serves.',
-      registers,
-    });
     this.queueDepth = new Gauge({
       name: 'capsule_queue_depth',
       help: 'Messages in each JetStream stream of each Active tenant.',
@@ -172,7 +175,7 @@ export class OperatorMetrics {
   }
 
   setTenantsPinnedToAbsentVersion(count: number): void {
-    this.pinnedToAbsentVersion.set(count);
+    this.unserved.version.set(count);
   }
 
   observeKubeRequest(method: string, waitedSeconds: number): void {
@@ -181,7 +184,15 @@ export class OperatorMetrics {
   }
 
   setTenantsInAbsentShard(count: number): void {
-    this.inAbsentShard.set(count);
+    this.unserved.shard.set(count);
+  }
+
+  setTenantsAboveMaxWave(count: number): void {
+    this.unserved.wave.set(count);
+  }
+
+  setTenantsOwnedByAbsentOperator(count: number): void {
+    this.unserved.owner.set(count);
   }
 
   setQueueDepth(code: string, stream: string, messages: number): void {

@@ -174,7 +174,10 @@ const atRest = (view: SagaView): boolean => view.stage === 'active' || view.stag
 
 /**
  * A hibernated tenant (spec.lifecycle Suspended) at rest: the conditions say how each part is kept,
- * and Ready is False with reason Suspended, since nothing serves. Before it rests, as allConditions.
+ * and Ready is True with reason Suspended: the tenant is as its spec asks (like a Decommissioned one),
+ * and kstatus reads Ready False as InProgress, so Flux's wait would never pass on a hibernated tenant
+ * in Git. That nothing is served says the phase, the reason and the message. Before it rests, as
+ * allConditions.
  */
 export function hibernatedConditions(view: SagaView): Record<string, ConditionState> {
   const all = allConditions(view);
@@ -185,9 +188,9 @@ export function hibernatedConditions(view: SagaView): Record<string, ConditionSt
     ModulesDeployed: { status: 'True', reason: Reason.ScaledToZero, message: 'every module release is deployed with zero replicas' },
     IngressReady: { status: 'True', reason: Reason.IngressWithdrawn, message: 'the tenant Ingress is withdrawn: nothing is served' },
     Ready: {
-      status: 'False',
+      status: 'True',
       reason: Reason.Suspended,
-      message: 'hibernated (spec.lifecycle: Suspended): modules at zero replicas, Ingress withdrawn, NATS credentials refused, all data kept; set spec.lifecycle: Active to resume',
+      message: 'hibernated as asked (spec.lifecycle: Suspended), nothing is served: modules at zero replicas, Ingress withdrawn, NATS credentials refused, all data kept; set spec.lifecycle: Active to resume',
     },
   };
 }

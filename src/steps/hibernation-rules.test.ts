@@ -52,10 +52,11 @@ describe('hibernation (spec.lifecycle Suspended)', () => {
     expect(tenantClaims(scopeFor({ lifecycle: 'Suspended' }), rotating).revocations).toEqual({ UOLD: 10, [user]: REFUSED_UNTIL_RESUMED, URETIRING: REFUSED_UNTIL_RESUMED });
   });
 
-  it('shows Suspended once at rest, with Ready False, and Provisioning while it gets there', () => {
+  it('shows Suspended once at rest, with Ready True (as asked: kstatus Current), and Provisioning while it gets there', () => {
     const resting = hibernatedConditions({ stage: 'active', wasActive: true });
     expect(hibernatedPhase({ stage: 'active', wasActive: true })).toBe('Suspended');
-    expect(resting['Ready']).toMatchObject({ status: 'False', reason: 'Suspended' });
+    expect(resting['Ready']).toMatchObject({ status: 'True', reason: 'Suspended' });
+    expect(resting['Ready']?.message).toContain('nothing is served');
     expect(resting['ModulesDeployed']).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
     expect(resting['IngressReady']).toMatchObject({ status: 'True', reason: 'IngressWithdrawn' });
     expect(hibernatedPhase({ stage: 'provisioning', currentStep: 'modules', wasActive: true, updating: true })).toBe('Provisioning');

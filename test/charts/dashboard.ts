@@ -172,6 +172,8 @@ export async function operatorCatalogue(): Promise<Catalogue> {
   metrics.setWorkqueueDepth(0);
   metrics.setTenantsPinnedToAbsentVersion(0);
   metrics.setTenantsInAbsentShard(0);
+  metrics.setTenantsAboveMaxWave(0);
+  metrics.setTenantsOwnedByAbsentOperator(0);
   metrics.observeKubeRequest('GET', 0.01);
   metrics.setQueueDepth('ABCDEF', 'events', 0);
   return catalogueFromExposition(await metrics.metricsText());
