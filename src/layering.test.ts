@@ -29,7 +29,6 @@ const LAYER: Readonly<Record<string, number>> = {
   'operator.ts': 7,
   'nats-bootstrap.ts': 7,
   'cli.ts': 8,
-  'render-guard-cli.ts': 8,
 };
 
 function sourceFiles(dir: string): string[] {
