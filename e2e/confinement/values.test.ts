@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../../test/support/kubectl.ts';
+import { HOSTILE } from '../../test/support/hostile-charts.ts';
 import { repoRoot } from '../../test/support/tools.ts';
 import { helmReleases } from '../support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../support/operator.ts';
@@ -104,6 +105,27 @@ describe('module values contract (real API server, operator, helm)', () => {
     };
     expect(deployment.spec.replicas).toBe(2);
     expect(deployment.spec.template.spec.containers[0]?.resources).toEqual(resources);
+  }, CASE_MS);
+
+  it('hostile strings in every leaf and key of config stay data: the tenant is Active, its ConfigMap holds them verbatim, nothing lands elsewhere', async () => {
+    const name = 'vhosti';
+    const namespace = 'eva-tenant-vhosti';
+    made.push(name);
+    // Every hostile string as a value, as a key, and inside a list: config is free-form, so the API lets them all through.
+    const config = { ...Object.fromEntries(HOSTILE.map((text, i) => [`leaf${String(i)}`, text])), ...Object.fromEntries(HOSTILE.map((text) => [text, 'as a key'])), list: HOSTILE };
+    const at = Date.now();
+    kubectlOk(['apply', '-f', '-'], tenantManifest(name, spec('VHOSTI', { 'orbit-crm': { config } })));
+    await waitForTenant(name, 'Active', isActive, CASE_MS, at);
+    // Positive control: the strings did reach the chart (verbatim in the ConfigMap's data), so had any become structure it would show.
+    const stored = kubectlOk(['get', 'configmap', 'orbit-crm-config', '-n', namespace, '-o', 'jsonpath={.data.config\\.yaml}']);
+    expect((parse(stored) as { config: Record<string, unknown> }).config).toMatchObject(config); // beside the chart's default config keys
+    expect(kubectl(['get', 'configmap', 'pwned', '-n', 'kube-system']).status).not.toBe(0);
+    expect(kubectl(['get', 'clusterrolebinding', 'pwned']).status).not.toBe(0);
+    // The release holds exactly the chart's own objects, all in the tenant's namespace.
+    const owned = kubectlOk(['get', 'deployments,services,configmaps,secrets', '-A', '-l', 'app.kubernetes.io/instance=orbit-crm', '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}{"\\n"}{end}']);
+    expect(owned.split('\n').filter((line) => line.includes(namespace) || !line.includes('/eva-tenant-')).filter(Boolean).sort()).toEqual([
+      `ConfigMap/${namespace}/orbit-crm-config`, `Deployment/${namespace}/orbit-crm`, `Secret/${namespace}/orbit-crm-credentials`, `Service/${namespace}/orbit-crm`,
+    ]);
   }, CASE_MS);
 
   it('a spec stored before the contract is reported by the operator, naming the key; its release stays installed', async () => {
