@@ -73,6 +73,8 @@ const cpuMsSince = (before: NodeJS.CpuUsage): number => {
   return (user + system) / 1000;
 };
 
+const hundredths = (ms: number): number => Math.round(ms * 100) / 100;
+
 /** Nanoseconds as milliseconds; anything that is not a count (a client without /proc) counts as 0. */
 const nsToMs = (text: string | undefined): number => (/^\d{1,18}$/.test(text ?? '') ? Number(text) / 1e6 : 0);
 
@@ -165,7 +167,8 @@ export class RenderGuardServer {
     }
     const clientCpuMs = nsToMs(clientRunNs);
     const checkCpuMs = cpuMsSince(cpuBefore);
-    call.cost = { ms: clientCpuMs + nsToMs(clientWaitNs) + (performance.now() - started), cpuMs: clientCpuMs + checkCpuMs, clientCpuMs, checkCpuMs };
+    const ms = clientCpuMs + nsToMs(clientWaitNs) + (performance.now() - started);
+    call.cost = { ms: hundredths(ms), cpuMs: hundredths(clientCpuMs + checkCpuMs), clientCpuMs: hundredths(clientCpuMs), checkCpuMs: hundredths(checkCpuMs) };
     return reply;
   }
 }
