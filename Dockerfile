@@ -44,10 +44,6 @@ COPY src ./src
 # One bundled module (dist/cli.js): the runtime needs no node_modules.
 RUN npm run build \
  && node dist/cli.js crd >/dev/null
-# The render guard bundle starts on its own and refuses a Namespace (exit 1).
-RUN printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n' \
-    | EVA_RENDER_GUARD_POLICY='{"namespace":"n","release":"r","images":[]}' node dist/render-guard-cli.js >/dev/null 2>&1; \
-    test $? -eq 1
 
 # ---- runtime ----
 FROM ${NODE_IMAGE}
@@ -63,8 +59,12 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
 COPY --from=helm /go/bin/helm /usr/local/bin/helm
 COPY --from=build /src/package.json /app/package.json
 COPY --from=build /src/dist /app/dist
-# The render guard's helm plugin: helm runs /app/dist/render-guard-cli.js on every module release.
+# The render guard's helm plugin: helm runs its client (perl, Essential in Debian, so in every
+# node:*-slim base) on every module release; the client asks the operator process over a unix socket.
 COPY helm-plugins /app/helm-plugins
+# The client compiles with the base's perl and, without the operator's socket, fails closed (exit 1, no output).
+RUN perl -c /app/helm-plugins/eva-render-guard/guard-client.pl \
+ && { out="$(echo 'kind: Namespace' | perl /app/helm-plugins/eva-render-guard/guard-client.pl 2>/dev/null)"; test $? -eq 1 && test -z "$out"; }
 COPY charts/modules /charts/modules
 COPY seeds /seeds
 COPY images.txt /etc/eva-operator/images.txt

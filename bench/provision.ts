@@ -321,8 +321,9 @@ const cpuNow = (operator: OperatorProcess): Record<string, number> => ({
 });
 
 /**
- * The render guard's cost per release, as the guard measured itself (its node process, from start to
- * exit, wall and CPU) and the operator logged it with each release, beside the whole helm call's time.
+ * The render guard's cost per release, as the guard measured itself (its client process, on and
+ * waiting for the CPU until it sent the manifests, plus the check served in the operator; wall and
+ * CPU) and the operator logged it with each release, beside the whole helm call's time.
  */
 function renderGuardCost(logs: string): string {
   const releases = logs.split('\n').flatMap((line) => {
@@ -335,8 +336,8 @@ function renderGuardCost(logs: string): string {
   const [wall, cpu, helm] = [sorted(releases.map((r) => r.wall)), sorted(releases.map((r) => r.cpu)), sorted(releases.map((r) => r.helm))];
   const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
   return (
-    `render guard per release (${String(releases.length)} releases; its node process, run by helm as a post-renderer): ` +
-    `${quantile(wall, 0.5).toFixed(0)} ms wall median, ${quantile(wall, 0.95).toFixed(0)} p95; ${mean(cpu).toFixed(0)} ms CPU mean ` +
+    `render guard per release (${String(releases.length)} releases; helm's post-renderer client and the check served by the operator): ` +
+    `${quantile(wall, 0.5).toFixed(1)} ms wall median, ${quantile(wall, 0.95).toFixed(1)} p95; ${mean(cpu).toFixed(1)} ms CPU mean ` +
     `(the whole helm call: ${quantile(helm, 0.5).toFixed(0)} ms median)`
   );
 }

@@ -1,6 +1,5 @@
 /**
- * `npm run build`: the operator as one ES module, dist/cli.js (what the image runs), and the render
- * guard helm runs as a post-renderer, dist/render-guard-cli.js. Bundling loads
+ * `npm run build`: the operator as one ES module, dist/cli.js (what the image runs). Bundling loads
  * only the code the operator reaches (client-node's generated API alone is ~25 MiB of source text
  * held in memory when loaded module by module); docs/measurements.md has the figures.
  */
@@ -11,8 +10,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 
 await build({
   absWorkingDir: root,
-  // The render guard is its own small bundle: helm starts it once per release (src/render-guard-cli.ts).
-  entryPoints: ['src/cli.ts', 'src/render-guard-cli.ts'],
+  entryPoints: ['src/cli.ts'],
   outdir: 'dist',
   bundle: true,
   platform: 'node',

@@ -6,7 +6,7 @@
  * config/env-reader.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { SEMVER_PATTERN } from './api/constants.ts';
 import { type Env, EnvReader } from './config/env-reader.ts';
@@ -19,14 +19,12 @@ export { type IngressSettings, type IngressTls, ISSUER_ANNOTATION } from './conf
 export type { NatsSettings } from './config/nats.ts';
 export type { NetworkPolicySettings } from './config/network-policy.ts';
 
-/** How helm starts the render guard (steps/render-guard-run.ts): settings of this build, not of a deployment. */
+/** Where helm finds the render guard's plugin and the operator serves its check (steps/render-guard-server.ts). */
 export interface RenderGuardSettings {
   /** HELM_PLUGINS for the operator's helm: holds the post-renderer plugin eva-render-guard. */
   pluginsDir: string;
-  /** The node binary the plugin runs: the operator's own. */
-  node: string;
-  /** The guard's entry: dist/render-guard-cli.js next to the bundle, or src/render-guard-cli.ts in a checkout. */
-  entry: string;
+  /** Where the guard's private socket folder is made: TMPDIR (the chart mounts /tmp writable). */
+  runtimeDir: string;
 }
 
 export interface OperatorConfig {
@@ -84,14 +82,9 @@ function bundled(imagePath: string, checkoutRelative: string): string {
   return fileURLToPath(new URL(`../${checkoutRelative}`, import.meta.url));
 }
 
-/** The guard beside the code that runs: the bundle's sibling in the image, the TypeScript source in a checkout. */
+/** The plugin bundled beside the code that runs (the image's /app/helm-plugins, or the checkout's). */
 export function renderGuardSettings(): RenderGuardSettings {
-  const bundle = fileURLToPath(new URL('./render-guard-cli.js', import.meta.url));
-  return {
-    pluginsDir: bundled('/app/helm-plugins', 'helm-plugins'),
-    node: process.execPath,
-    entry: existsSync(bundle) ? bundle : bundle.replace(/\.js$/, '.ts'),
-  };
+  return { pluginsDir: bundled('/app/helm-plugins', 'helm-plugins'), runtimeDir: tmpdir() };
 }
 
 /** A non-empty label value (the default shard is SHARD unset, not empty). */

@@ -32,7 +32,6 @@ const LAYER: Readonly<Record<string, number>> = {
   'operator.ts': 7,
   'nats-bootstrap.ts': 7,
   'cli.ts': 8,
-  'render-guard-cli.ts': 8,
 };
 
 function sourceFiles(dir: string, withTests = false): string[] {
@@ -107,7 +106,6 @@ export function importCycles(graph: ReadonlyMap<string, readonly string[]>): str
 
 /** Production files that may read process.env besides config.ts, and why it is not configuration there. */
 const OTHER_ENVIRONMENT_READERS: Readonly<Record<string, string>> = {
-  'render-guard-cli.ts': "an entry point: helm's post-renderer process, told its policy and report file by the plugin's environment",
   'adapters/helm.ts': 'hands an allow-listed part of its own environment down to the helm processes it starts',
 };
 

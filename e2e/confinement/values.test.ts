@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../../test/support/kubectl.ts';
+import { HOSTILE } from '../../test/support/hostile-charts.ts';
 import { repoRoot } from '../../test/support/tools.ts';
 import { helmReleases } from '../support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../support/operator.ts';
@@ -61,6 +62,11 @@ describe('module values contract (real API server, operator, helm)', () => {
     ['another tenant’s code', { tenant: { code: 'OTHERS' } }, 'tenant is set by the operator'],
     ['an operator-owned key of the wrong type', { service: 'x' }, 'spec.helmValues.orbit-crm.service'],
     ['an injected probe path', { probes: { livenessPath: '/livez\n---\nkind: ConfigMap' } }, 'spec.helmValues.orbit-crm.probes.livenessPath'],
+    ['an unknown key', { foo: 'bar' }, 'spec.helmValues.orbit-crm.foo: not a value a tenant may set (a tenant may set only config, replicaCount, resources, probes)'],
+    ['an unknown key beside benign ones', { config: { a: 1 }, replicaCount: 1, imagePullSecrets: [{ name: 'x' }] }, 'spec.helmValues.orbit-crm.imagePullSecrets: not a value'],
+    ['an unknown key under resources', { resources: { claims: [{ name: 'gpu' }] } }, 'spec.helmValues.orbit-crm.resources.claims: not a value a tenant may set (resources holds only requests, limits)'],
+    ['a resource the contract does not bound', { resources: { limits: { cpu: '1', 'nvidia.com/gpu': '1' } } }, 'spec.helmValues.orbit-crm.resources.limits.nvidia.com/gpu: not a value a tenant may set (resources.limits holds only cpu, memory)'],
+    ['an unknown probe', { probes: { startupPath: '/startz' } }, 'spec.helmValues.orbit-crm.probes.startupPath: not a value a tenant may set (probes holds only readinessPath, livenessPath)'],
     ['replicas above the Starter maximum', { replicaCount: 3 }, 'replicaCount is above the tier'],
     ['resources above the Starter maximum', { resources: { limits: { memory: '2Gi' } } }, 'resources are above the tier'],
   ])('refuses %s at apply, naming where; the benign value is accepted (positive control)', (_label, values, named) => {
@@ -68,6 +74,18 @@ describe('module values contract (real API server, operator, helm)', () => {
     expect(refused.status).not.toBe(0);
     expect(refused.stderr).toContain(named);
     const control = dryRun('vrefus', { 'orbit-crm': { replicaCount: 2, resources: { limits: { memory: '1Gi' } }, probes: { livenessPath: '/livez' }, config: { foo: 'bar' } } });
+    expect(control.stderr).toBe('');
+    expect(control.status).toBe(0);
+  });
+
+  it('names every module and key outside the contract at once (positive control: the same modules with benign values pass)', () => {
+    const refused = dryRun('vrefus', { 'orbit-crm': { foo: 1 }, 'orbit-itsm': { config: { a: 1 }, bar: 2, probes: { readinessPath: '/ready' } } });
+    expect(refused.status).not.toBe(0);
+    // One message for every module (in the API server's map order).
+    expect(refused.stderr).toMatch(/(spec\.helmValues\.orbit-crm\.foo|spec\.helmValues\.orbit-itsm\.bar), (spec\.helmValues\.orbit-itsm\.bar|spec\.helmValues\.orbit-crm\.foo): not a value a tenant may set/);
+    expect(refused.stderr).toContain('spec.helmValues.orbit-crm.foo');
+    expect(refused.stderr).toContain('spec.helmValues.orbit-itsm.bar');
+    const control = dryRun('vrefus', { 'orbit-crm': { replicaCount: 1 }, 'orbit-itsm': { config: { a: 1, bar: 2 }, probes: { readinessPath: '/ready' } } });
     expect(control.stderr).toBe('');
     expect(control.status).toBe(0);
   });
@@ -89,6 +107,27 @@ describe('module values contract (real API server, operator, helm)', () => {
     expect(deployment.spec.template.spec.containers[0]?.resources).toEqual(resources);
   }, CASE_MS);
 
+  it('hostile strings in every leaf and key of config stay data: the tenant is Active, its ConfigMap holds them verbatim, nothing lands elsewhere', async () => {
+    const name = 'vhosti';
+    const namespace = 'eva-tenant-vhosti';
+    made.push(name);
+    // Every hostile string as a value, as a key, and inside a list: config is free-form, so the API lets them all through.
+    const config = { ...Object.fromEntries(HOSTILE.map((text, i) => [`leaf${String(i)}`, text])), ...Object.fromEntries(HOSTILE.map((text) => [text, 'as a key'])), list: HOSTILE };
+    const at = Date.now();
+    kubectlOk(['apply', '-f', '-'], tenantManifest(name, spec('VHOSTI', { 'orbit-crm': { config } })));
+    await waitForTenant(name, 'Active', isActive, CASE_MS, at);
+    // Positive control: the strings did reach the chart (verbatim in the ConfigMap's data), so had any become structure it would show.
+    const stored = kubectlOk(['get', 'configmap', 'orbit-crm-config', '-n', namespace, '-o', 'jsonpath={.data.config\\.yaml}']);
+    expect((parse(stored) as { config: Record<string, unknown> }).config).toMatchObject(config); // beside the chart's default config keys
+    expect(kubectl(['get', 'configmap', 'pwned', '-n', 'kube-system']).status).not.toBe(0);
+    expect(kubectl(['get', 'clusterrolebinding', 'pwned']).status).not.toBe(0);
+    // The release holds exactly the chart's own objects, all in the tenant's namespace.
+    const owned = kubectlOk(['get', 'deployments,services,configmaps,secrets', '-A', '-l', 'app.kubernetes.io/instance=orbit-crm', '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}{"\\n"}{end}']);
+    expect(owned.split('\n').filter((line) => line.includes(namespace) || !line.includes('/eva-tenant-')).filter(Boolean).sort()).toEqual([
+      `ConfigMap/${namespace}/orbit-crm-config`, `Deployment/${namespace}/orbit-crm`, `Secret/${namespace}/orbit-crm-credentials`, `Service/${namespace}/orbit-crm`,
+    ]);
+  }, CASE_MS);
+
   it('a spec stored before the contract is reported by the operator, naming the key; its release stays installed', async () => {
     const name = 'vstore';
     const namespace = 'eva-tenant-vstore';
@@ -106,7 +145,7 @@ describe('module values contract (real API server, operator, helm)', () => {
     kubectlOk(['delete', 'validatingadmissionpolicybinding', VALUES_POLICY]);
     try {
       // The API server drops the binding from its admission a moment after the delete.
-      const stored = await eventually(() => kubectl(['patch', 'evt', name, '--type=merge', '-p', JSON.stringify({ spec: { helmValues: { 'orbit-crm': { image: { repository: 'evil.example/miner' } } } } })]).status === 0, 30_000, 500);
+      const stored = await eventually(() => kubectl(['patch', 'evt', name, '--type=merge', '-p', JSON.stringify({ spec: { helmValues: { 'orbit-crm': { image: { repository: 'evil.example/miner' }, foo: 'bar' } } } })]).status === 0, 30_000, 500);
       expect(stored, 'the spec was not stored without the policy binding').toBe(true);
     } finally {
       kubectlOk(['create', '-f', '-'], JSON.stringify(binding));
@@ -118,6 +157,9 @@ describe('module values contract (real API server, operator, helm)', () => {
     const reported = await eventually(() => describeShowsWarning(name, 'InvalidHelmValues'), CASE_MS, 2_000);
     expect(reported, kubectl(['describe', 'evt', name]).stdout).toBe(true);
     expect(kubectl(['describe', 'evt', name]).stdout).toContain('image: set by the operator');
+    expect(kubectl(['describe', 'evt', name]).stdout).toContain('foo: not a value a tenant may set');
+    // Not frozen: a write that leaves the spec alone (a label) still goes through.
+    kubectlOk(['label', 'evt', name, 'example.com/checked=yes']);
     // Never uninstalled, never upgraded with the foreign image.
     const after = helmReleases(namespace).find((r) => r.name === 'orbit-crm');
     expect(after).toMatchObject({ status: 'deployed', revision: before?.revision });

@@ -41,12 +41,12 @@ export const VALUES_POLICY_FILE = 'charts/eva-operator/templates/tenant-values-p
 export function valuesPolicyTemplate(): string {
   const q = (text: string): string => JSON.stringify(text);
   const validations = valuesPolicyValidations()
-    .map((v) => `    - expression: ${q(v.expression)}\n      message: ${q(v.message)}\n      reason: ${v.reason}`)
+    .map((v) => `    - expression: ${q(v.expression)}\n      message: ${q(v.message)}\n${v.messageExpression === undefined ? '' : `      messageExpression: ${q(v.messageExpression)}\n`}      reason: ${v.reason}`)
     .join('\n');
   const labels = '  labels:\n    app.kubernetes.io/name: eva-operator\n    app.kubernetes.io/component: tenant-values';
   return `# Generated from src/api/module-values-cel.ts by \`npm run charts:schema\`; do not edit (a test compares).
-# The module values contract at apply time: operator-owned keys in spec.helmValues and values above the
-# tier's bounds are refused by the API server, naming the key or the bound. A policy, not CRD rules:
+# The module values contract at apply time: operator-owned keys in spec.helmValues, keys outside the
+# contract and values above the tier's bounds are refused by the API server, naming the key or the bound. A policy, not CRD rules:
 # it judges a create and an update that changes the spec, never a write of status or metadata, so a
 # tenant stored before the contract stays writable and the operator reports it (InvalidHelmValues).
 # Installed by the chart, and rendered from here by scripts/dev-cluster.sh up (quickstart --local too).

@@ -2,13 +2,14 @@
  * The CRD side of the module values contract, compiled from TenantModuleValuesSchema and the tier table.
  *
  * The API server prunes undeclared fields before it validates, so a client that skips strict field
- * validation would see `foo:` dropped in silence; and CEL cannot see undeclared fields at all (it types
- * an object by its declared properties; kube-apiserver 1.36: "undefined field"). So every closed object
- * of the contract keeps unknown fields (x-kubernetes-preserve-unknown-fields): never dropped, and the
- * operator refuses them by name (moduleValuesProblems). The operator-owned keys are declared, so a
- * CEL rule refuses each by name at apply. Refusing unknown keys by counting (`anyOf` of key subsets
- * with maxProperties) was tried and dropped: junctors are not ratcheted, so a tenant stored before the
- * contract could no longer be updated at all (not even its status or finalizer).
+ * validation would see `foo:` dropped in silence; and CRD CEL rules cannot see undeclared fields at all
+ * (they type an object by its declared properties; kube-apiserver 1.36: "undefined field"). So every
+ * closed object of the contract keeps unknown fields (x-kubernetes-preserve-unknown-fields): never
+ * dropped. The ValidatingAdmissionPolicy of valuesPolicyValidations then refuses them by name: it sees
+ * the object as plain maps, every key included. The operator-owned keys are declared, so a rule
+ * refuses each by name with its own message. Refusing unknown keys in the CRD (by counting: `anyOf`
+ * of key subsets with maxProperties) was tried and dropped: CRD rules are not ratcheted, so a tenant
+ * stored before the contract could no longer be updated at all (not even its status or finalizer).
  */
 import { Kind, type SchemaOptions, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
 import { TIERS } from './constants.ts';
@@ -86,6 +87,47 @@ function tierBoundRules(): CelRuleWithExpression[] {
   }));
 }
 
+/** A closed object of the contract (additionalProperties: false): its path below helmValues.<module>, and its keys. */
+interface ClosedObject {
+  readonly path: readonly string[];
+  readonly keys: readonly string[];
+}
+
+const isNode = (value: unknown): value is Node => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Every closed object of a schema, the root first; free-form objects (config) are not closed. */
+function closedObjects(schema: Node, path: readonly string[] = []): ClosedObject[] {
+  const properties = schema['properties'];
+  if (schema['additionalProperties'] !== false || !isNode(properties)) return [];
+  const children = Object.entries(properties).flatMap(([key, child]) => (isNode(child) ? closedObjects(child, [...path, key]) : []));
+  return [{ path, keys: Object.keys(properties) }, ...children];
+}
+
+const celList = (values: readonly string[]): string => `[${values.map(celString).join(', ')}]`;
+
+/**
+ * On the request's object (a VAP sees it as plain maps, undeclared keys included): any key of
+ * helmValues.<module> (or of resources, resources.requests, ...) outside the contract, refused with a
+ * message naming the module and the key. The operator-owned keys have their own rules and messages.
+ */
+function unknownKeyRules(): CelRuleWithExpression[] {
+  return closedObjects(JSON.parse(JSON.stringify(TenantModuleValuesSchema)) as Node).map(({ path, keys }) => {
+    const known = path.length === 0 ? [...keys, ...OPERATOR_OWNED_KEYS] : keys;
+    const v = 'object.spec.helmValues[m]';
+    const target = [v, ...path].join('.');
+    const present = path.map((_, i) => `has(${[v, ...path.slice(0, i + 1)].join('.')})`);
+    const closed = `${target}.all(k, k in ${celList(known)})`;
+    const ok = [...present.map((p) => `!${p}`), closed].join(' || ');
+    const where = path.length === 0 ? 'a tenant may set only' : `${path.join('.')} holds only`;
+    const names = `object.spec.helmValues.filter(m, !(${ok})).map(m, ${target}.filter(k, !(k in ${celList(known)})).map(k, 'spec.helmValues.' + m + '.${path.map((p) => `${p}.`).join('')}' + k).join(', ')).join(', ')`;
+    return {
+      rule: `!has(object.spec.helmValues) || object.spec.helmValues.all(m, ${ok})`,
+      message: `helmValues: a key outside the values contract (${where} ${keys.join(', ')})`,
+      messageExpression: `${names} + ': not a value a tenant may set (${where} ${keys.join(', ')})'`,
+    };
+  });
+}
+
 TypeRegistry.Set('TenantModuleValues', (_schema, value) => typeof value === 'object' && value !== null && !Array.isArray(value));
 
 /**
@@ -112,11 +154,20 @@ export const VALUES_POLICY_NAME = 'eva-tenant-values';
  * write of status or metadata alone (the operator's) never meets it, so a tenant stored before the
  * contract stays writable and the operator reports it (InvalidHelmValues).
  */
-export function valuesPolicyValidations(): Array<{ expression: string; message: string; reason: string }> {
+export interface PolicyValidation {
+  readonly expression: string;
+  readonly message: string;
+  /** Names the module and key; `message` stands when it cannot be evaluated. */
+  readonly messageExpression?: string;
+  readonly reason: string;
+}
+
+export function valuesPolicyValidations(): PolicyValidation[] {
   const onHelmValues = ownedKeyRules.map((r) => ({
     expression: `!has(object.spec.helmValues) || ${r.rule.replaceAll('self', 'object.spec.helmValues')}`,
     message: r.message,
   }));
+  const unknown = unknownKeyRules().map(({ rule, message, messageExpression }) => ({ expression: rule, message, ...(messageExpression === undefined ? {} : { messageExpression }) }));
   const onSpec = tierBoundRules().map((r) => ({ expression: r.rule.replaceAll('self.', 'object.spec.'), message: r.message }));
-  return [...onHelmValues, ...onSpec].map((v) => ({ ...v, reason: 'Invalid' }));
+  return [...onHelmValues, ...unknown, ...onSpec].map((v) => ({ ...v, reason: 'Invalid' }));
 }

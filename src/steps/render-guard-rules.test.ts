@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { checkRender, parsePolicy, type RenderPolicy, refusalMessage } from './render-guard.ts';
+import { checkRender, type RenderPolicy, refusalMessage } from './render-guard.ts';
 
 const NS = 'eva-tenant-abcdef';
 const IMAGE = 'ghcr.io/aidonow/orbit-crm@sha256:' + 'a'.repeat(64);
@@ -128,14 +128,5 @@ describe('the render guard', () => {
     expect(checkRender(text, POLICY).allowed).toBe(false);
     const merged = 'apiVersion: v1\nkind: ConfigMap\nx: &ns {namespace: kube-system}\nmetadata:\n  <<: *ns\n  name: orbit-crm-config\n';
     expect(refusals(merged)).toEqual([`ConfigMap/kube-system/orbit-crm-config: only namespace ${NS} is allowed`]);
-  });
-});
-
-describe('the render policy', () => {
-  it('is read from JSON and refused when any field is missing or mistyped', () => {
-    expect(parsePolicy(JSON.stringify(POLICY))).toEqual(POLICY);
-    for (const bad of [undefined, '{}', '{"namespace":"n","release":"r"}', '{"namespace":"n","release":"r","images":[1]}', '[]']) {
-      expect(() => parsePolicy(bad)).toThrow(/render policy must be/);
-    }
   });
 });

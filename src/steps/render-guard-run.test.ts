@@ -1,57 +1,149 @@
 /**
- * The operator's side of the render guard, with `apply` standing in for the helm call (the real helm
- * and guard process: test/steps/render-guard-plugin.test.ts and e2e/confinement/render-guard.test.ts).
+ * The operator's side of the render guard: the check served over the private unix socket
+ * (render-guard-server.ts) and withRenderGuard around one helm call, with `apply` speaking the
+ * exchange as the post-renderer client does (the real helm and client:
+ * test/steps/render-guard-plugin.test.ts; end to end: e2e/confinement/render-guard.test.ts).
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import { renderGuardSettings } from '../config.ts';
 import { DependencyError, InputError } from '../errors.ts';
-import type { GuardReport, RenderPolicy } from './render-guard.ts';
+import type { RenderPolicy } from './render-guard.ts';
 import { imageReference, RENDER_GUARD_PLUGIN, withRenderGuard } from './render-guard-run.ts';
+import { RenderGuardServer, renderGuardServer } from './render-guard-server.ts';
 
-const settings = { pluginsDir: '/p', node: '/usr/local/bin/node', entry: '/app/dist/render-guard-cli.js' };
-const policy: RenderPolicy = { namespace: 'eva-tenant-abcdef', release: 'orbit-crm', images: ['r/orbit-crm:1.0.0'] };
-const COST = { ms: 80, cpuMs: 60 };
+const NS = 'eva-tenant-abcdef';
+const IMAGE = 'r/orbit-crm:1.0.0';
+const policy: RenderPolicy = { namespace: NS, release: 'orbit-crm', images: [IMAGE] };
+const parent = mkdtempSync(join(tmpdir(), 'eva-guard-test-'));
+const settings = { pluginsDir: '/p', runtimeDir: parent };
+afterAll(() => {
+  rmSync(parent, { recursive: true, force: true });
+});
 
-const writeReport = (env: Readonly<Record<string, string>>, report: GuardReport): void => {
-  writeFileSync(env['EVA_RENDER_GUARD_REPORT'] ?? '', JSON.stringify(report));
+const configMap = (namespace = NS): string => stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'orbit-crm-config', namespace }, data: { a: '1' } });
+
+/** One exchange as the post-renderer client makes it: the raw reply. */
+function ask(socketPath: string, request: string | Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect({ path: socketPath, allowHalfOpen: true });
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('end', () => { resolve(Buffer.concat(chunks)); });
+    socket.on('error', reject);
+    socket.end(request);
+  });
+}
+
+/** `apply` standing in for helm: posts the manifests with the environment helm would pass the plugin. */
+const postRender = (manifests: string, replies: Buffer[] = []) => async (postRenderer: { env: Readonly<Record<string, string>> }): Promise<void> => {
+  const { EVA_RENDER_GUARD_SOCKET: socket = '', EVA_RENDER_GUARD_TOKEN: token = '' } = postRenderer.env;
+  const reply = await ask(socket, `${token} 2500000 500000\n${manifests}`);
+  replies.push(reply);
+  if (!reply.toString().startsWith('allow ')) throw new DependencyError('HelmFailed', 'helm upgrade orbit-crm: plugin "eva-render-guard" exited with error');
 };
 
+describe('the render guard server', () => {
+  it('listens in a folder private to this user and answers an allowed render with exactly the checked bytes', async () => {
+    const server = await RenderGuardServer.start(parent);
+    try {
+      expect(statSync(dirname(server.socketPath)).mode & 0o777).toBe(0o700);
+      expect(statSync(server.socketPath).isSocket()).toBe(true);
+      using call = server.register(policy);
+      const reply = (await ask(server.socketPath, `${call.token} 3000000 1000000\n${configMap()}`)).toString();
+      const newline = reply.indexOf('\n');
+      const [header, body] = [reply.slice(0, newline + 1), reply.slice(newline + 1)];
+      expect(header).toBe(`allow ${String(Buffer.byteLength(body))}\n`);
+      expect(JSON.parse(body.replace(/^---\n/, ''))).toMatchObject({ kind: 'ConfigMap', metadata: { namespace: NS } });
+      expect(call.refusals).toEqual([]);
+      // The client's own CPU (3 ms) plus the check's, measured here.
+      expect(call.cost?.clientCpuMs).toBe(3);
+      expect(call.cost?.checkCpuMs).toBeGreaterThan(0);
+      expect(call.cost?.cpuMs).toBeCloseTo(3 + (call.cost?.checkCpuMs ?? 0), 1);
+      expect(call.cost?.ms).toBeGreaterThan(4);
+    } finally {
+      await server.close();
+    }
+    expect(existsSync(dirname(server.socketPath))).toBe(false);
+  });
+
+  it('refuses a token it never registered, or no longer holds, without judging anything (positive control: the live token is allowed)', async () => {
+    const server = await RenderGuardServer.start(parent);
+    try {
+      const call = server.register(policy);
+      expect((await ask(server.socketPath, `${call.token} 0 0\n${configMap()}`)).toString()).toMatch(/^allow \d+\n/);
+      expect((await ask(server.socketPath, `${'0'.repeat(64)} 0 0\n${configMap()}`)).toString()).toMatch(/^refuse\nan unknown or expired render guard token/);
+      expect((await ask(server.socketPath, configMap())).toString()).toMatch(/^refuse\nan unknown/);
+      call[Symbol.dispose]();
+      expect((await ask(server.socketPath, `${call.token} 0 0\n${configMap()}`)).toString()).toMatch(/^refuse\nan unknown/);
+      expect(call.refusals).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a request larger than any release renders, without holding it', async () => {
+    const server = await RenderGuardServer.start(parent);
+    try {
+      using call = server.register(policy);
+      const reply = await ask(server.socketPath, Buffer.concat([Buffer.from(`${call.token} 0 0\n`), Buffer.alloc(33 * 2 ** 20, 0x61)]));
+      expect(reply.toString()).toMatch(/^refuse\nthe rendered manifests exceed \d+ bytes/);
+      expect(call.cost).toBeUndefined();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('is one per process and folder: the first release starts it, the next ones reuse it', async () => {
+    const [a, b] = await Promise.all([renderGuardServer(parent), renderGuardServer(parent)]);
+    expect(a).toBe(b);
+  });
+});
+
 describe('withRenderGuard', () => {
-  it('hands the plugin its parameters in the environment only, and returns the cost the guard reported', async () => {
+  it('hands the plugin only a socket and a token (the policy stays in the operator), and returns the cost', async () => {
     let seen: { plugin: string; env: Readonly<Record<string, string>> } | undefined;
+    const replies: Buffer[] = [];
     const cost = await withRenderGuard(settings, policy, async (postRenderer) => {
       seen = postRenderer;
-      writeReport(postRenderer.env, { refusals: [], cost: COST });
-      await Promise.resolve();
+      await postRender(configMap(), replies)(postRenderer);
     });
-    expect(cost).toEqual(COST);
     expect(seen?.plugin).toBe(RENDER_GUARD_PLUGIN);
-    expect(seen?.env).toMatchObject({ EVA_RENDER_GUARD_NODE: settings.node, EVA_RENDER_GUARD_ENTRY: settings.entry, EVA_RENDER_GUARD_POLICY: JSON.stringify(policy) });
-    // The report's folder is gone once the call returns.
-    expect(existsSync(seen?.env['EVA_RENDER_GUARD_REPORT'] ?? '/')).toBe(false);
+    expect(Object.keys(seen?.env ?? {}).sort()).toEqual(['EVA_RENDER_GUARD_SOCKET', 'EVA_RENDER_GUARD_TOKEN']);
+    expect(seen?.env['EVA_RENDER_GUARD_TOKEN']).toMatch(/^[0-9a-f]{64}$/);
+    expect(dirname(seen?.env['EVA_RENDER_GUARD_SOCKET'] ?? '')).toMatch(new RegExp(`^${parent}/eva-render-guard-`));
+    expect(replies[0]?.toString()).toMatch(/^allow /);
+    expect(cost).toMatchObject({ clientCpuMs: 2.5 });
+    // The token is spent once the call returns: a late post-renderer with it is refused.
+    expect((await ask(seen?.env['EVA_RENDER_GUARD_SOCKET'] ?? '', `${seen?.env['EVA_RENDER_GUARD_TOKEN'] ?? ''} 0 0\n${configMap()}`)).toString()).toMatch(/^refuse\nan unknown/);
   });
 
-  it('turns the guard\'s refusals into InputError RenderRejected naming each object', async () => {
-    const helmFailure = new DependencyError('HelmFailed', 'helm upgrade orbit-crm: plugin "eva-render-guard" exited with error');
-    const err = await withRenderGuard(settings, policy, (postRenderer) => {
-      writeReport(postRenderer.env, { refusals: [{ object: 'ConfigMap/kube-system/pwned', message: 'only namespace eva-tenant-abcdef is allowed' }], cost: COST });
-      return Promise.reject(helmFailure);
-    }).catch((e: unknown) => e);
+  it("turns the guard's refusals into InputError RenderRejected naming each object", async () => {
+    const err = await withRenderGuard(settings, policy, postRender(configMap('kube-system'))).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);
-    expect(err).toMatchObject({ reason: 'RenderRejected', message: 'the render guard refused: ConfigMap/kube-system/pwned: only namespace eva-tenant-abcdef is allowed', cause: helmFailure });
+    expect(err).toMatchObject({ reason: 'RenderRejected', message: `the render guard refused: ConfigMap/kube-system/orbit-crm-config: only namespace ${NS} is allowed` });
+    expect((err as InputError).cause).toBeInstanceOf(DependencyError);
   });
 
-  it('keeps any other failure as it was: no report, or a report without refusals (the guard could not judge, or helm failed after it)', async () => {
+  it('keeps any other failure as it was: helm failed without the guard refusing, or the guard was never asked', async () => {
     const failure = new DependencyError('HelmFailed', 'the API server refused');
     await expect(withRenderGuard(settings, policy, () => Promise.reject(failure))).rejects.toBe(failure);
     await expect(
-      withRenderGuard(settings, policy, (postRenderer) => {
-        writeReport(postRenderer.env, { refusals: [], cost: COST });
-        return Promise.reject(failure);
+      withRenderGuard(settings, policy, async (postRenderer) => {
+        await postRender(configMap())(postRenderer);
+        throw failure;
       }),
     ).rejects.toBe(failure);
+  });
+
+  it('a guard that cannot start is a dependency problem, never an allowed release', async () => {
+    const err = await withRenderGuard({ pluginsDir: '/p', runtimeDir: join(parent, 'x'.repeat(120)) }, policy, () => Promise.resolve()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DependencyError);
+    expect((err as Error).message).toMatch(/the render guard could not start/);
   });
 });
 
@@ -64,11 +156,10 @@ describe('imageReference', () => {
 });
 
 describe('renderGuardSettings', () => {
-  it('in a checkout: the plugin folder holds eva-render-guard, the entry is the TypeScript source, node is this one', () => {
+  it('in a checkout: the plugin folder holds eva-render-guard and its client; the socket goes under TMPDIR', () => {
     const found = renderGuardSettings();
-    expect(readFileSync(join(found.pluginsDir, RENDER_GUARD_PLUGIN, 'plugin.yaml'), 'utf8')).toMatch(/type: postrenderer\/v1[\s\S]*name: eva-render-guard/);
-    expect(found.entry).toMatch(/src\/render-guard-cli\.ts$/);
-    expect(existsSync(found.entry)).toBe(true);
-    expect(found.node).toBe(process.execPath);
+    expect(existsSync(join(found.pluginsDir, RENDER_GUARD_PLUGIN, 'plugin.yaml'))).toBe(true);
+    expect(existsSync(join(found.pluginsDir, RENDER_GUARD_PLUGIN, 'guard-client.pl'))).toBe(true);
+    expect(found.runtimeDir).toBe(tmpdir());
   });
 });

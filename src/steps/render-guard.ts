@@ -1,9 +1,9 @@
 /**
  * The render guard: what helm is about to apply for one module release, checked before anything is
- * applied. helm runs it as a post-renderer (helm-plugins/eva-render-guard, started by src/render-guard-cli.ts)
- * inside the same `helm upgrade --install` that applies the result, so nothing is rendered twice and
- * nothing unchecked can be applied: helm applies only what the guard printed, and applies nothing
- * when the guard refuses (a non-zero exit).
+ * applied. helm's post-renderer (helm-plugins/eva-render-guard) hands the rendered manifests to the
+ * operator, which runs this check (./render-guard-server.ts), inside the same `helm upgrade --install`
+ * that applies the result, so nothing is rendered twice and nothing unchecked can be applied: helm
+ * applies only what the guard printed, and applies nothing when the guard refuses (a non-zero exit).
  *
  * A module release may hold only what the module contract (charts/modules/README.md) renders:
  *   - the kinds a module owns, each under the name the chart gives it (Deployment and Service
@@ -37,13 +37,6 @@ export interface Refusal {
   /** kind/namespace/name of the object (namespace as helm would apply it). */
   readonly object: string;
   readonly message: string;
-}
-
-/** What the guard process leaves for the operator (EVA_RENDER_GUARD_REPORT). */
-export interface GuardReport {
-  readonly refusals: readonly Refusal[];
-  /** The guard process: wall time from its start, and CPU time, in milliseconds. */
-  readonly cost: { readonly ms: number; readonly cpuMs: number };
 }
 
 export type GuardVerdict = { readonly allowed: true; readonly output: string } | { readonly allowed: false; readonly refusals: readonly Refusal[] };
@@ -160,13 +153,3 @@ export function checkRender(manifests: string, policy: RenderPolicy): GuardVerdi
 /** One line for a condition: every refused object with why. */
 export const refusalMessage = (refusals: readonly Refusal[]): string =>
   `the render guard refused: ${refusals.map((r) => `${r.object}: ${r.message}`).join('; ')}`;
-
-/** The policy the operator passes to the guard (an environment variable), checked on the way in. */
-export function parsePolicy(json: string | undefined): RenderPolicy {
-  const value: unknown = json === undefined ? undefined : JSON.parse(json);
-  const images = field(value, 'images');
-  if (!isObject(value) || typeof value['namespace'] !== 'string' || typeof value['release'] !== 'string' || !Array.isArray(images) || !images.every((i) => typeof i === 'string')) {
-    throw new Error('the render policy must be {"namespace": string, "release": string, "images": string[]}');
-  }
-  return { namespace: value['namespace'], release: value['release'], images };
-}

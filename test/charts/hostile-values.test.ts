@@ -11,19 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { MODULES } from '../../src/api/modules.ts';
+import { HOSTILE, PROBE_ATTACK } from '../support/hostile-charts.ts';
 import { chartsDir, type ConfigMap, type Deployment, helm, type HelmResult, parseManifest, template } from './render.ts';
 
-/** The issue's attack, verbatim. */
-const PROBE_ATTACK = '/livez\n              port: http\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pwned\n  namespace: kube-system\ndata:\n  x: |1';
-const HOSTILE = [
-  PROBE_ATTACK,
-  'x\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: pwned',
-  '{{ .Release.Name }}{{ fail "templated" }}',
-  'a: b\n- c\n| d\n> e',
-  '&anchor *alias !!binary # comment',
-  `'single' "double" \`back\` \\ backslash`,
-  '- item',
-];
 const SCHEMA_REFUSAL = "values don't meet the specifications of the schema";
 const NAMESPACE = 'tenant-test';
 const scratch = mkdtempSync(join(tmpdir(), 'eva-hostile-'));

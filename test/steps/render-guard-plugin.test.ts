@@ -1,14 +1,15 @@
 /**
  * The render guard as helm runs it: the real (pinned) Helm 4 with the post-renderer plugin
- * helm-plugins/eva-render-guard, the operator's environment contract (withRenderGuard) and the guard
- * process (src/render-guard-cli.ts). `helm template` runs the same post-render code as install and
- * upgrade, without a cluster; e2e/confinement/render-guard.test.ts applies through it.
+ * helm-plugins/eva-render-guard (its client, guard-client.pl), the operator's side (withRenderGuard
+ * and the check it serves on a unix socket). `helm template` runs the same post-render code as
+ * install and upgrade, without a cluster; e2e/confinement/render-guard.test.ts applies through it.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { PostRenderer } from '../../src/adapters/helm.ts';
 import { renderGuardSettings } from '../../src/config.ts';
 import { InputError } from '../../src/errors.ts';
@@ -20,6 +21,10 @@ const NS = 'eva-tenant-abcdef';
 const IMAGE = 'ghcr.io/aidonow/orbit-crm:1.0.0';
 const POLICY: RenderPolicy = { namespace: NS, release: 'orbit-crm', images: [IMAGE] };
 const settings = renderGuardSettings();
+const scratch = mkdtempSync(join(tmpdir(), 'eva-guard-plugin-'));
+afterAll(() => {
+  rmSync(scratch, { recursive: true, force: true });
+});
 
 /** `helm template` of orbit-crm through the post-renderer; resolves with helm's stdout. */
 function template(postRenderer: PostRenderer, set: readonly string[] = []): Promise<string> {
@@ -33,19 +38,31 @@ function template(postRenderer: PostRenderer, set: readonly string[] = []): Prom
   });
 }
 
-const guardFolders = (): string[] => readdirSync(tmpdir()).filter((name) => name.startsWith('eva-render-guard-'));
-const foldersBefore = new Set(guardFolders());
+const kinds = (out: string): string[] => (out.match(/^\{"apiVersion".*$/gm) ?? []).map((line) => (JSON.parse(line) as { kind: string }).kind).sort();
+
+/** A stand-in for an operator that dies mid-check: it takes the request, then sends `reply` and hangs up. */
+async function dyingOperator(reply: string): Promise<{ socket: string; server: Server }> {
+  const socket = join(scratch, `dying-${String(Math.random()).slice(2)}.sock`);
+  const server = createServer({ allowHalfOpen: true }, (connection) => {
+    connection.on('data', () => undefined);
+    connection.on('end', () => connection.end(reply));
+  });
+  await new Promise<void>((resolve) => server.listen(socket, resolve));
+  return { socket, server };
+}
 
 describe('the render guard plugin under the real helm', () => {
-  it('lets the chart through: helm prints the objects the guard checked', async () => {
+  it('lets the chart through: helm prints the objects the guard checked, and the guard reports its cost', async () => {
     let out = '';
     const cost = await withRenderGuard(settings, POLICY, async (postRenderer) => {
       out = await template(postRenderer);
     });
-    // The guard reports what its process cost (logged with each release; bench:provision sums it).
-    expect(cost?.ms).toBeGreaterThan(0);
-    expect(cost?.cpuMs).toBeGreaterThan(0);
-    expect(out.match(/^\{"apiVersion".*$/gm)?.map((line) => (JSON.parse(line) as { kind: string }).kind).sort()).toEqual(['ConfigMap', 'Deployment', 'Secret', 'Service']);
+    expect(kinds(out)).toEqual(['ConfigMap', 'Deployment', 'Secret', 'Service']);
+    // The client's CPU (from /proc/self/schedstat) and the check's in the operator: logged with each
+    // release, printed by bench:provision. A few milliseconds, where a node process per release cost ~70.
+    expect(cost?.clientCpuMs).toBeGreaterThan(0);
+    expect(cost?.checkCpuMs).toBeGreaterThan(0);
+    expect(cost?.cpuMs).toBeLessThan(40);
   });
 
   it('refuses an image outside the catalogue: helm renders nothing, RenderRejected names the object and the image', async () => {
@@ -57,19 +74,38 @@ describe('the render guard plugin under the real helm', () => {
     );
   });
 
-  it('a guard that cannot judge (no policy) fails closed: helm applies nothing and the error stays a dependency problem', async () => {
-    const err = await withRenderGuard(settings, POLICY, (postRenderer) =>
-      template({ plugin: postRenderer.plugin, env: { ...postRenderer.env, EVA_RENDER_GUARD_POLICY: '' } }).then(() => undefined),
+  it('a post-renderer the operator did not register (wrong token, no socket, no plugin) fails closed: helm renders nothing', async () => {
+    const wrongToken = await withRenderGuard(settings, POLICY, (postRenderer) =>
+      template({ plugin: postRenderer.plugin, env: { ...postRenderer.env, EVA_RENDER_GUARD_TOKEN: 'f'.repeat(64) } }).then(() => undefined),
     ).catch((e: unknown) => e);
-    expect(err).not.toBeInstanceOf(InputError);
-    expect((err as Error).message).toContain('plugin "eva-render-guard" exited with error');
+    expect(wrongToken).not.toBeInstanceOf(InputError);
+    expect((wrongToken as Error).message).toContain('plugin "eva-render-guard" exited with error');
+
+    const noSocket = await withRenderGuard(settings, POLICY, (postRenderer) =>
+      template({ plugin: postRenderer.plugin, env: { ...postRenderer.env, EVA_RENDER_GUARD_SOCKET: join(scratch, 'absent.sock') } }).then(() => undefined),
+    ).catch((e: unknown) => e);
+    expect(noSocket).not.toBeInstanceOf(InputError);
+    expect((noSocket as Error).message).toContain('plugin "eva-render-guard" exited with error');
+
     // Without the plugin at all, helm refuses to render rather than skipping the check.
     const missing = await template({ plugin: 'eva-render-guard', env: {} }).catch((e: unknown) => e);
     expect((missing as Error).message).toMatch(/eva-render-guard/);
   });
 
-  it('leaves no report folder behind, allowed or refused', () => {
-    expect(existsSync(settings.entry)).toBe(true);
-    expect(guardFolders().filter((name) => !foldersBefore.has(name))).toEqual([]);
+  it('an operator that dies mid-reply: the client prints nothing of a partial answer, helm renders nothing (positive control: the whole answer passes)', async () => {
+    const object = '---\n{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"orbit-crm-config"}}\n';
+    const env = (socket: string): Record<string, string> => ({ EVA_RENDER_GUARD_SOCKET: socket, EVA_RENDER_GUARD_TOKEN: 'a'.repeat(64) });
+    const cut = await dyingOperator(`allow ${String(object.length)}\n${object.slice(0, 30)}`);
+    const silent = await dyingOperator('');
+    const whole = await dyingOperator(`allow ${String(object.length)}\n${object}`);
+    try {
+      for (const dying of [cut, silent]) {
+        const err = await template({ plugin: 'eva-render-guard', env: env(dying.socket) }).catch((e: unknown) => e);
+        expect((err as Error).message).toContain('plugin "eva-render-guard" exited with error');
+      }
+      expect(kinds(await template({ plugin: 'eva-render-guard', env: env(whole.socket) }))).toEqual(['ConfigMap']);
+    } finally {
+      for (const { server } of [cut, silent, whole]) server.close();
+    }
   });
 });

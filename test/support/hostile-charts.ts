@@ -10,6 +10,19 @@ import { join } from 'node:path';
 import type { ModuleName } from '../../src/api/modules.ts';
 import { repoRoot } from './tools.ts';
 
+/** The issue's attack, verbatim: through an unquoted probe path it rendered a ConfigMap in kube-system. */
+export const PROBE_ATTACK = '/livez\n              port: http\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pwned\n  namespace: kube-system\ndata:\n  x: |1';
+/** Strings that would become structure (or template code) wherever a chart printed a value unquoted. */
+export const HOSTILE = [
+  PROBE_ATTACK,
+  'x\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: pwned',
+  '{{ .Release.Name }}{{ fail "templated" }}',
+  'a: b\n- c\n| d\n> e',
+  '&anchor *alias !!binary # comment',
+  `'single' "double" \`back\` \\ backslash`,
+  '- item',
+];
+
 export interface HostileCharts {
   /** The charts folder (holds modules/<module>). */
   readonly path: string;
