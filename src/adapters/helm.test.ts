@@ -63,21 +63,26 @@ describe('Helm (stand-in binary)', () => {
   });
 
   it('runs at most maxProcesses helm processes at once; the others wait their turn', async () => {
-    /** How many of five 1 s helm processes started within the first 100 ms (a loaded machine has a second of slack). */
-    const startedAtOnce = async (maxProcesses?: number): Promise<number> => {
+    /**
+     * How many of five 3 s helm processes started before any could end: spawns are awaited up to
+     * `expected` (a loaded machine is slow to start processes), then a little longer for one too many.
+     */
+    const startedAtOnce = async (expected: number, maxProcesses?: number): Promise<number> => {
       let started = 0;
-      const fake = fakeHelm({ uninstall: { sleepSeconds: 1 } });
+      const fake = fakeHelm({ uninstall: { sleepSeconds: 3 } });
       const helm = new Helm({ binary: fake.binary, ...(maxProcesses ? { maxProcesses } : {}), onSpawn: () => (started += 1) });
+      const t0 = Date.now();
       const all = Promise.all(['a', 'b', 'c', 'd', 'e'].map((r) => helm.uninstall(r, 'n')));
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      while (started < expected && Date.now() - t0 < 2000) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 300));
       const early = started;
       await all;
       expect(fake.calls(), 'every call ran in the end').toHaveLength(5);
       return early;
     };
-    expect(await startedAtOnce(2)).toBe(2);
-    expect(await startedAtOnce(), 'positive control: unlimited').toBe(5);
-  });
+    expect(await startedAtOnce(2, 2)).toBe(2);
+    expect(await startedAtOnce(5), 'positive control: unlimited').toBe(5);
+  }, 30_000);
 
   it('uses Helm 4 flags: --wait=watcher when asked, no --atomic, no --set', async () => {
     const fake = fakeHelm();
