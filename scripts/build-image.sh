@@ -222,10 +222,7 @@ build_modules() {
 write_output() { # <image>...
   local image name digest i=0
   mkdir -p "$scratch/archive/images"
-  {
-    echo "# Written by scripts/build-image.sh: line N (counting image lines from 0) is images/N,"
-    echo "# a skopeo dir: copy. Push with scripts/mirror-images.sh --from-archive <this file> --registry ..."
-  } >"$scratch/archive/images.txt"
+  eva_cli images archive-header scripts/build-image.sh >"$scratch/archive/images.txt"
   : >"$scratch/images.txt"
   for image in "$@"; do
     name=${image##*/}; name=${name%%:*}

@@ -228,10 +228,7 @@ if [[ -n $archive ]]; then
     exit 0
   fi
   mkdir -p "$work/archive/images"
-  {
-    echo "# Written by scripts/mirror-images.sh --archive: line N (counting image lines from 0) is images/N,"
-    echo "# a skopeo dir: copy. Push with scripts/mirror-images.sh --from-archive <this file> --registry ..."
-  } >"$work/archive/images.txt"
+  eva_cli images archive-header "scripts/mirror-images.sh --archive" >"$work/archive/images.txt"
   for i in "${!sources[@]}"; do
     echo "${sources[$i]}@${digests[$i]}" >>"$work/archive/images.txt"
     mirror_one "${sources[$i]}" "${digests[$i]}" "docker://${sources[$i]%:*}@${digests[$i]}" "dir:$work/archive/images/$i"

@@ -40,6 +40,12 @@ describe('eva-operator images', () => {
       `3\tghcr.io/aidonow/eva-forge\t1.0.0\tPLACEHOLDER\taidonow/eva-forge\n4\tdocker.io/library/nats\t2.15.0-alpine\t${HEX}\tlibrary/nats\n`,
     );
   });
+  it('archive-header names its writer and is comment only: the archive\'s first image line is image line 0, images/0', () => {
+    const header = run(['images', 'archive-header', 'scripts/mirror-images.sh --archive']).stdout;
+    expect(header).toContain('# Written by scripts/mirror-images.sh --archive: line N');
+    const file = imagesFile(`${header}docker.io/library/nats:2.15.0-alpine@sha256:${HEX}\n`);
+    expect(run(['images', 'lines', '--file', file]).stdout).toBe(`3\tdocker.io/library/nats\t2.15.0-alpine\t${HEX}\tlibrary/nats\n`);
+  });
   it('lines refuses a malformed line or one without a registry host, naming it (exit 2)', () => {
     const malformed = run(['images', 'lines', '--file', imagesFile('ghcr.io/aidonow/x:1.0.0@sha256:short\n'), '--name', 'images.txt']);
     expect(malformed.status).toBe(2);

@@ -90,6 +90,12 @@ function imagesCommand(): Command {
     });
   images.addCommand(linesCommand());
   images.addCommand(registryCommand());
+  images
+    .command('archive-header <writer>')
+    .description("print the header of an image archive's images.txt (what line N is, how to push it), naming the script that wrote it")
+    .action((writer: string) => {
+      process.stdout.write(archiveHeader(writer));
+    });
   return images;
 }
 
@@ -117,6 +123,14 @@ function registryCommand(): Command {
       });
     });
 }
+
+/**
+ * The header of the images.txt inside an image archive (scripts/build-image.sh's and
+ * scripts/mirror-images.sh --archive's): image line N is the skopeo dir images/N.
+ */
+export const archiveHeader = (writer: string): string =>
+  `# Written by ${writer}: line N (counting image lines from 0) is images/N,\n` +
+  '# a skopeo dir: copy. Push with scripts/mirror-images.sh --from-archive <this file> --registry ...\n';
 
 /** A registry images are mirrored into: a host, an optional port, an optional lowercase path prefix. */
 const MIRROR_REGISTRY = /^[A-Za-z0-9.-]+(:[0-9]+)?(\/[a-z0-9._/-]*[a-z0-9])?$/;
