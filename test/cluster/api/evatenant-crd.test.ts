@@ -69,11 +69,14 @@ describe('EvaTenant CRD on the API server', () => {
     expect(stored).toEqual({ 'eva-gateway': values });
   });
 
-  it('keeps an unknown key (never pruned in silence; the operator refuses it by name)', () => {
+  it('refuses an unknown key at apply, naming it: never pruned in silence (the stored-spec case, with the policy lifted, is e2e/confinement/values.test.ts)', () => {
     const values = { foo: 1, resources: { limits: { 'nvidia.com/gpu': '1' } } };
     const result = kubectl(['apply', '--dry-run=server', '--validate=false', '-o', 'jsonpath={.spec.helmValues}', '-f', '-'], tenantManifest('unknown', { capsuleCode: 'UNKNOW', tier: 'Enterprise', helmValues: { 'eva-gateway': values } }));
-    expect(result.status).toBe(0);
-    expect(JSON.parse(result.stdout)).toEqual({ 'eva-gateway': values });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('spec.helmValues.eva-gateway.foo: not a value a tenant may set');
+    const known = kubectl(['apply', '--dry-run=server', '--validate=false', '-o', 'jsonpath={.spec.helmValues}', '-f', '-'], tenantManifest('unknown', { capsuleCode: 'UNKNOW', tier: 'Enterprise', helmValues: { 'eva-gateway': { replicaCount: 2 } } }));
+    expect(known.status, `positive control: ${known.stderr}`).toBe(0);
+    expect(JSON.parse(known.stdout)).toEqual({ 'eva-gateway': { replicaCount: 2 } });
   });
 
   it.each([

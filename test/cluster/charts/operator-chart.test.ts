@@ -377,9 +377,10 @@ describe('helm template: values', () => {
     expect(deploymentOf(objects).spec.template.spec.imagePullSecrets).toEqual([{ name: 'ghcr-pull' }]);
   });
 
-  it('sets every variable src/config.ts reads, except the paths the image sets and the tmpfs override', async () => {
-    const config = readFileSync(join(repoRoot, 'src/config.ts'), 'utf8');
-    const read = new Set([...config.matchAll(/env\.(?:string|optional|required|integer|boolean|labels|file)\('([A-Z_]+)'/g)].map((m) => m[1]));
+  it('sets every variable src/config.ts (and its parts in src/config/) reads, except the paths the image sets and the tmpfs override', async () => {
+    const parts = readdirSync(join(repoRoot, 'src/config')).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts')).map((f) => join('src/config', f));
+    const config = ['src/config.ts', ...parts].map((file) => readFileSync(join(repoRoot, file), 'utf8')).join('\n');
+    const read = new Set([...config.matchAll(/env\.(?:string|optional|required|integer|boolean|labels|file|matching)\('([A-Z_]+)'/g)].map((m) => m[1]));
     const fromImage = ['CHART_BASE_PATH', 'SEEDS_BASE_PATH', 'IMAGES_FILE', 'HELM_BINARY'];
     expect(read.size).toBeGreaterThan(15);
     const set = new Set(envOf(operatorContainer(await render(settings))).keys());
