@@ -8,7 +8,7 @@
  * helm through a tmpfs values file.
  */
 import { createHash } from 'node:crypto';
-import { moduleValuesProblems } from '../api/module-values.ts';
+import { moduleValuesProblems, originProblems } from '../api/module-values.ts';
 import type { ModuleName } from '../api/modules.ts';
 import { Reason } from '../api/reasons.ts';
 import type { Bundle } from '../bundle/bundle.ts';
@@ -100,8 +100,13 @@ export function withoutValue(problem: string): string {
   return `${key}: not within the values contract (the value, from a Secret, is not shown)`;
 }
 
-/** A fragment judged alone, so a refusal names the reference that broke the contract. */
+/**
+ * A fragment judged alone, so a refusal names the reference that broke the contract; first where its
+ * values may go (secretConfig only from a Secret, nothing from a Secret under config).
+ */
 function checkFragment(fragment: ValuesFragment, scope: TenantScope, module: ModuleName): void {
+  const misplaced = originProblems(fragment.values, fragment.secret ? 'Secret' : 'ConfigMap', module);
+  if (misplaced.length > 0) throw refuse(fragment.source, misplaced, module);
   const problems = moduleValuesProblems(fragment.values, scope.tenant.spec.tier);
   if (problems.length > 0) throw refuse(fragment.source, fragment.secret ? problems.map(withoutValue) : problems, module);
 }
@@ -118,7 +123,7 @@ interface TenantSetValues {
  */
 export function tenantValues(scope: TenantScope, module: ModuleName, valuesFrom: ValuesFromByModule = NO_VALUES_FROM): TenantSetValues {
   const inline = scope.tenant.spec.helmValues?.[module] ?? {};
-  const problems = moduleValuesProblems(inline, scope.tenant.spec.tier);
+  const problems = [...originProblems(inline, 'inline', module), ...moduleValuesProblems(inline, scope.tenant.spec.tier)];
   if (problems.length > 0) throw refuse(`spec.helmValues.${module}`, problems, module);
   const fragments = valuesFrom.get(module) ?? [];
   if (fragments instanceof InputError) throw fragments;
