@@ -208,8 +208,9 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     for (const module of ['orbit-crm', 'orbit-itsm']) expect(JSON.stringify(helmValues(ATTACK.namespace, module))).not.toContain(CANARY.signing);
   }, CASE_MS * 3);
 
-  it('no value from a Secret shows in the operator\'s log, the tenants\' events or status', () => {
+  it('no value from a Secret shows in the operator\'s log, the tenants\' events or status, or any ConfigMap of theirs', () => {
     const events = kubectlOk(['get', 'events', '-A', '-o', 'json']);
+    const configMaps = configMapsOf(MAIN.namespace) + configMapsOf(ATTACK.namespace);
     const status = kubectlOk(['get', 'evt', MAIN.name, ATTACK.name, '-o', 'json']);
     const described = kubectlOk(['describe', 'evt', MAIN.name, ATTACK.name]);
     // Positive control: the events and status do speak of the references (so the search is not vacuous).
@@ -220,6 +221,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
       expect(events).not.toContain(canary);
       expect(status).not.toContain(canary);
       expect(described).not.toContain(canary);
+      expect(configMaps).not.toContain(canary);
     }
   });
 });
