@@ -1,6 +1,7 @@
 /**
  * The module values contract: what a tenant may set in `spec.helmValues.<module>` (and, with
- * secretConfig, from a Secret through spec.valuesFrom), and the bounds per tier. One TypeBox definition feeds three checkers:
+ * secretConfig, from a Secret through spec.valuesFrom), and the bounds per tier. One TypeBox
+ * definition feeds three checkers:
  *  - the CRD (CEL rules compiled from it by ./module-values-cel.ts, so `kubectl apply` refuses a key
  *    by name whatever the client's field validation: pruning never drops a tenant's key silently),
  *  - the operator (`moduleValuesProblems`, for objects stored before the schema existed),
