@@ -47,6 +47,19 @@ function leafPaths(values: Values, prefix: readonly string[] = []): string[][] {
   return Object.entries(values).flatMap(([key, value]) => (isPlainObject(value) && Object.keys(value).length > 0 ? leafPaths(value, [...prefix, key]) : [[...prefix, key]]));
 }
 
+/** Deletes the leaf at `path`, then each parent that deletion left empty (no bare `secretConfig: {sso: {}}` left behind). */
+function deleteAt(values: Values, path: readonly string[]): void {
+  const [key, ...below] = path;
+  if (key === undefined || !Object.hasOwn(values, key)) return;
+  const child = values[key];
+  if (below.length > 0) {
+    if (!isPlainObject(child)) return;
+    deleteAt(child, below);
+    if (Object.keys(child).length > 0) return;
+  }
+  Reflect.deleteProperty(values, key);
+}
+
 /** `values` split by `paths`: the part at those paths, and the rest. */
 function splitByPaths(values: Values, paths: readonly (readonly string[])[]): { at: Values; rest: Values } {
   let at: Values = {};
@@ -57,8 +70,7 @@ function splitByPaths(values: Values, paths: readonly (readonly string[])[]): { 
     const source = parents.reduce<unknown>((node, key) => (isPlainObject(node) ? node[key] : undefined), values);
     if (!isPlainObject(source) || !Object.hasOwn(source, leaf)) continue;
     at = deepMerge(at, parents.reduceRight<Values>((inner, key) => ({ [key]: inner }), { [leaf]: source[leaf] }));
-    const holder = parents.reduce<unknown>((node, key) => (isPlainObject(node) ? node[key] : undefined), rest);
-    if (isPlainObject(holder)) Reflect.deleteProperty(holder, leaf);
+    deleteAt(rest, path);
   }
   return { at, rest };
 }
