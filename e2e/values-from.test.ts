@@ -2,7 +2,9 @@
  * spec.valuesFrom against the real API server, the real operator (its label-selected watches), helm
  * and NATS: a missing reference is Stalled naming it and recovers by itself when the object appears
  * (woken by the watch, well before the 60 s recheck); a ConfigMap target path reaches the module's
- * ConfigMap; a Secret change upgrades exactly the release that uses it; a referenced object that
+ * ConfigMap, a Secret's under secretConfig reaches the module's Secret and not its ConfigMap; a Secret
+ * targeting config is refused naming it, and secretConfig inline is refused at apply (each beside a
+ * positive control); a Secret change upgrades exactly the release that uses it; a referenced object that
  * breaks the values contract is refused naming the reference and the key (then fixed: positive
  * control); a spec cannot read an unlabelled object, the operator's own Secrets or another tenant's
  * (each beside a positive control); and no value from a Secret shows in the operator's log, the
@@ -57,6 +59,15 @@ function moduleConfig(namespace: string, module: string): Record<string, unknown
   return (parse(text) as { config?: Record<string, unknown> }).config ?? {};
 }
 
+/** The module's secretConfig as its pods read it (Secret <module>-credentials, key secret-config.yaml). */
+function moduleSecretConfig(namespace: string, module: string): Record<string, unknown> {
+  const encoded = kubectlOk(['get', 'secret', `${module}-credentials`, '-n', namespace, '-o', 'jsonpath={.data.secret-config\\.yaml}']);
+  return (parse(Buffer.from(encoded, 'base64').toString()) as Record<string, unknown> | null) ?? {};
+}
+
+/** Every ConfigMap of a namespace, as one text to search. */
+const configMapsOf = (namespace: string): string => kubectlOk(['get', 'configmaps', '-n', namespace, '-o', 'json']);
+
 const stalled = (reason: string, ...named: string[]) => (t: TenantView): boolean =>
   t.conditions['Stalled']?.status === 'True' && t.conditions['Stalled'].reason === reason && named.every((n) => t.conditions['Stalled']?.message.includes(n));
 
@@ -86,7 +97,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     applyTenant(MAIN.name, spec(MAIN.code, {
       'orbit-crm': [
         { kind: 'ConfigMap', name: 'crm-settings', valuesKey: 'currency', targetPath: 'config.currency' },
-        { kind: 'Secret', name: 'crm-sso', valuesKey: 'client-secret', targetPath: 'config.sso.clientSecret' },
+        { kind: 'Secret', name: 'crm-sso', valuesKey: 'client-secret', targetPath: 'secretConfig.sso.clientSecret' },
         { kind: 'Secret', name: 'crm-extra', optional: true },
       ],
     }));
@@ -106,9 +117,14 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     expect(readTenant(MAIN.name)?.conditions['Stalled']).toBeUndefined();
   }, CASE_MS * 2);
 
-  it('a ConfigMap target path takes effect in the module\'s ConfigMap; the Secret\'s value reached helm', () => {
+  it('a Secret under secretConfig reaches the module\'s Secret and not its ConfigMap; a ConfigMap under config reaches the ConfigMap (positive control)', () => {
     expect(moduleConfig(MAIN.namespace, 'orbit-crm')['currency']).toBe('USD');
-    expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ config: { currency: 'USD', sso: { clientSecret: CANARY.sso } } });
+    expect(moduleSecretConfig(MAIN.namespace, 'orbit-crm')).toEqual({ sso: { clientSecret: CANARY.sso } });
+    expect(configMapsOf(MAIN.namespace)).not.toContain(CANARY.sso);
+    // The pod gets it as a file from that Secret (EVA_SECRET_CONFIG_FILE), never as a ConfigMap.
+    const deployment = JSON.parse(kubectlOk(['get', 'deployment', 'orbit-crm', '-n', MAIN.namespace, '-o', 'json'])) as { spec: { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[] } } } };
+    expect(deployment.spec.template.spec.volumes.find((v) => v.name === 'secret-config')?.secret?.secretName).toBe('orbit-crm-credentials');
+    expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ config: { currency: 'USD' }, secretConfig: { sso: { clientSecret: CANARY.sso } } });
     expect(JSON.stringify(helmValues(MAIN.namespace, 'orbit-itsm'))).not.toContain(CANARY.sso);
   });
 
@@ -118,7 +134,8 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     const upgraded = await eventually(() => revisionOf(MAIN.namespace, 'orbit-crm') > before.crm, 120_000, 1_000);
     expect(upgraded, 'orbit-crm was not upgraded after its Secret changed').toBe(true);
     await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
-    expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ config: { sso: { clientSecret: CANARY.rotated } } });
+    expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ secretConfig: { sso: { clientSecret: CANARY.rotated } } });
+    expect(moduleSecretConfig(MAIN.namespace, 'orbit-crm')).toEqual({ sso: { clientSecret: CANARY.rotated } });
     // A change to a labelled object nobody references, and a no-op re-apply, upgrade nothing.
     applySource('Secret', MAIN.namespace, 'crm-unused', { 'client-secret': 'x' });
     applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.rotated });
@@ -128,7 +145,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
 
   it('a referenced object that breaks the values contract is refused naming the reference and the key; fixed, it converges', async () => {
     const revision = revisionOf(MAIN.namespace, 'orbit-crm');
-    applySource('Secret', MAIN.namespace, 'crm-extra', { 'values.yaml': `image:\n  repository: evil.example/miner\nconfig:\n  token: ${CANARY.contract}\n` });
+    applySource('Secret', MAIN.namespace, 'crm-extra', { 'values.yaml': `image:\n  repository: evil.example/miner\nsecretConfig:\n  token: ${CANARY.contract}\n` });
     await waitForTenant(MAIN.name, 'refused', stalled('InvalidHelmValues', `Secret ${MAIN.namespace}/crm-extra (key values.yaml)`, 'image: set by the operator'), CASE_MS);
     applySource('Secret', MAIN.namespace, 'crm-extra', { 'values.yaml': `replicaCount: ${CANARY.contract}\n` });
     await waitForTenant(MAIN.name, 'refused', stalled('InvalidHelmValues', 'crm-extra', 'replicaCount: not within the values contract'), CASE_MS);
@@ -138,6 +155,33 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
     expect(kubectlOk(['get', 'deployment', 'orbit-crm', '-n', MAIN.namespace, '-o', 'jsonpath={.spec.replicas}'])).toBe('2');
   }, CASE_MS * 2);
+
+  it('a Secret reference targeting config is refused naming it and pointing to secretConfig; back under secretConfig, it converges (positive control)', async () => {
+    const revision = revisionOf(MAIN.namespace, 'orbit-crm');
+    const refs = (target: string) => [
+      { kind: 'ConfigMap', name: 'crm-settings', valuesKey: 'currency', targetPath: 'config.currency' },
+      { kind: 'Secret', name: 'crm-sso', valuesKey: 'client-secret', targetPath: target },
+      { kind: 'Secret', name: 'crm-extra', optional: true },
+    ];
+    patchTenantSpec(MAIN.name, { valuesFrom: { 'orbit-crm': refs('config.sso.clientSecret') } });
+    await waitForTenant(MAIN.name, 'refused', stalled('InvalidHelmValues', `spec.valuesFrom.orbit-crm[1] (Secret ${MAIN.namespace}/crm-sso (key client-secret))`, 'config: a value from a Secret may not go under config', 'put it under secretConfig'), CASE_MS);
+    expect(revisionOf(MAIN.namespace, 'orbit-crm')).toBe(revision);
+    expect(configMapsOf(MAIN.namespace)).not.toContain(CANARY.rotated);
+    patchTenantSpec(MAIN.name, { valuesFrom: { 'orbit-crm': refs('secretConfig.sso.clientSecret') } });
+    await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
+    expect(readTenant(MAIN.name)?.conditions['Stalled']).toBeUndefined();
+    expect(moduleSecretConfig(MAIN.namespace, 'orbit-crm')).toEqual({ sso: { clientSecret: CANARY.rotated } });
+  }, CASE_MS * 2);
+
+  it('secretConfig written inline is refused at apply naming the key and saying to use valuesFrom a Secret; under valuesFrom it passes (positive control)', () => {
+    const dryRun = (body: Record<string, unknown>) => kubectl(['apply', '--dry-run=server', '--validate=false', '-f', '-'], tenantManifest('vfinln', { ...spec('VFINLN', {}), ...body }));
+    const refused = dryRun({ helmValues: { 'orbit-crm': { config: { a: 1 }, secretConfig: { token: 'inline' } } } });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('spec.helmValues.orbit-crm.secretConfig: may be set only from a Secret: use spec.valuesFrom.orbit-crm with kind: Secret');
+    const control = dryRun({ helmValues: { 'orbit-crm': { config: { a: 1 } } }, valuesFrom: { 'orbit-crm': [{ kind: 'Secret', name: 'sso', valuesKey: 'token', targetPath: 'secretConfig.token' }] } });
+    expect(control.stderr).toBe('');
+    expect(control.status).toBe(0);
+  });
 
   it('a spec cannot read an unlabelled object, the operator\'s own Secrets or another tenant\'s; a labelled shared one works (positive control)', async () => {
     const [signing, owned, others, shared] = operatorSecrets as [string, string, string, string];
@@ -151,21 +195,22 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     expect(named('Tenant').status).toBe(0);
 
     const at = Date.now();
-    const read = (name: string) => [{ kind: 'Secret', name, namespace: 'Operator', valuesKey: 'seed', targetPath: 'config.leak' }];
+    const read = (name: string) => [{ kind: 'Secret', name, namespace: 'Operator', valuesKey: 'seed', targetPath: 'secretConfig.leak' }];
     applyTenant(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': read(signing), 'orbit-itsm': read(owned) }));
     await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromNotFound', `Secret ${OPERATOR_NS}/${signing}`, `Secret ${OPERATOR_NS}/${owned}`), CASE_MS, at);
     applySource('Secret', ATTACK.namespace, 'own-unlabelled', { seed: CANARY.signing }, {});
-    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(others), 'orbit-itsm': [{ kind: 'Secret', name: 'own-unlabelled', valuesKey: 'seed', targetPath: 'config.leak' }] } });
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(others), 'orbit-itsm': [{ kind: 'Secret', name: 'own-unlabelled', valuesKey: 'seed', targetPath: 'secretConfig.leak' }] } });
     await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromNotFound', `Secret ${OPERATOR_NS}/${others}`, `Secret ${ATTACK.namespace}/own-unlabelled`), CASE_MS);
 
     patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(shared), 'orbit-itsm': null } });
     await waitForTenant(ATTACK.name, 'Active', isActive, CASE_MS);
-    expect(moduleConfig(ATTACK.namespace, 'orbit-crm')['leak']).toBe('shared-value');
+    expect(moduleSecretConfig(ATTACK.namespace, 'orbit-crm')['leak']).toBe('shared-value');
     for (const module of ['orbit-crm', 'orbit-itsm']) expect(JSON.stringify(helmValues(ATTACK.namespace, module))).not.toContain(CANARY.signing);
   }, CASE_MS * 3);
 
-  it('no value from a Secret shows in the operator\'s log, the tenants\' events or status', () => {
+  it('no value from a Secret shows in the operator\'s log, the tenants\' events or status, or any ConfigMap of theirs', () => {
     const events = kubectlOk(['get', 'events', '-A', '-o', 'json']);
+    const configMaps = configMapsOf(MAIN.namespace) + configMapsOf(ATTACK.namespace);
     const status = kubectlOk(['get', 'evt', MAIN.name, ATTACK.name, '-o', 'json']);
     const described = kubectlOk(['describe', 'evt', MAIN.name, ATTACK.name]);
     // Positive control: the events and status do speak of the references (so the search is not vacuous).
@@ -176,6 +221,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
       expect(events).not.toContain(canary);
       expect(status).not.toContain(canary);
       expect(described).not.toContain(canary);
+      expect(configMaps).not.toContain(canary);
     }
   });
 });

@@ -71,7 +71,7 @@ export const EvaTenantSpecSchema = Type.Object(
     ),
     helmValues: Type.Optional(
       StringKeyedMap(TenantModuleValues(), {
-        description: 'Per-module values a tenant may set (module name -> config, replicaCount, resources, probes); everything else is the operator\'s.',
+        description: 'Per-module values a tenant may set (module name -> config, replicaCount, resources, probes; secretConfig only from a Secret through valuesFrom); everything else is the operator\'s.',
         maxProperties: MODULES.length,
         ...knownModulesRule,
       }),

@@ -13,7 +13,7 @@
  */
 import { Kind, type SchemaOptions, type TUnsafe, Type, TypeRegistry } from '@sinclair/typebox';
 import { TIERS } from './constants.ts';
-import { OPERATOR_OWNED_KEYS, TENANT_KEYS, TenantModuleValuesSchema } from './module-values.ts';
+import { OPERATOR_OWNED_KEYS, SECRET_CONFIG_KEY, secretConfigOnlyFromSecret, TENANT_KEYS, TenantModuleValuesSchema } from './module-values.ts';
 import type { CelRule } from './schema-kinds.ts';
 import { MODULE_BOUNDS_BY_TIER, type ModuleBounds } from './tiers.ts';
 
@@ -119,13 +119,31 @@ function unknownKeyRules(): CelRuleWithExpression[] {
     const closed = `${target}.all(k, k in ${celList(known)})`;
     const ok = [...present.map((p) => `!${p}`), closed].join(' || ');
     const where = path.length === 0 ? 'a tenant may set only' : `${path.join('.')} holds only`;
+    // secretConfig is known (its own rule refuses it inline, saying where it comes from) but not listed.
+    const listed = path.length === 0 ? TENANT_KEYS : keys;
     const names = `object.spec.helmValues.filter(m, !(${ok})).map(m, ${target}.filter(k, !(k in ${celList(known)})).map(k, 'spec.helmValues.' + m + '.${path.map((p) => `${p}.`).join('')}' + k).join(', ')).join(', ')`;
     return {
       rule: `!has(object.spec.helmValues) || object.spec.helmValues.all(m, ${ok})`,
-      message: `helmValues: a key outside the values contract (${where} ${keys.join(', ')})`,
-      messageExpression: `${names} + ': not a value a tenant may set (${where} ${keys.join(', ')})'`,
+      message: `helmValues: a key outside the values contract (${where} ${listed.join(', ')})`,
+      messageExpression: `${names} + ': not a value a tenant may set (${where} ${listed.join(', ')})'`,
     };
   });
+}
+
+const MODULE_PLACEHOLDER = '@module@';
+
+/**
+ * secretConfig written in spec.helmValues: refused naming the module and the key, and saying to use
+ * valuesFrom a Secret (a value in the spec is stored in plain text, as the whole EvaTenant is).
+ */
+function secretConfigRule(): CelRuleWithExpression {
+  const v = `object.spec.helmValues[m].${SECRET_CONFIG_KEY}`;
+  const [before = '', after = ''] = secretConfigOnlyFromSecret(MODULE_PLACEHOLDER).split(MODULE_PLACEHOLDER);
+  return {
+    rule: `!has(object.spec.helmValues) || object.spec.helmValues.all(m, !has(${v}))`,
+    message: `spec.helmValues.<module>.${SECRET_CONFIG_KEY}: ${secretConfigOnlyFromSecret('<module>')}`,
+    messageExpression: `object.spec.helmValues.filter(m, has(${v})).map(m, 'spec.helmValues.' + m + '.${SECRET_CONFIG_KEY}: ${before}' + m + ${celString(after)}).join('; ')`,
+  };
 }
 
 TypeRegistry.Set('TenantModuleValues', (_schema, value) => typeof value === 'object' && value !== null && !Array.isArray(value));
@@ -167,7 +185,7 @@ export function valuesPolicyValidations(): PolicyValidation[] {
     expression: `!has(object.spec.helmValues) || ${r.rule.replaceAll('self', 'object.spec.helmValues')}`,
     message: r.message,
   }));
-  const unknown = unknownKeyRules().map(({ rule, message, messageExpression }) => ({ expression: rule, message, ...(messageExpression === undefined ? {} : { messageExpression }) }));
+  const unknown = [secretConfigRule(), ...unknownKeyRules()].map(({ rule, message, messageExpression }) => ({ expression: rule, message, ...(messageExpression === undefined ? {} : { messageExpression }) }));
   const onSpec = tierBoundRules().map((r) => ({ expression: r.rule.replaceAll('self.', 'object.spec.'), message: r.message }));
   return [...onHelmValues, ...unknown, ...onSpec].map((v) => ({ ...v, reason: 'Invalid' }));
 }

@@ -1,6 +1,7 @@
 /**
- * The module values contract: what a tenant may set in `spec.helmValues.<module>`, and the bounds per
- * tier. One TypeBox definition feeds three checkers:
+ * The module values contract: what a tenant may set in `spec.helmValues.<module>` (and, with
+ * secretConfig, from a Secret through spec.valuesFrom), and the bounds per tier. One TypeBox
+ * definition feeds three checkers:
  *  - the CRD (CEL rules compiled from it by ./module-values-cel.ts, so `kubectl apply` refuses a key
  *    by name whatever the client's field validation: pruning never drops a tenant's key silently),
  *  - the operator (`moduleValuesProblems`, for objects stored before the schema existed),
@@ -31,6 +32,9 @@ const Quantities = Type.Object(
 export const TenantModuleValuesSchema = Type.Object(
   {
     config: Type.Optional(FreeFormObject({ description: 'module configuration, rendered only as data into the ConfigMap <module>-config' })),
+    secretConfig: Type.Optional(
+      FreeFormObject({ description: 'secret module configuration, only from a Secret through spec.valuesFrom (never inline); rendered only into the Secret <module>-credentials' }),
+    ),
     replicaCount: Type.Optional(Type.Integer({ minimum: 0, description: 'an integer from 0 to the tier maximum' })),
     resources: Type.Optional(
       Type.Object(
@@ -52,7 +56,11 @@ export const TenantModuleValuesSchema = Type.Object(
 );
 export type TenantModuleValues = Static<typeof TenantModuleValuesSchema>;
 
-export const TENANT_KEYS = Object.keys(TenantModuleValuesSchema.properties) as (keyof TenantModuleValues)[];
+/** The secret counterpart of `config`: set only from a Secret (spec.valuesFrom), rendered only into the module's Secret. */
+export const SECRET_CONFIG_KEY = 'secretConfig';
+
+/** What a tenant may write in spec.helmValues (secretConfig comes only from a Secret). */
+export const TENANT_KEYS = (Object.keys(TenantModuleValuesSchema.properties) as (keyof TenantModuleValues)[]).filter((key) => key !== SECRET_CONFIG_KEY);
 
 /** Set by the operator only: a tenant who sets one is refused, naming it. */
 export const OPERATOR_OWNED_KEYS = ['image', 'tenant', 'nats', 'credentials', 'otel', 'service', 'ingress', 'seed', 'podAnnotations'] as const;
@@ -114,6 +122,31 @@ export function moduleValuesProblems(values: unknown, tier: Tier): string[] {
   const problems = schemaProblems(values);
   if (problems.length > 0) return problems;
   return boundProblems(values, tier);
+}
+
+// ---- where a value may come from ----------------------------------------------------------------
+
+/** Where a module's values were written: inline in the EvaTenant, or read from a ConfigMap or a Secret. */
+export type ValuesOrigin = 'inline' | 'ConfigMap' | 'Secret';
+
+/** Why `secretConfig` written in spec.helmValues is refused, for the operator and the values policy alike. */
+export const secretConfigOnlyFromSecret = (module: string): string =>
+  `may be set only from a Secret: use spec.valuesFrom.${module} with kind: Secret and a targetPath under ${SECRET_CONFIG_KEY} (a value written in the EvaTenant is stored and shown in plain text)`;
+
+/**
+ * Why values break the rule of where they may come from: `secretConfig` only from a Secret (so it
+ * never sits in plain text in a spec or a ConfigMap), and nothing from a Secret under `config` (the
+ * charts render config into the ConfigMap <module>-config, readable by whoever reads ConfigMaps).
+ * Each problem names the key and never quotes a value.
+ */
+export function originProblems(values: Record<string, unknown>, origin: ValuesOrigin, module: string): string[] {
+  if (origin === 'Secret') {
+    return Object.hasOwn(values, 'config')
+      ? [`config: a value from a Secret may not go under config (rendered in plain text into the ConfigMap ${module}-config): put it under ${SECRET_CONFIG_KEY} (targetPath ${SECRET_CONFIG_KEY}.<key>), rendered only into the Secret ${module}-credentials`]
+      : [];
+  }
+  if (!Object.hasOwn(values, SECRET_CONFIG_KEY)) return [];
+  return [origin === 'inline' ? `${SECRET_CONFIG_KEY}: ${secretConfigOnlyFromSecret(module)}` : `${SECRET_CONFIG_KEY}: may be set only from a Secret, not from a ConfigMap: reference a Secret (kind: Secret) for it`];
 }
 
 // ---- the operator-owned values (for the charts' values.schema.json) --------------------------------

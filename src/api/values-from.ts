@@ -24,7 +24,7 @@ export const DEFAULT_VALUES_KEY = 'values.yaml';
 /** References per module: enough for layered settings, few enough to keep a reconcile cheap. */
 export const MAX_VALUES_REFERENCES = 8;
 
-/** A dotted path of plain keys (`config.sso.clientSecret`): no brackets, escapes or empty segments. */
+/** A dotted path of plain keys (`secretConfig.sso.clientSecret`): no brackets, escapes or empty segments. */
 export const TARGET_PATH_PATTERN = '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$';
 /** A Secret or ConfigMap data key. */
 const DATA_KEY_PATTERN = '^[-._a-zA-Z0-9]{1,253}$';
@@ -46,7 +46,7 @@ export const ValuesReferenceSchema = Type.Object({
     Type.String({
       pattern: TARGET_PATH_PATTERN,
       maxLength: 250,
-      description: 'A dotted path (config.sso.clientSecret): the key\'s whole content becomes one string value there. Without it the key holds YAML merged over the inline values.',
+      description: 'A dotted path (secretConfig.sso.clientSecret): the key\'s whole content becomes one string value there. Without it the key holds YAML merged over the inline values. A Secret\'s values go under secretConfig, never config.',
     }),
   ),
   optional: Type.Optional(Type.Boolean({ description: 'A missing object or key is skipped instead of stopping the module.' })),

@@ -8,7 +8,7 @@
  * helm through a tmpfs values file.
  */
 import { createHash } from 'node:crypto';
-import { moduleValuesProblems } from '../api/module-values.ts';
+import { moduleValuesProblems, originProblems } from '../api/module-values.ts';
 import type { ModuleName } from '../api/modules.ts';
 import { Reason } from '../api/reasons.ts';
 import type { Bundle } from '../bundle/bundle.ts';
@@ -47,6 +47,19 @@ function leafPaths(values: Values, prefix: readonly string[] = []): string[][] {
   return Object.entries(values).flatMap(([key, value]) => (isPlainObject(value) && Object.keys(value).length > 0 ? leafPaths(value, [...prefix, key]) : [[...prefix, key]]));
 }
 
+/** Deletes the leaf at `path`, then each parent that deletion left empty (no bare `secretConfig: {sso: {}}` left behind). */
+function deleteAt(values: Values, path: readonly string[]): void {
+  const [key, ...below] = path;
+  if (key === undefined || !Object.hasOwn(values, key)) return;
+  const child = values[key];
+  if (below.length > 0) {
+    if (!isPlainObject(child)) return;
+    deleteAt(child, below);
+    if (Object.keys(child).length > 0) return;
+  }
+  Reflect.deleteProperty(values, key);
+}
+
 /** `values` split by `paths`: the part at those paths, and the rest. */
 function splitByPaths(values: Values, paths: readonly (readonly string[])[]): { at: Values; rest: Values } {
   let at: Values = {};
@@ -57,8 +70,7 @@ function splitByPaths(values: Values, paths: readonly (readonly string[])[]): { 
     const source = parents.reduce<unknown>((node, key) => (isPlainObject(node) ? node[key] : undefined), values);
     if (!isPlainObject(source) || !Object.hasOwn(source, leaf)) continue;
     at = deepMerge(at, parents.reduceRight<Values>((inner, key) => ({ [key]: inner }), { [leaf]: source[leaf] }));
-    const holder = parents.reduce<unknown>((node, key) => (isPlainObject(node) ? node[key] : undefined), rest);
-    if (isPlainObject(holder)) Reflect.deleteProperty(holder, leaf);
+    deleteAt(rest, path);
   }
   return { at, rest };
 }
@@ -100,8 +112,13 @@ export function withoutValue(problem: string): string {
   return `${key}: not within the values contract (the value, from a Secret, is not shown)`;
 }
 
-/** A fragment judged alone, so a refusal names the reference that broke the contract. */
+/**
+ * A fragment judged alone, so a refusal names the reference that broke the contract; first where its
+ * values may go (secretConfig only from a Secret, nothing from a Secret under config).
+ */
 function checkFragment(fragment: ValuesFragment, scope: TenantScope, module: ModuleName): void {
+  const misplaced = originProblems(fragment.values, fragment.secret ? 'Secret' : 'ConfigMap', module);
+  if (misplaced.length > 0) throw refuse(fragment.source, misplaced, module);
   const problems = moduleValuesProblems(fragment.values, scope.tenant.spec.tier);
   if (problems.length > 0) throw refuse(fragment.source, fragment.secret ? problems.map(withoutValue) : problems, module);
 }
@@ -118,7 +135,7 @@ interface TenantSetValues {
  */
 export function tenantValues(scope: TenantScope, module: ModuleName, valuesFrom: ValuesFromByModule = NO_VALUES_FROM): TenantSetValues {
   const inline = scope.tenant.spec.helmValues?.[module] ?? {};
-  const problems = moduleValuesProblems(inline, scope.tenant.spec.tier);
+  const problems = [...originProblems(inline, 'inline', module), ...moduleValuesProblems(inline, scope.tenant.spec.tier)];
   if (problems.length > 0) throw refuse(`spec.helmValues.${module}`, problems, module);
   const fragments = valuesFrom.get(module) ?? [];
   if (fragments instanceof InputError) throw fragments;

@@ -47,18 +47,19 @@ async function load(refs: ValuesReference[], reads: ValuesSourceReads, spec: Par
 const crm = (scope: TenantScope, valuesFrom: ValuesFromByModule) => moduleValues({ module: 'orbit-crm', scope, deps, ...secrets, valuesFrom });
 
 describe('spec.valuesFrom', () => {
-  const sso = source('Secret', TENANT_NS, 'sso', { 'client-secret': 's3cr3t-canary', 'values.yaml': 'config:\n  sso:\n    issuer: https://id.example\n' });
+  const sso = source('Secret', TENANT_NS, 'sso', { 'client-secret': 's3cr3t-canary', 'values.yaml': 'secretConfig:\n  sso:\n    issuer: https://id.example\n' });
   const settings = source('ConfigMap', TENANT_NS, 'settings', { 'values.yaml': 'config:\n  currency: USD\n  sso:\n    issuer: https://old.example\nreplicaCount: 2\n' });
 
   it('merges each reference over helmValues in order; a target path holds the key\'s whole text as one string', async () => {
     const { scope, valuesFrom } = await load(
-      [{ kind: 'ConfigMap', name: 'settings' }, { kind: 'Secret', name: 'sso' }, { kind: 'Secret', name: 'sso', valuesKey: 'client-secret', targetPath: 'config.sso.clientSecret' }],
+      [{ kind: 'ConfigMap', name: 'settings' }, { kind: 'Secret', name: 'sso' }, { kind: 'Secret', name: 'sso', valuesKey: 'client-secret', targetPath: 'secretConfig.sso.clientSecret' }],
       readsOf(sso, settings),
       { helmValues: { 'orbit-crm': { config: { currency: 'EUR', locale: 'de' }, replicaCount: 1 } } },
     );
     const values = crm(scope, valuesFrom);
     expect(valuesFileContent(values)).toMatchObject({
-      config: { currency: 'USD', locale: 'de', sso: { issuer: 'https://id.example', clientSecret: 's3cr3t-canary' } },
+      config: { currency: 'USD', locale: 'de', sso: { issuer: 'https://old.example' } },
+      secretConfig: { sso: { issuer: 'https://id.example', clientSecret: 's3cr3t-canary' } },
       replicaCount: 2,
       credentials: { 'api-key': 'generated-api-key' },
     });
@@ -66,11 +67,12 @@ describe('spec.valuesFrom', () => {
     expect(JSON.stringify(values.plain)).not.toContain('s3cr3t-canary');
     expect(JSON.stringify(values.plain)).not.toContain('id.example');
     expect(values.plain).toMatchObject({ config: { currency: 'USD', locale: 'de' } });
+    expect(values.plain).not.toHaveProperty('secretConfig');
     expect(secretStrings(values)).toEqual(expect.arrayContaining(['s3cr3t-canary', 'https://id.example']));
   });
 
   it('a changed Secret changes the values digest; an unchanged one keeps it', async () => {
-    const refs: ValuesReference[] = [{ kind: 'Secret', name: 'sso', valuesKey: 'client-secret', targetPath: 'config.sso.clientSecret' }];
+    const refs: ValuesReference[] = [{ kind: 'Secret', name: 'sso', valuesKey: 'client-secret', targetPath: 'secretConfig.sso.clientSecret' }];
     const before = await load(refs, readsOf(sso));
     const same = await load(refs, readsOf(sso));
     const after = await load(refs, readsOf({ ...sso, data: { 'client-secret': 'rotated' } }));
@@ -95,7 +97,7 @@ describe('spec.valuesFrom', () => {
     const reads = readsOf(
       source('Secret', OPERATOR_NS, 'nats-signing-key', { 'values.yaml': 'config: {seed: x}' }, own),
       source('Secret', OPERATOR_NS, 'others', { 'values.yaml': 'config: {k: v}' }, { ...LABELLED, 'eva.aidonow.com/capsule-code': 'OTHERS' }),
-      source('Secret', OPERATOR_NS, 'mine', { 'values.yaml': 'config: {mine: yes}' }, { ...LABELLED, 'eva.aidonow.com/capsule-code': 'ACMECO' }),
+      source('Secret', OPERATOR_NS, 'mine', { 'values.yaml': 'secretConfig: {mine: yes}' }, { ...LABELLED, 'eva.aidonow.com/capsule-code': 'ACMECO' }),
       source('ConfigMap', OPERATOR_NS, 'shared', { 'values.yaml': 'config: {shared: yes}' }),
     );
     for (const name of ['nats-signing-key', 'others']) {
@@ -103,7 +105,7 @@ describe('spec.valuesFrom', () => {
       expect((refused.valuesFrom.get('orbit-crm') as InputError).reason).toBe('ValuesFromNotFound');
     }
     const allowed = await load([{ kind: 'Secret', name: 'mine', namespace: 'Operator' }, { kind: 'ConfigMap', name: 'shared', namespace: 'Operator' }], reads);
-    expect(valuesFileContent(crm(allowed.scope, allowed.valuesFrom))).toMatchObject({ config: { mine: 'yes', shared: 'yes' } });
+    expect(valuesFileContent(crm(allowed.scope, allowed.valuesFrom))).toMatchObject({ config: { shared: 'yes' }, secretConfig: { mine: 'yes' } });
   });
 
   it('judges each reference by the values contract, naming it and the key; a Secret\'s value is never quoted', async () => {
@@ -151,6 +153,43 @@ describe('spec.valuesFrom', () => {
     expect(() => crm(scope, valuesFrom)).toThrow('__proto__: not a value a tenant may set');
     expect(Object.getPrototypeOf(atPath('__proto__.x', 'v'))).toBe(Object.prototype);
     expect(Object.keys(atPath('__proto__.x', 'v'))).toEqual(['__proto__']);
+  });
+
+  it('a value from a Secret goes under secretConfig, never config; secretConfig never from a ConfigMap nor inline (each refusal names where, never the value)', async () => {
+    const secretText = source('Secret', TENANT_NS, 's', { key: 's3cr3t-canary', 'values.yaml': 'config:\n  token: s3cr3t-canary\n' });
+    const configMap = source('ConfigMap', TENANT_NS, 'c', { key: 'plain', 'values.yaml': 'secretConfig:\n  token: plain\n' });
+    const reads = readsOf(secretText, configMap);
+    const refused: [ValuesReference[], Partial<EvaTenant['spec']>, string][] = [
+      [[{ kind: 'Secret', name: 's', valuesKey: 'key', targetPath: 'config.sso.clientSecret' }], {}, 'spec.valuesFrom.orbit-crm[0] (Secret eva-tenant-acmeco/s (key key)): config: a value from a Secret may not go under config'],
+      [[{ kind: 'Secret', name: 's' }], {}, 'spec.valuesFrom.orbit-crm[0] (Secret eva-tenant-acmeco/s (key values.yaml)): config: a value from a Secret may not go under config (rendered in plain text into the ConfigMap orbit-crm-config): put it under secretConfig'],
+      [[{ kind: 'ConfigMap', name: 'c', valuesKey: 'key', targetPath: 'secretConfig.token' }], {}, 'spec.valuesFrom.orbit-crm[0] (ConfigMap eva-tenant-acmeco/c (key key)): secretConfig: may be set only from a Secret, not from a ConfigMap'],
+      [[{ kind: 'ConfigMap', name: 'c' }], {}, '(ConfigMap eva-tenant-acmeco/c (key values.yaml)): secretConfig: may be set only from a Secret'],
+      [[], { helmValues: { 'orbit-crm': { secretConfig: { token: 'inline' } } } }, 'spec.helmValues.orbit-crm: secretConfig: may be set only from a Secret: use spec.valuesFrom.orbit-crm with kind: Secret'],
+    ];
+    for (const [refs, spec, named] of refused) {
+      const { scope, valuesFrom } = await load(refs, reads, spec);
+      const error = (() => {
+        try {
+          crm(scope, valuesFrom);
+          return undefined;
+        } catch (err) {
+          return err as InputError;
+        }
+      })();
+      expect(error?.reason).toBe('InvalidHelmValues');
+      expect(error?.message).toContain(named);
+      expect(error?.message).not.toContain('s3cr3t-canary');
+    }
+    // Positive controls: the same Secret under secretConfig and the same ConfigMap under config pass.
+    const { scope, valuesFrom } = await load(
+      [{ kind: 'Secret', name: 's', valuesKey: 'key', targetPath: 'secretConfig.sso.clientSecret' }, { kind: 'ConfigMap', name: 'c', valuesKey: 'key', targetPath: 'config.mode' }],
+      reads,
+    );
+    const values = crm(scope, valuesFrom);
+    expect(values.secret).toMatchObject({ secretConfig: { sso: { clientSecret: 's3cr3t-canary' } } });
+    expect(values.plain).toMatchObject({ config: { mode: 'plain' } });
+    expect(JSON.stringify(values.plain)).not.toContain('s3cr3t-canary');
+    expect(secretStrings(values)).toContain('s3cr3t-canary');
   });
 
   it('hibernation wins over a replicaCount from a Secret', async () => {

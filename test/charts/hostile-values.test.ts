@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { MODULES } from '../../src/api/modules.ts';
 import { HOSTILE, PROBE_ATTACK } from '../support/hostile-charts.ts';
-import { chartsDir, type ConfigMap, type Deployment, helm, type HelmResult, parseManifest, template } from './render.ts';
+import { chartsDir, type ConfigMap, type Deployment, helm, type HelmResult, parseManifest, type Secret, template } from './render.ts';
 
 const SCHEMA_REFUSAL = "values don't meet the specifications of the schema";
 const NAMESPACE = 'tenant-test';
@@ -97,6 +97,25 @@ describe('module charts treat values as data', () => {
       expect(judge(module, result)).toBe('rendered');
       const configMap = parseManifest(result.stdout).find((o): o is ConfigMap => o.kind === 'ConfigMap');
       expect((parse(configMap?.data?.['config.yaml'] ?? '') as { config: Record<string, unknown> }).config[hostile]).toBe(hostile);
+    }
+  }, 300_000);
+});
+
+describe('module charts treat secretConfig as data', () => {
+  it.each(MODULES)('%s: hostile strings in every secretConfig leaf and key at once render as data, into the Secret only', async (module) => {
+    const base = chartValues(module);
+    for (const hostile of HOSTILE) {
+      // The shape of the chart's own config, every leaf and one key hostile.
+      let secretConfig = structuredClone(base['config']) as Record<string, unknown>;
+      for (const path of leaves(secretConfig)) secretConfig = setAt(secretConfig, path, hostile);
+      secretConfig = setAt(secretConfig, [hostile], hostile);
+      const result = await template(module, { ...base, secretConfig });
+      expect(judge(module, result)).toBe('rendered');
+      const objects = parseManifest(result.stdout);
+      const secret = objects.find((o): o is Secret => o.kind === 'Secret');
+      expect(parse(Buffer.from(secret?.data?.['secret-config.yaml'] ?? '', 'base64').toString())).toEqual(secretConfig);
+      const configMap = objects.find((o): o is ConfigMap => o.kind === 'ConfigMap');
+      expect(JSON.stringify(parse(configMap?.data?.['config.yaml'] ?? ''))).not.toContain(JSON.stringify(hostile));
     }
   }, 300_000);
 });

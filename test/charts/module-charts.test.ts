@@ -100,6 +100,7 @@ describe('module chart layout', () => {
         'probes',
         'replicaCount',
         'resources',
+        'secretConfig',
         'seed',
         'service',
         'tenant',
@@ -116,6 +117,7 @@ describe('module chart layout', () => {
       ingress: { path: `/${module}` },
       podAnnotations: {},
       credentials: {},
+      secretConfig: {},
       nats: { secretName: 'eva-nats', credentialsRevision: '' },
     });
     expect(Object.keys(values['config'] ?? {}).length).toBeGreaterThan(0);
@@ -404,6 +406,7 @@ describe('secret values', () => {
     expect(await checksum({ ...secrets, replicaCount: 2 })).toBe(base);
     expect(await checksum({ ...secrets, credentials: { ...secrets.credentials, 'db-password': 'rotated' } })).not.toBe(base);
     expect(await checksum({ ...secrets, nats: { ...secrets.nats, credentialsRevision: 'a-rotation' } })).not.toBe(base);
+    expect(await checksum({ ...secrets, secretConfig: { sso: { clientSecret: 'rotated' } } })).not.toBe(base);
     expect(await checksum({})).not.toBe(base);
   });
 
@@ -413,6 +416,43 @@ describe('secret values', () => {
     const base = await checksum({});
     expect(await checksum({ replicaCount: 2 })).toBe(base);
     expect(await checksum({ config: { rateLimitPerMinute: 1 } })).not.toBe(base);
+  });
+
+  /** How secretConfig reaches a rendered chart's pods: its key in the Secret, its volume, and per container its mount and variable. */
+  function secretConfigWiring(rendered: Rendered): { stored: string | undefined; volume: unknown; containers: { mount: unknown; file: string | undefined }[] } {
+    const encoded = rendered.secret.data?.['secret-config.yaml'];
+    return {
+      stored: encoded === undefined ? undefined : Buffer.from(encoded, 'base64').toString(),
+      volume: rendered.deployment.spec?.template.spec?.volumes?.find((v) => v.name === 'secret-config')?.secret,
+      containers: containersOf(rendered).map((c) => ({ mount: c.volumeMounts?.find((m) => m.name === 'secret-config'), file: envOf(c, 'EVA_SECRET_CONFIG_FILE')?.value })),
+    };
+  }
+
+  it.each(MODULES)('%s: secretConfig goes only into the Secret, as secret-config.yaml mounted read-only at EVA_SECRET_CONFIG_FILE; without it, no mount', async (module) => {
+    const secretConfig = { sso: { clientSecret: 'sso-Zq81-very-secret' }, apiKeys: ['key-4471-also-secret'] };
+    const rendered = await render(module, tenantValues('Starter', { ...secrets, secretConfig }));
+    const wiring = secretConfigWiring(rendered);
+    expect(parse(wiring.stored ?? '')).toEqual(secretConfig);
+    const elsewhere = JSON.stringify([rendered.configMap, rendered.deployment, rendered.service]);
+    for (const value of ['sso-Zq81-very-secret', 'key-4471-also-secret']) expect(elsewhere).not.toContain(value);
+    // Only secretConfig's file: the credentials stay env-only (secretKeyRef).
+    expect(wiring.volume).toEqual({ secretName: `${module}-credentials`, items: [{ key: 'secret-config.yaml', path: 'secret-config.yaml' }], defaultMode: 0o440 });
+    expect(wiring.containers).toEqual(containersOf(rendered).map(() => ({
+      mount: { name: 'secret-config', mountPath: '/var/run/secrets/eva/config', readOnly: true },
+      file: '/var/run/secrets/eva/config/secret-config.yaml',
+    })));
+    // Positive control of the condition: without secretConfig there is no key, volume, mount or variable.
+    const without = await render(module, tenantValues('Starter', secrets));
+    expect(secretConfigWiring(without)).toEqual({ stored: undefined, volume: undefined, containers: containersOf(without).map(() => ({ mount: undefined, file: undefined })) });
+  });
+
+  it('secretConfig must be a mapping (values.schema.json), and its key is not a credential name', async () => {
+    const notMapping = await template('orbit-crm', tenantValues('Starter', { secretConfig: 'text' }));
+    expect(notMapping.code).not.toBe(0);
+    expect(notMapping.stderr).toContain("at '/secretConfig'");
+    const reserved = await template('orbit-crm', tenantValues('Starter', { credentials: { 'secret-config.yaml': 'x' } }));
+    expect(reserved.code).not.toBe(0);
+    expect(reserved.stderr).toContain('reserved for secretConfig');
   });
 
   it.each(['bad key', ''])('credential name %j is rejected', async (name) => {

@@ -57,7 +57,7 @@ export interface Container {
 }
 export interface Volume {
   name: string;
-  secret?: { secretName: string; defaultMode?: number };
+  secret?: { secretName: string; items?: { key: string; path: string }[]; defaultMode?: number };
   configMap?: { name: string };
   emptyDir?: { medium?: string; sizeLimit?: string };
 }

@@ -58,6 +58,7 @@ spec:
             - name: nats
               mountPath: {{ include "eva-module-lib.natsMountPath" . | quote }}
               readOnly: true
+            {{- include "eva-module-lib.secretConfigMount" . | nindent 12 }}
       {{- end }}
       containers:
         - name: {{ $module | quote }}
@@ -96,6 +97,7 @@ spec:
             - name: nats
               mountPath: {{ include "eva-module-lib.natsMountPath" . | quote }}
               readOnly: true
+            {{- include "eva-module-lib.secretConfigMount" . | nindent 12 }}
       volumes:
         - name: config
           configMap:
@@ -108,4 +110,14 @@ spec:
             secretName: {{ include "eva-module-lib.natsSecretName" . | quote }}
             # 0440: readable by the pod's group (fsGroup 65532), written in decimal so no YAML reader mistakes it
             defaultMode: 288
+        {{- if .Values.secretConfig }}
+        - name: secret-config
+          secret:
+            secretName: {{ include "eva-module-lib.secretName" . | quote }}
+            # Only secretConfig's file: the credentials reach the containers as env (secretKeyRef).
+            items:
+              - key: {{ include "eva-module-lib.secretConfigKey" . | quote }}
+                path: {{ include "eva-module-lib.secretConfigKey" . | quote }}
+            defaultMode: 288
+        {{- end }}
 {{- end -}}

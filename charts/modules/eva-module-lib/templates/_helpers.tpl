@@ -95,9 +95,18 @@ eva.aidonow.com/module: {{ include "eva-module-lib.module" . | quote }}
 /var/run/secrets/eva/nats
 {{- end -}}
 
-{{/* Hash of the secret values and the NATS credentials revision, so changed credentials roll the Deployment. */}}
+{{/* secretConfig's key in the Secret <release>-credentials, and where the pod finds it. */}}
+{{- define "eva-module-lib.secretConfigKey" -}}
+secret-config.yaml
+{{- end -}}
+
+{{- define "eva-module-lib.secretConfigMountPath" -}}
+/var/run/secrets/eva/config
+{{- end -}}
+
+{{/* Hash of the secret values and the NATS credentials revision, so changed credentials or secretConfig roll the Deployment. */}}
 {{- define "eva-module-lib.valuesChecksum" -}}
-{{- dict "credentials" (.Values.credentials | default dict) "nats" (.Values.nats | default dict) | toJson | sha256sum -}}
+{{- dict "credentials" (.Values.credentials | default dict) "secretConfig" (.Values.secretConfig | default dict) "nats" (.Values.nats | default dict) | toJson | sha256sum -}}
 {{- end -}}
 
 {{/* The container environment: identity and telemetry as plain values, secrets only via secretKeyRef. */}}
@@ -116,6 +125,10 @@ eva.aidonow.com/module: {{ include "eva-module-lib.module" . | quote }}
   value: {{ .Values.service.port | toString | quote }}
 - name: EVA_CONFIG_FILE
   value: /etc/eva/config.yaml
+{{- if .Values.secretConfig }}
+- name: EVA_SECRET_CONFIG_FILE
+  value: {{ printf "%s/%s" (include "eva-module-lib.secretConfigMountPath" .) (include "eva-module-lib.secretConfigKey" .) | quote }}
+{{- end }}
 - name: EVA_NAMESPACE
   valueFrom:
     fieldRef:
@@ -143,6 +156,15 @@ eva.aidonow.com/module: {{ include "eva-module-lib.module" . | quote }}
     secretKeyRef:
       name: {{ $secret | quote }}
       key: {{ $name | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The mount of secretConfig (from the Secret <release>-credentials), in every container; none without it. */}}
+{{- define "eva-module-lib.secretConfigMount" -}}
+{{- if .Values.secretConfig -}}
+- name: secret-config
+  mountPath: {{ include "eva-module-lib.secretConfigMountPath" . | quote }}
+  readOnly: true
 {{- end }}
 {{- end -}}
 
