@@ -44,3 +44,47 @@ export function restartingInformer<T extends KubernetesObject>(options: Informer
   });
   return informer;
 }
+
+/**
+ * One restarting informer per kind, started together and stopped together; a kind's cache answers
+ * only once its informer has synced (the owner falls back to the API before that). Both watch caches
+ * (tenant-objects.ts, values-sources.ts) keep their informers here.
+ */
+export class InformerSet<Kind extends string> {
+  private readonly informers = new Map<Kind, CachingInformer<KubernetesObject>>();
+  private readonly syncedKinds = new Set<Kind>();
+  private stopped = false;
+
+  /** `build` makes (and subscribes) one kind's informer; it stops restarting once `stopping` says so. */
+  private readonly kinds: readonly Kind[];
+  private readonly build: (kind: Kind, stopping: () => boolean) => CachingInformer<KubernetesObject>;
+
+  constructor(kinds: readonly Kind[], build: (kind: Kind, stopping: () => boolean) => CachingInformer<KubernetesObject>) {
+    this.kinds = kinds;
+    this.build = build;
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await Promise.all(
+      this.kinds.map(async (kind) => {
+        const informer = this.build(kind, () => this.stopped);
+        this.informers.set(kind, informer);
+        await informer.start();
+        this.syncedKinds.add(kind);
+      }),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([...this.informers.values()].map((informer) => informer.stop()));
+    this.informers.clear();
+    this.syncedKinds.clear();
+  }
+
+  /** The kind's informer once it has synced; undefined before. */
+  syncedInformer(kind: Kind): CachingInformer<KubernetesObject> | undefined {
+    return this.syncedKinds.has(kind) ? this.informers.get(kind) : undefined;
+  }
+}

@@ -26,7 +26,7 @@ import type {
 import { setHeaderOptions } from '@kubernetes/client-node';
 import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
 import type { Logger } from '../log.ts';
-import { type CachingInformer, restartingInformer } from './informers.ts';
+import { type CachingInformer, InformerSet, restartingInformer } from './informers.ts';
 import { type Kube, readOptional } from './kube.ts';
 
 export interface TenantObjects {
@@ -187,16 +187,15 @@ export interface TenantObjectCacheOptions {
 /** The watch caches; reads fall back to the API for a kind whose cache has not synced (yet). */
 export class TenantObjectCache {
   private readonly options: TenantObjectCacheOptions;
-  private readonly informers = new Map<TenantKind, CachingInformer<KubernetesObject>>();
   private readonly handlers: { kind: TenantKind; event: CacheEvent; handler: (obj: KubernetesObject) => void }[] = [];
-  private readonly synced = new Set<TenantKind>();
-  private stopped = false;
+  private readonly informers: InformerSet<TenantKind>;
   /** For a kind whose cache has not synced. */
   private readonly fallback: KubeReads;
 
   constructor(options: TenantObjectCacheOptions) {
     this.options = options;
     this.fallback = apiReads(options.kube);
+    this.informers = new InformerSet(TENANT_KINDS, (kind, stopping) => this.informerOf(kind, stopping));
   }
 
   /** Subscribes before start: the initial list arrives as 'add' events. */
@@ -204,38 +203,30 @@ export class TenantObjectCache {
     this.handlers.push({ kind, event, handler });
   }
 
-  async start(): Promise<void> {
-    this.stopped = false;
-    await Promise.all(TENANT_KINDS.map((kind) => this.startKind(kind)));
+  start(): Promise<void> {
+    return this.informers.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all([...this.informers.values()].map((informer) => informer.stop()));
-    this.informers.clear();
-    this.synced.clear();
+  stop(): Promise<void> {
+    return this.informers.stop();
   }
 
   /** Reads from the caches; from the API for a kind not synced. */
   readonly reads: KubeReads = {
     // An informer of kind K holds objects of kind K only.
     get: async <K extends TenantKind>(kind: K, namespace: string, name: string): Promise<TenantObjects[K] | undefined> => {
-      const informer = this.syncedInformer(kind);
+      const informer = this.informers.syncedInformer(kind);
       if (informer === undefined) return this.fallback.get(kind, namespace, name);
       return informer.get(name, namespace || undefined);
     },
     list: async <K extends ListedKind>(kind: K, namespace: string): Promise<TenantObjects[K][]> => {
-      const informer = this.syncedInformer(kind);
+      const informer = this.informers.syncedInformer(kind);
       if (informer === undefined) return this.fallback.list(kind, namespace);
       return informer.list(namespace) as TenantObjects[K][];
     },
   };
 
-  private syncedInformer(kind: TenantKind): CachingInformer<KubernetesObject> | undefined {
-    return this.synced.has(kind) ? this.informers.get(kind) : undefined;
-  }
-
-  private async startKind(kind: TenantKind): Promise<void> {
+  private informerOf(kind: TenantKind, stopping: () => boolean): CachingInformer<KubernetesObject> {
     const source = SOURCES[kind] as KindSource<KubernetesObject>;
     const { kube, log } = this.options;
     const informer = restartingInformer<KubernetesObject>({
@@ -248,11 +239,9 @@ export class TenantObjectCache {
         source.trim?.(obj);
       },
       log,
-      stopping: () => this.stopped,
+      stopping,
     });
     for (const { event, handler } of this.handlers.filter((h) => h.kind === kind)) informer.on(event, handler);
-    this.informers.set(kind, informer);
-    await informer.start();
-    this.synced.add(kind);
+    return informer;
   }
 }

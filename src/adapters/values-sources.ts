@@ -10,7 +10,7 @@ import type { KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client
 import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { VALUES_SOURCE_KINDS, VALUES_SOURCE_LABEL, type ValuesSourceKind } from '../api/values-from.ts';
 import type { Logger } from '../log.ts';
-import { type CachingInformer, restartingInformer } from './informers.ts';
+import { type CachingInformer, InformerSet, restartingInformer } from './informers.ts';
 import { type Kube, readOptional } from './kube.ts';
 
 /** A values source as the steps read it: its data as text (a Secret's decoded). */
@@ -74,11 +74,9 @@ export type ValuesSourceHandler = (event: ValuesSourceEvent, source: ValuesSourc
 
 /** The label-selected watch caches of both kinds; reads fall back to the API until a kind has synced. */
 export class ValuesSourceCache implements ValuesSourceReads {
-  private readonly informers = new Map<ValuesSourceKind, CachingInformer<KubernetesObject>>();
-  private readonly synced = new Set<ValuesSourceKind>();
+  private readonly informers: InformerSet<ValuesSourceKind>;
   private readonly handlers: ValuesSourceHandler[] = [];
   private readonly fallback: ValuesSourceReads;
-  private stopped = false;
   private readonly kube: Kube;
   private readonly log: Logger;
 
@@ -86,6 +84,7 @@ export class ValuesSourceCache implements ValuesSourceReads {
     this.kube = options.kube;
     this.log = options.log;
     this.fallback = apiValuesSources(options.kube);
+    this.informers = new InformerSet(VALUES_SOURCE_KINDS, (kind, stopping) => this.informerOf(kind, stopping));
   }
 
   /** Subscribes before start: the initial list arrives as 'add' events. */
@@ -94,25 +93,21 @@ export class ValuesSourceCache implements ValuesSourceReads {
   }
 
   get(kind: ValuesSourceKind, namespace: string, name: string): Promise<ValuesSourceObject | undefined> {
-    const informer = this.synced.has(kind) ? this.informers.get(kind) : undefined;
+    const informer = this.informers.syncedInformer(kind);
     if (informer === undefined) return this.fallback.get(kind, namespace, name);
     const obj = informer.get(name, namespace);
     return Promise.resolve(obj === undefined ? undefined : sourceOf(kind, obj));
   }
 
-  async start(): Promise<void> {
-    this.stopped = false;
-    await Promise.all(VALUES_SOURCE_KINDS.map((kind) => this.startKind(kind)));
+  start(): Promise<void> {
+    return this.informers.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.all([...this.informers.values()].map((informer) => informer.stop()));
-    this.informers.clear();
-    this.synced.clear();
+  stop(): Promise<void> {
+    return this.informers.stop();
   }
 
-  private async startKind(kind: ValuesSourceKind): Promise<void> {
+  private informerOf(kind: ValuesSourceKind, stopping: () => boolean): CachingInformer<KubernetesObject> {
     const informer = restartingInformer<KubernetesObject>({
       config: this.kube.config,
       path: PATHS[kind],
@@ -122,7 +117,7 @@ export class ValuesSourceCache implements ValuesSourceReads {
         if (obj.metadata) delete obj.metadata.managedFields;
       },
       log: this.log,
-      stopping: () => this.stopped,
+      stopping,
     });
     for (const event of ['add', 'update', 'delete'] as const) {
       informer.on(event, (obj) => {
@@ -131,8 +126,6 @@ export class ValuesSourceCache implements ValuesSourceReads {
         for (const handler of this.handlers) handler(event, source);
       });
     }
-    this.informers.set(kind, informer);
-    await informer.start();
-    this.synced.add(kind);
+    return informer;
   }
 }
