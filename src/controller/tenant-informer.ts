@@ -122,11 +122,6 @@ export class TenantInformer {
     return (this.informer?.list() ?? []).map(parsedOrNothing).filter((t) => t !== undefined);
   }
 
-  /** Tenants by status.phase (no API call). */
-  tenantsByPhase(): Record<string, number> {
-    return this.phases.snapshot();
-  }
-
   /** The reconciler wrote this tenant's metadata (finalizer, owner, wave label) itself. */
   noteOwnWrite(name: string, resourceVersion: string | undefined): void {
     if (resourceVersion) this.ownWrites.set(name, resourceVersion);
