@@ -3,7 +3,8 @@ import { testAccounts, testScope, useNatsServer, withAccount } from '../../test/
 import type { TenantScope } from '../tenancy/scope.ts';
 import { OperatorMetrics } from '../metrics/metrics.ts';
 import { refreshQueueDepth } from './queue-depth.ts';
-import { streamName, streamsStep } from '../steps/streams.ts';
+import { streamsStep } from '../steps/streams.ts';
+import { streamName } from '../tenancy/names.ts';
 
 /** The capsule_queue_depth samples of one capsule, as "stream value" pairs. */
 async function depths(metrics: OperatorMetrics, code: string): Promise<string[]> {

@@ -8,7 +8,7 @@ import type { NatsAccounts } from '../nats/accounts.ts';
 import { JS_ERR, jsErrCode } from '../adapters/nats.ts';
 import type { OperatorMetrics } from '../metrics/metrics.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
-import { STREAM_KINDS, streamName } from '../steps/streams.ts';
+import { STREAM_KINDS, streamName } from '../tenancy/names.ts';
 
 export type QueueDepthSink = Pick<OperatorMetrics, 'setQueueDepth' | 'forgetQueueDepth'>;
 

@@ -19,7 +19,7 @@ import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import type { Logger } from '../log.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
-import { STREAM_KINDS, streamName } from './streams.ts';
+import { STREAM_KINDS, streamName } from '../tenancy/names.ts';
 
 export interface AlertStepDeps {
   readonly kube: Kube;

@@ -6,7 +6,8 @@ import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { READY } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
-import { desiredStreamConfig, streamDrift, streamName, streamsStep } from './streams.ts';
+import { desiredStreamConfig, streamDrift, streamsStep } from './streams.ts';
+import { streamName } from '../tenancy/names.ts';
 
 describe('stream configuration (pure)', () => {
   const scope = testScope({ code: 'QWERTY', tier: 'Customer' });

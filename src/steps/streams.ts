@@ -10,17 +10,10 @@ import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
 import type { NatsStepDeps } from './step.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
-import { commandsStream, eventsStream } from '../tenancy/names.ts';
+import { STREAM_KINDS, streamName, streamSubject, type StreamKind } from '../tenancy/names.ts';
 import { codeInUse, isOwnOrRestored, ownerMetadata, ownerOf } from '../tenancy/ownership.ts';
 import { READY, notReady, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
-
-export const STREAM_KINDS = ['events', 'commands'] as const;
-export type StreamKind = (typeof STREAM_KINDS)[number];
-
-export const streamName = (code: string, kind: StreamKind): string =>
-  kind === 'events' ? eventsStream(code) : commandsStream(code);
-const streamSubject = (code: string, kind: StreamKind): string => `capsule.${code}.${kind}.>`;
 
 /** The part of a stream's configuration this step owns; everything else is left as the server has it. */
 export type OwnedStreamConfig = Pick<
