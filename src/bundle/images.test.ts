@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { MODULES } from '../api/modules.ts';
 import { DependencyError, InputError } from '../errors.ts';
-import { ImageCatalog, ImageCatalogError } from './images.ts';
+import { ImageCatalog, ImageCatalogError, normalizeReference, parseReference, pinnedPartsOrProblem, readImageLines } from './images.ts';
 
 const DIGEST = 'a'.repeat(64);
 const OTHER_DIGEST = 'b'.repeat(64);
@@ -92,5 +92,44 @@ describe('ImageCatalog', () => {
   it('rejects the same image listed twice', () => {
     const line = 'ghcr.io/aidonow/orbit-crm:1.0.0@sha256:PLACEHOLDER';
     expect(() => ImageCatalog.parse(`${line}\n${line}\n`)).toThrow('images.txt line 2: ghcr.io/aidonow/orbit-crm:1.0.0 is listed twice');
+  });
+});
+
+describe('image references', () => {
+  it('splits a reference as written: the tag only in the last path part, the digest with its algorithm', () => {
+    expect(parseReference('node')).toEqual({ repository: 'node', tag: '', digest: '' });
+    expect(parseReference('localhost:5000/x/y')).toEqual({ repository: 'localhost:5000/x/y', tag: '', digest: '' });
+    expect(parseReference('localhost:5000/x/y:2')).toEqual({ repository: 'localhost:5000/x/y', tag: '2', digest: '' });
+    expect(parseReference(`r.io/a/b@sha256:${DIGEST}`)).toEqual({ repository: 'r.io/a/b', tag: '', digest: `sha256:${DIGEST}` });
+    expect(parseReference(`r.io/a/b:1.0@sha256:${DIGEST}`)).toEqual({ repository: 'r.io/a/b', tag: '1.0', digest: `sha256:${DIGEST}` });
+  });
+
+  it('makes Docker defaults explicit', () => {
+    expect(normalizeReference('node')).toEqual({ repository: 'docker.io/library/node', tag: 'latest', digest: '' });
+    expect(normalizeReference('bitnami/redis:7')).toEqual({ repository: 'docker.io/bitnami/redis', tag: '7', digest: '' });
+    expect(normalizeReference(`index.docker.io/library/golang:1.26@sha256:${DIGEST}`)).toEqual({ repository: 'docker.io/library/golang', tag: '1.26', digest: `sha256:${DIGEST}` });
+    expect(normalizeReference(`registry-1.docker.io/nats@sha256:${DIGEST}`)).toEqual({ repository: 'docker.io/library/nats', tag: '', digest: `sha256:${DIGEST}` });
+    expect(normalizeReference('localhost:5000/x/y:2')).toEqual({ repository: 'localhost:5000/x/y', tag: '2', digest: '' });
+  });
+});
+
+describe('pinnedPartsOrProblem', () => {
+  const first = (text: string): ReturnType<typeof pinnedPartsOrProblem> => {
+    const [line] = readImageLines(`# header\n${text}\n`);
+    if (line === undefined) throw new Error('no image line');
+    return pinnedPartsOrProblem(line, 'list.txt');
+  };
+
+  it('gives the parts of a line with a registry host and a digest (hex or PLACEHOLDER)', () => {
+    expect(first(`localhost:5000/a/b:1.2@sha256:${DIGEST}`)).toEqual({ repository: 'localhost:5000/a/b', tag: '1.2', digest: DIGEST });
+    expect(first('ghcr.io/aidonow/x:1.0.0@sha256:PLACEHOLDER')).toEqual({ repository: 'ghcr.io/aidonow/x', tag: '1.0.0', digest: 'PLACEHOLDER' });
+  });
+
+  it('names what is wrong, with the line number: the grammar first, then the registry, then the digest', () => {
+    expect(first('ghcr.io/aidonow/x:1.0.0@sha256:short')).toBe('list.txt line 2: malformed, expected <registry>/<repository>:<tag>@sha256:<64 hex digits>, got "ghcr.io/aidonow/x:1.0.0@sha256:short"');
+    expect(first(`nats:2@sha256:${DIGEST}`)).toBe(`list.txt line 2: malformed, the registry is missing (write docker.io/library/nats:2), got "nats:2@sha256:${DIGEST}"`);
+    expect(first('aidonow/x:1')).toBe('list.txt line 2: malformed, the registry is missing (write docker.io/aidonow/x:1), got "aidonow/x:1"');
+    expect(first('ghcr.io/aidonow/x:1')).toBe('list.txt line 2: ghcr.io/aidonow/x:1 has no digest (add @sha256:PLACEHOLDER until the release step fills it)');
+    expect(first('quay.io/a/b:1')).toBe('list.txt line 2: third-party image quay.io/a/b:1 has no digest: pin it (@sha256:<64 hex digits>)');
   });
 });

@@ -12,6 +12,8 @@ import { DependencyError, InputError } from '../errors.ts';
 import { compareVersions } from '../versions.ts';
 
 export const DIGEST_PLACEHOLDER = 'PLACEHOLDER';
+/** The repositories of our own images: they may carry the PLACEHOLDER digest until the release step fills it. */
+export const OWN_PREFIX = 'ghcr.io/aidonow/';
 
 export interface CatalogImage {
   /** e.g. ghcr.io/aidonow/orbit-crm (already rewritten for the air-gap registry). */
@@ -50,6 +52,49 @@ export function readImageLines(text: string): ImageLine[] {
     if (repository === undefined || tag === undefined) return [{ number: index + 1, text: line }];
     return [{ number: index + 1, text: line, parts: digest === undefined ? { repository, tag } : { repository, tag, digest } }];
   });
+}
+
+/** A line's parts when it has a registry host and a digest (64 hex digits or PLACEHOLDER). */
+export interface PinnedParts {
+  readonly repository: string;
+  readonly tag: string;
+  readonly digest: string;
+}
+
+/**
+ * The parts of an image line with a registry host and a digest, or what is wrong with it, naming the
+ * line as `<source> line <n>`: malformed, no registry (with the line to write instead), no digest.
+ */
+export function pinnedPartsOrProblem(line: ImageLine, source = 'images.txt'): PinnedParts | string {
+  const where = `${source} line ${String(line.number)}`;
+  const parts = line.parts;
+  if (parts === undefined) return `${where}: malformed, expected <registry>/<repository>:<tag>@sha256:<64 hex digits>, got "${line.text}"`;
+  const { repository, tag, digest } = parts;
+  if (splitRegistry(repository).registry === undefined) {
+    return `${where}: malformed, the registry is missing (write ${normalizeReference(`${repository}:${tag}`).repository}:${tag}), got "${line.text}"`;
+  }
+  if (digest !== undefined) return { repository, tag, digest };
+  return repository.startsWith(OWN_PREFIX)
+    ? `${where}: ${repository}:${tag} has no digest (add @sha256:${DIGEST_PLACEHOLDER} until the release step fills it)`
+    : `${where}: third-party image ${repository}:${tag} has no digest: pin it (@sha256:<64 hex digits>)`;
+}
+
+/** An image reference as written, `<repository>[:<tag>][@<digest>]`: a part not given is ''; the digest keeps its algorithm (sha256:<hex>). */
+export function parseReference(reference: string): { repository: string; tag: string; digest: string } {
+  const at = reference.indexOf('@');
+  const [name, digest] = at === -1 ? [reference, ''] : [reference.slice(0, at), reference.slice(at + 1)];
+  const colon = name.lastIndexOf(':');
+  const tagged = colon > name.lastIndexOf('/');
+  return { repository: tagged ? name.slice(0, colon) : name, tag: tagged ? name.slice(colon + 1) : '', digest };
+}
+
+/** A reference with Docker's defaults made explicit: node -> docker.io/library/node:latest. */
+export function normalizeReference(reference: string): { repository: string; tag: string; digest: string } {
+  const { repository, tag, digest } = parseReference(reference);
+  let name = splitRegistry(repository).registry === undefined ? `docker.io/${repository}` : repository;
+  name = name.replace(/^(index\.docker\.io|registry-1\.docker\.io)\//, 'docker.io/');
+  if (name.startsWith('docker.io/') && !name.slice('docker.io/'.length).includes('/')) name = `docker.io/library/${name.slice('docker.io/'.length)}`;
+  return { repository: name, tag: tag === '' && digest === '' ? 'latest' : tag, digest };
 }
 
 export class ImageCatalogError extends Error {

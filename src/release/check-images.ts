@@ -11,9 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TIERS } from '../api/constants.ts';
-import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../bundle/images.ts';
-
-const OWN_PREFIX = 'ghcr.io/aidonow/';
+import { DIGEST_PLACEHOLDER, normalizeReference, OWN_PREFIX, type PinnedParts, pinnedPartsOrProblem, readImageLines } from '../bundle/images.ts';
 
 export class CheckUsageError extends Error {
   override readonly name = 'CheckUsageError';
@@ -24,20 +22,6 @@ export interface CheckReport {
   warnings: string[];
   /** The OK line when there is no problem. */
   summary: string;
-}
-
-/** A reference with Docker's defaults made explicit: node -> docker.io/library/node:latest. */
-export function normalizeReference(reference: string): { repository: string; tag: string; digest: string } {
-  let ref = reference;
-  let digest = '';
-  if (ref.includes('@')) [ref, digest] = [ref.slice(0, ref.indexOf('@')), ref.slice(ref.indexOf('@') + 1)];
-  const last = ref.slice(ref.lastIndexOf('/') + 1);
-  const tag = last.includes(':') ? last.slice(last.lastIndexOf(':') + 1) : '';
-  let name = last.includes(':') ? ref.slice(0, ref.lastIndexOf(':')) : ref;
-  if (splitRegistry(name).registry === undefined) name = `docker.io/${name}`;
-  name = name.replace(/^(index\.docker\.io|registry-1\.docker\.io)\//, 'docker.io/');
-  if (name.startsWith('docker.io/') && !name.slice('docker.io/'.length).includes('/')) name = `docker.io/library/${name.slice('docker.io/'.length)}`;
-  return { repository: name, tag: tag === '' && digest === '' ? 'latest' : tag, digest };
 }
 
 /** versions.env as NAME -> value (the last assignment wins, as when bash sources it). */
@@ -62,23 +46,8 @@ const PINNED_BY_VERSIONS_ENV: Readonly<Record<string, string>> = {
   'docker.io/library/golang': 'GO_TOOLCHAIN',
 };
 
-/** The parts of a line with a registry and a digest, or the problem of the line. */
-function linePartsOrProblem(line: ImageLine): { repository: string; tag: string; digest: string } | string {
-  const where = `images.txt line ${String(line.number)}`;
-  const parts = line.parts;
-  if (parts === undefined) return `${where}: malformed, expected <registry>/<repository>:<tag>@sha256:<64 hex digits>, got "${line.text}"`;
-  const { repository, tag, digest } = parts;
-  if (!repository.includes('/') || splitRegistry(repository).registry === undefined) {
-    return `${where}: malformed, the registry is missing (write ${normalizeReference(`${repository}:${tag}`).repository}:${tag}), got "${line.text}"`;
-  }
-  if (digest !== undefined) return { repository, tag, digest };
-  return repository.startsWith(OWN_PREFIX)
-    ? `${where}: ${repository}:${tag} has no digest (add @sha256:PLACEHOLDER until the release step fills it)`
-    : `${where}: third-party image ${repository}:${tag} has no digest: pin it (@sha256:<64 hex digits>)`;
-}
-
 /** A listed image's PLACEHOLDER and versions.env agreement. */
-function checkListedLine(where: string, key: string, parts: { repository: string; tag: string; digest: string }, context: { release: boolean; version: (name: string) => string }, report: CheckReport): void {
+function checkListedLine(where: string, key: string, parts: PinnedParts, context: { release: boolean; version: (name: string) => string }, report: CheckReport): void {
   const { repository, tag, digest } = parts;
   if (digest === DIGEST_PLACEHOLDER && context.release) report.problems.push(`${where}: ${key} still has the PLACEHOLDER digest (a release needs every digest)`);
   else if (digest === DIGEST_PLACEHOLDER && !repository.startsWith(OWN_PREFIX)) report.warnings.push(`${where}: third-party image ${key} has the PLACEHOLDER digest; the release step must fill it (--release fails)`);
@@ -92,7 +61,7 @@ function checkListedLine(where: string, key: string, parts: { repository: string
 function checkCatalogue(text: string, release: boolean, version: (name: string) => string, report: CheckReport): Catalogue {
   const catalogue = new Catalogue();
   for (const line of readImageLines(text)) {
-    const parts = linePartsOrProblem(line);
+    const parts = pinnedPartsOrProblem(line);
     if (typeof parts === 'string') {
       report.problems.push(parts);
       continue;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { normalizeReference, renderedImages } from './check-images.ts';
+import { renderedImages } from './check-images.ts';
 
 const cli = join(import.meta.dirname, '../cli.ts');
 const run = (args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string } =>
@@ -46,12 +46,16 @@ describe('eva-operator images', () => {
     const file = imagesFile(`${header}docker.io/library/nats:2.15.0-alpine@sha256:${HEX}\n`);
     expect(run(['images', 'lines', '--file', file]).stdout).toBe(`3\tdocker.io/library/nats\t2.15.0-alpine\t${HEX}\tlibrary/nats\n`);
   });
-  it('lines refuses a malformed line or one without a registry host, naming it (exit 2)', () => {
+  it('lines refuses a malformed line, one without a registry host or one without a digest, naming it (exit 2)', () => {
     const malformed = run(['images', 'lines', '--file', imagesFile('ghcr.io/aidonow/x:1.0.0@sha256:short\n'), '--name', 'images.txt']);
     expect(malformed.status).toBe(2);
     expect(malformed.stderr).toContain('images.txt line 1: malformed');
     const hostless = run(['images', 'lines', '--file', imagesFile(`library/nats:1@sha256:${HEX}\n`), '--name', 'images.txt']);
-    expect(hostless.stderr).toContain('images.txt line 1: library/nats has no registry host');
+    expect(hostless.status).toBe(2);
+    expect(hostless.stderr).toContain('images.txt line 1: malformed, the registry is missing (write docker.io/library/nats:1)');
+    const unpinned = run(['images', 'lines', '--file', imagesFile('docker.io/library/nats:1\n'), '--name', 'images.txt']);
+    expect(unpinned.status).toBe(2);
+    expect(unpinned.stderr).toContain('images.txt line 1: third-party image docker.io/library/nats:1 has no digest');
   });
   it('find matches by path and tag or digest, also a reference already at the mirror; exit 1 when not listed', () => {
     const file = imagesFile(`docker.io/library/nats:2.15.0-alpine@sha256:${HEX}\n`);
@@ -59,6 +63,12 @@ describe('eva-operator images', () => {
     expect(run(['images', 'find', `other.io/library/nats@sha256:${HEX}`, '--file', file]).stdout).toBe(`library/nats\t2.15.0-alpine\t${HEX}\n`);
     expect(run(['images', 'find', '127.0.0.1:5999/m/library/nats:2.15.0-alpine', '--file', file, '--mirror', '127.0.0.1:5999/m']).status).toBe(0);
     expect(run(['images', 'find', 'docker.io/library/nats:9.9.9', '--file', file]).status).toBe(1);
+  });
+  it('find lets the digest decide when the reference has one (also with a tag, as a pull does), and the path always', () => {
+    const file = imagesFile(`docker.io/library/nats:2.15.0-alpine@sha256:${HEX}\n`);
+    expect(run(['images', 'find', `docker.io/library/other@sha256:${HEX}`, '--file', file]).status).toBe(1);
+    expect(run(['images', 'find', `docker.io/library/nats:9.9.9@sha256:${HEX}`, '--file', file]).stdout).toBe(`library/nats\t2.15.0-alpine\t${HEX}\n`);
+    expect(run(['images', 'find', `docker.io/library/nats:2.15.0-alpine@sha256:${'b'.repeat(64)}`, '--file', file]).status).toBe(1);
   });
   it('registry accepts HOST[:PORT][/PREFIX] without trailing slashes, and refuses anything else (exit 2)', () => {
     expect(run(['images', 'registry', '127.0.0.1:5999/mirror/']).stdout).toBe('127.0.0.1:5999/mirror\n');
@@ -101,11 +111,6 @@ describe('eva-operator tenant-manifest', () => {
 });
 
 describe('check-images helpers', () => {
-  it('makes Docker defaults explicit', () => {
-    expect(normalizeReference('node')).toEqual({ repository: 'docker.io/library/node', tag: 'latest', digest: '' });
-    expect(normalizeReference(`index.docker.io/library/golang:1.26@sha256:${HEX}`)).toEqual({ repository: 'docker.io/library/golang', tag: '1.26', digest: `sha256:${HEX}` });
-    expect(normalizeReference('localhost:5000/x/y:2')).toEqual({ repository: 'localhost:5000/x/y', tag: '2', digest: '' });
-  });
   it('reads every image: of a rendered manifest once', () => {
     expect(renderedImages('spec:\n  image: "a:1"\n  - image: b:2\n  image: a:1\n')).toEqual(['a:1', 'b:2']);
   });

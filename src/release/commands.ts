@@ -5,7 +5,7 @@
  *   images lines [--file F]                   every image line as <number> TAB <repository> TAB <tag> TAB <digest hex | PLACEHOLDER>
  *                                             TAB <path> (the repository without its registry host)
  *   images registry <R>                       a mirror registry HOST[:PORT][/PREFIX], printed without trailing slashes
- *   images find <reference> [--file F] [--mirror R]  the line of a reference, by path (registry or mirror aside) and tag or digest
+ *   images find <reference> [--file F] [--mirror R]  the line of a reference, by path (registry or mirror aside) and its digest, or its tag
  *   images write-digests [--file F]           fills PLACEHOLDER digests from "<line number> sha256:<hex>" lines on stdin
  *   semver valid <version> / semver compare <a> <b>   exit 0 or 1 / prints -1, 0 or 1
  *   tenant-manifest --name --code --tier --wave --operator-version   an EvaTenant as YAML (tenant-manifest.ts)
@@ -14,7 +14,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DIGEST_PLACEHOLDER, type ImageLine, readImageLines, splitRegistry } from '../bundle/images.ts';
+import { DIGEST_PLACEHOLDER, parseReference, type PinnedParts, pinnedPartsOrProblem, readImageLines, splitRegistry } from '../bundle/images.ts';
 import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';
@@ -31,13 +31,11 @@ const fail = (prefix: string, message: string, status: number): never => {
 };
 
 /** Image lines that follow the grammar, have a registry host and a digest; anything else is an InputProblem. */
-function catalogueLines(file: string, shownAs = file): Array<ImageLine & { parts: { repository: string; tag: string; digest: string } }> {
+function catalogueLines(file: string, shownAs = file): Array<{ number: number; parts: PinnedParts }> {
   return readImageLines(readFileSync(file, 'utf8')).map((line) => {
-    const where = `${shownAs} line ${String(line.number)}`;
-    const parts = line.parts;
-    if (parts?.digest === undefined) throw new InputProblem(`${where}: malformed, expected <registry>/<repository>:<tag>@sha256:<64 hex digits>, got "${line.text}"`);
-    if (!parts.repository.includes('/') || splitRegistry(parts.repository).registry === undefined) throw new InputProblem(`${where}: ${parts.repository} has no registry host`);
-    return { ...line, parts: { repository: parts.repository, tag: parts.tag, digest: parts.digest } };
+    const parts = pinnedPartsOrProblem(line, shownAs);
+    if (typeof parts === 'string') throw new InputProblem(parts);
+    return { number: line.number, parts };
   });
 }
 
@@ -67,14 +65,12 @@ function imagesCommand(): Command {
     .option('--mirror <registry>', 'a registry (host[:port][/prefix]) the reference may already point at')
     .action((reference: string, options: { file: string; mirror?: string }) => {
       guarded(() => {
-        const at = reference.indexOf('@sha256:');
-        const [repository, tag, digest] = at === -1
-          ? [reference.slice(0, reference.lastIndexOf(':')), reference.slice(reference.lastIndexOf(':') + 1), undefined]
-          : [reference.slice(0, at), undefined, reference.slice(at + '@sha256:'.length)];
+        const { repository, tag, digest } = parseReference(reference);
+        // A digest decides when the reference has one, as for a pull; a tag otherwise.
+        const matches = (parts: PinnedParts): boolean => (digest === '' ? parts.tag === tag : `sha256:${parts.digest}` === digest);
         const mirror = options.mirror?.replace(/\/+$/, '');
         const path = mirror && repository.startsWith(`${mirror}/`) ? repository.slice(mirror.length + 1) : splitRegistry(repository).path;
-        const found = catalogueLines(options.file).find(({ parts }) =>
-          splitRegistry(parts.repository).path === path && (parts.tag === tag || parts.digest === digest));
+        const found = catalogueLines(options.file).find(({ parts }) => splitRegistry(parts.repository).path === path && matches(parts));
         if (found === undefined) process.exit(1);
         process.stdout.write(`${path}\t${found.parts.tag}\t${found.parts.digest}\n`);
       });
