@@ -10,6 +10,7 @@
  */
 import { assign, emit, enqueueActions, fromPromise, setup } from 'xstate';
 import { type DriftReport, STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
+import { STEP_DESCRIPTORS, type StepStartedEvent } from '../steps/registry.ts';
 import { problemOf, ShutdownError } from '../errors.ts';
 import type { Reason } from '../api/reasons.ts';
 
@@ -35,7 +36,7 @@ export type SagaEvent = { type: 'RECONCILE' } | { type: 'SPEC_CHANGED' };
 export type SagaEmitted =
   | { type: 'ProvisioningStarted' }
   | { type: 'StepCompleted'; step: StepName }
-  | { type: 'ModuleDeployStarted' }
+  | { type: StepStartedEvent }
   | { type: 'ProvisioningComplete' };
 
 export const REST_TAG = 'rest';
@@ -82,8 +83,9 @@ const saga = setup({
 type SagaStateConfig = Parameters<typeof saga.createStateConfig>[0];
 
 function stepState(step: StepName, next: string): SagaStateConfig {
+  const started = STEP_DESCRIPTORS[step].startedEvent;
   return saga.createStateConfig({
-    entry: step === 'modules' ? emit({ type: 'ModuleDeployStarted' as const }) : [],
+    entry: started === null ? [] : emit({ type: started }),
     invoke: {
       src: 'runStep',
       input: { step },

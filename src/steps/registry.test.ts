@@ -25,6 +25,13 @@ describe('step descriptors', () => {
     expect(announced.every((reason) => Object.values(Reason).includes(reason))).toBe(true);
   });
 
+  it('one step announces its start: modules, with a reason from the catalogue', () => {
+    expect(STEP_NAMES.flatMap((name) => {
+      const started = STEP_DESCRIPTORS[name].startedEvent;
+      return started === null ? [] : [`${name}:${started}`];
+    })).toEqual([`modules:${Reason.ModuleDeployStarted}`]);
+  });
+
   it('decommission removes traffic first, streams before the record and the account, the namespace last; revoke has nothing of its own', () => {
     expect(DECOMMISSION_ORDER).toEqual(['ingress', 'modules', 'credentials', 'seed', 'streams', 'record', 'alerts', 'account', 'network', 'quotas', 'namespace']);
     const orders = STEP_NAMES.flatMap((name) => STEP_DESCRIPTORS[name].decommission?.order ?? []);
@@ -45,21 +52,28 @@ const allButIngress = (all: StepDescriptors): Omit<StepDescriptors, 'ingress'> =
 export const withoutIngress: StepDescriptors = allButIngress(STEP_DESCRIPTORS);
 
 // @ts-expect-error a descriptor that does not name its condition
-export const withoutCondition: StepDescriptor = { step: namespaceStep, completedEvent: null, decommission: null };
+export const withoutCondition: StepDescriptor = { step: namespaceStep, startedEvent: null, completedEvent: null, decommission: null };
+
+// @ts-expect-error a descriptor that does not say whether its start is announced (null: it is not)
+export const withoutStartedEvent: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', completedEvent: null, decommission: null };
 
 // @ts-expect-error a descriptor that does not say whether its completion is announced (null: it is not)
-export const withoutEvent: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', decommission: null };
+export const withoutEvent: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', startedEvent: null, decommission: null };
 
 // @ts-expect-error a descriptor that does not say how it is decommissioned (null: nothing of its own)
-export const withoutDecommission: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', completedEvent: null };
+export const withoutDecommission: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', startedEvent: null, completedEvent: null };
 
 export const withoutNamespaceScope: StepDescriptor = {
   step: namespaceStep,
   condition: 'NamespaceReady',
+  startedEvent: null,
   completedEvent: null,
   // @ts-expect-error a decommission part that does not say whether it lives in the tenant namespace
   decommission: { order: 5 },
 };
 
 // @ts-expect-error an Event reason outside the catalogue
-export const inventedReason: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', completedEvent: 'NamespaceMade', decommission: null };
+export const inventedReason: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', startedEvent: null, completedEvent: 'NamespaceMade', decommission: null };
+
+// @ts-expect-error a start Event that is not one a step may announce as it starts
+export const completionAsStart: StepDescriptor = { step: namespaceStep, condition: 'NamespaceReady', startedEvent: Reason.NamespaceCreated, completedEvent: null, decommission: null };

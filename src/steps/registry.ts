@@ -1,6 +1,6 @@
 /**
  * What each step is, in one descriptor per step (the step itself, the condition it reports, its
- * completion Event, its place in the decommission), from which the saga, the status writer and the
+ * start and completion Events, its place in the decommission), from which the saga, the status writer and the
  * decommission derive their tables; and the two operations the saga needs from the steps: run one
  * step (ensure, then verify) and check them all for drift (verify only: no write, no helm process).
  * The saga runs the steps in the order of STEP_NAMES (step.ts).
@@ -44,12 +44,17 @@ export interface OperatorDeps extends Bundle {
   config: OperatorConfig;
 }
 
+/** The Normal Events a step may announce as the saga enters it (widen this as a step starts announcing). */
+export type StepStartedEvent = typeof Reason.ModuleDeployStarted;
+
 /** One step, with everything the layers above need to know about it. */
 export interface StepDescriptor {
   /** ensure / verify / remove / verifyRemoved; its `name` is the descriptor's key. */
   readonly step: Step<OperatorDeps>;
   /** The provisioning condition it reports (several steps share one). */
   readonly condition: ProvisioningCondition;
+  /** The Normal Event recorded as the saga enters it; null: its start is no news of its own. */
+  readonly startedEvent: StepStartedEvent | null;
   /** The Normal Event recorded when it completes; null: its completion is no news of its own. */
   readonly completedEvent: Reason | null;
   /** Its part in the decommission saga; null: it has nothing of its own to remove. */
@@ -68,19 +73,19 @@ export interface StepDescriptor {
 export type StepDescriptors = { readonly [Name in StepName]: StepDescriptor };
 
 export const STEP_DESCRIPTORS: StepDescriptors = {
-  namespace: { step: namespaceStep, condition: 'NamespaceReady', completedEvent: Reason.NamespaceCreated, decommission: { order: 100, inTenantNamespace: false } },
-  quotas: { step: quotasStep, condition: 'NamespaceReady', completedEvent: null, decommission: { order: 90, inTenantNamespace: true } },
-  network: { step: networkStep, condition: 'NamespaceReady', completedEvent: null, decommission: { order: 80, inTenantNamespace: true } },
-  account: { step: accountStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 70, inTenantNamespace: false } },
-  streams: { step: streamsStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 40, inTenantNamespace: false } },
-  alerts: { step: alertsStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 60, inTenantNamespace: true } },
-  record: { step: recordStep, condition: 'Provisioned', completedEvent: null, decommission: { order: 50, inTenantNamespace: false } },
-  seed: { step: seedStep, condition: 'SeedLoaded', completedEvent: Reason.SeedLoaded, decommission: { order: 30, inTenantNamespace: false } },
-  credentials: { step: credentialsStep, condition: 'ModulesDeployed', completedEvent: null, decommission: { order: 25, inTenantNamespace: true } },
-  modules: { step: modulesStep, condition: 'ModulesDeployed', completedEvent: Reason.ModuleDeployComplete, decommission: { order: 20, inTenantNamespace: true } },
+  namespace: { step: namespaceStep, condition: 'NamespaceReady', startedEvent: null, completedEvent: Reason.NamespaceCreated, decommission: { order: 100, inTenantNamespace: false } },
+  quotas: { step: quotasStep, condition: 'NamespaceReady', startedEvent: null, completedEvent: null, decommission: { order: 90, inTenantNamespace: true } },
+  network: { step: networkStep, condition: 'NamespaceReady', startedEvent: null, completedEvent: null, decommission: { order: 80, inTenantNamespace: true } },
+  account: { step: accountStep, condition: 'Provisioned', startedEvent: null, completedEvent: null, decommission: { order: 70, inTenantNamespace: false } },
+  streams: { step: streamsStep, condition: 'Provisioned', startedEvent: null, completedEvent: null, decommission: { order: 40, inTenantNamespace: false } },
+  alerts: { step: alertsStep, condition: 'Provisioned', startedEvent: null, completedEvent: null, decommission: { order: 60, inTenantNamespace: true } },
+  record: { step: recordStep, condition: 'Provisioned', startedEvent: null, completedEvent: null, decommission: { order: 50, inTenantNamespace: false } },
+  seed: { step: seedStep, condition: 'SeedLoaded', startedEvent: null, completedEvent: Reason.SeedLoaded, decommission: { order: 30, inTenantNamespace: false } },
+  credentials: { step: credentialsStep, condition: 'ModulesDeployed', startedEvent: null, completedEvent: null, decommission: { order: 25, inTenantNamespace: true } },
+  modules: { step: modulesStep, condition: 'ModulesDeployed', startedEvent: Reason.ModuleDeployStarted, completedEvent: Reason.ModuleDeployComplete, decommission: { order: 20, inTenantNamespace: true } },
   // Nothing of its own to remove: step 'account' deletes the whole account.
-  revoke: { step: revokeStep, condition: 'ModulesDeployed', completedEvent: null, decommission: null },
-  ingress: { step: withdrawnWhileHibernated(ingressStep), condition: 'IngressReady', completedEvent: Reason.IngressProvisioned, decommission: { order: 10, inTenantNamespace: true } },
+  revoke: { step: revokeStep, condition: 'ModulesDeployed', startedEvent: null, completedEvent: null, decommission: null },
+  ingress: { step: withdrawnWhileHibernated(ingressStep), condition: 'IngressReady', startedEvent: null, completedEvent: Reason.IngressProvisioned, decommission: { order: 10, inTenantNamespace: true } },
 };
 
 export const stepOf = (name: StepName): Step<OperatorDeps> => STEP_DESCRIPTORS[name].step;
