@@ -169,7 +169,10 @@ const customRef = (scope: TenantScope): { group: string; version: string; plural
   name: alertRulesName(scope.code),
 });
 
-/** The PrometheusRule as stored; also undefined when the CRD itself is absent (the API answers 404). */
+/**
+ * The PrometheusRule as stored; also undefined when the CRD itself is absent (the API answers 404).
+ * Read from the API, not `reads`: no watch cache holds a kind whose CRD may not be installed.
+ */
 function readPrometheusRule(kube: Kube, scope: TenantScope): Promise<unknown> {
   return readOptional(() => kube.custom.getNamespacedCustomObject(customRef(scope)));
 }
