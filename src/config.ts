@@ -1,7 +1,8 @@
 /**
  * Operator configuration from the environment, validated once at start. Every bad value is reported
  * at once, each with the variable's name, so a misconfigured Deployment fails with a useful message.
- * The only module that reads the environment (src/layering.test.ts checks it; entry points aside):
+ * The only module that reads configuration from the environment (src/layering.test.ts checks it;
+ * adapters/helm.ts also reads process.env, only to hand part of it down to helm):
  * the sections' readers live in config/ (NATS, NetworkPolicy, Ingress), the reader itself in
  * config/env-reader.ts.
  */

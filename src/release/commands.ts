@@ -7,6 +7,7 @@
  *   images registry <R>                       a mirror registry HOST[:PORT][/PREFIX], printed without trailing slashes
  *   images find <reference> [--file F] [--mirror R]  the line of a reference, by path (registry or mirror aside) and its digest, or its tag
  *   images write-digests [--file F]           fills PLACEHOLDER digests from "<line number> sha256:<hex>" lines on stdin
+ *   images archive-header <writer>            the header of an image archive's images.txt (line N is images/N), naming its writer
  *   semver valid <version> / semver compare <a> <b>   exit 0 or 1 / prints -1, 0 or 1
  *   tenant-manifest --name --code --tier --wave --operator-version   an EvaTenant as YAML (tenant-manifest.ts)
  *   manifests images|value|section   what scripts read from YAML and JSON (manifests.ts)
