@@ -23,7 +23,6 @@ registry=""
 third_party=false
 tls=true
 dry_run=false
-OWN_PREFIX=ghcr.io/aidonow/
 
 usage_error() { echo "release-fill-digests: $* (try --help)" >&2; exit 2; }
 while (($#)); do
@@ -54,7 +53,10 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-if ! eva_cli images lines --file "$file" >"$work/lines" 2>"$work/lines.err"; then
+# Our own images' lines (the CLI knows which are ours), or every line with --include-third-party.
+lines_args=(--file "$file")
+$third_party || lines_args+=(--own)
+if ! eva_cli images lines "${lines_args[@]}" >"$work/lines" 2>"$work/lines.err"; then
   sed 's/^/release-fill-digests: /' "$work/lines.err" >&2
   exit 2
 fi
@@ -62,7 +64,6 @@ failed=()
 : >"$work/digests"
 while IFS=$'\t' read -r number repository tag digest path; do
   [[ $digest == PLACEHOLDER ]] || continue
-  [[ $repository == "$OWN_PREFIX"* ]] || $third_party || continue
   if [[ -n $registry ]]; then source="$registry/$path:$tag"; else source="$repository:$tag"; fi
   if ! skopeo inspect --raw --retry-times 2 --tls-verify="$tls" "docker://$source" >"$work/manifest" 2>"$work/err" ||
     [[ ! -s $work/manifest ]]; then

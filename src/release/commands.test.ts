@@ -40,6 +40,12 @@ describe('eva-operator images', () => {
       `3\tghcr.io/aidonow/eva-forge\t1.0.0\tPLACEHOLDER\taidonow/eva-forge\n4\tdocker.io/library/nats\t2.15.0-alpine\t${HEX}\tlibrary/nats\n`,
     );
   });
+  it('lines --own keeps only our own images, after checking every line', () => {
+    const file = imagesFile(`ghcr.io/aidonow/eva-forge:1.0.0@sha256:PLACEHOLDER\ndocker.io/library/nats:2.15.0-alpine@sha256:PLACEHOLDER\n`);
+    expect(run(['images', 'lines', '--file', file, '--own']).stdout).toBe('1\tghcr.io/aidonow/eva-forge\t1.0.0\tPLACEHOLDER\taidonow/eva-forge\n');
+    const broken = run(['images', 'lines', '--file', imagesFile(`ghcr.io/aidonow/a:1@sha256:PLACEHOLDER\nnats:2@sha256:${HEX}\n`), '--own']);
+    expect(broken.status).toBe(2);
+  });
   it('archive-header names its writer and is comment only: the archive\'s first image line is image line 0, images/0', () => {
     const header = run(['images', 'archive-header', 'scripts/mirror-images.sh --archive']).stdout;
     expect(header).toContain('# Written by scripts/mirror-images.sh --archive: line N');

@@ -2,7 +2,7 @@
  * The `eva-operator` subcommands that scripts call for format logic, so each format has one reader
  * (bash keeps the process, namespace and mount plumbing):
  *   images check [--release] [--root DIR]     images.txt against the charts, Dockerfile and versions.env
- *   images lines [--file F]                   every image line as <number> TAB <repository> TAB <tag> TAB <digest hex | PLACEHOLDER>
+ *   images lines [--file F] [--own]           every image line (--own: our own images only) as <number> TAB <repository> TAB <tag> TAB <digest hex | PLACEHOLDER>
  *                                             TAB <path> (the repository without its registry host)
  *   images registry <R>                       a mirror registry HOST[:PORT][/PREFIX], printed without trailing slashes
  *   images find <reference> [--file F] [--mirror R]  the line of a reference, by path (registry or mirror aside) and its digest, or its tag
@@ -15,7 +15,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DIGEST_PLACEHOLDER, parseReference, type PinnedParts, pinnedPartsOrProblem, readImageLines, splitRegistry } from '../bundle/images.ts';
+import { DIGEST_PLACEHOLDER, OWN_PREFIX, parseReference, type PinnedParts, pinnedPartsOrProblem, readImageLines, splitRegistry } from '../bundle/images.ts';
 import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';
@@ -101,9 +101,11 @@ function linesCommand(): Command {
     .description('print every image line: number, repository, tag, digest (hex or PLACEHOLDER), path without the registry, tab-separated')
     .option('--file <file>', 'the images file', 'images.txt')
     .option('--name <name>', 'the name of the file in messages (default: its path)')
-    .action((options: { file: string; name?: string }) => {
+    .option('--own', `only our own images (${OWN_PREFIX}...); every line is checked all the same`, false)
+    .action((options: { file: string; name?: string; own: boolean }) => {
       guarded(() => {
-        const rows = catalogueLines(options.file, options.name).map(({ number, parts }) =>
+        const lines = catalogueLines(options.file, options.name).filter(({ parts }) => !options.own || parts.repository.startsWith(OWN_PREFIX));
+        const rows = lines.map(({ number, parts }) =>
           `${String(number)}\t${parts.repository}\t${parts.tag}\t${parts.digest}\t${splitRegistry(parts.repository).path}\n`);
         process.stdout.write(rows.join(''));
       });
