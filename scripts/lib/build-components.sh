@@ -24,7 +24,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck source=/dev/null
 source "$root/versions.env"
 # shellcheck source=scripts/lib/eva-cli.sh
-source "$root/scripts/lib/eva-cli.sh"   # go's JSON is read by `eva-operator manifests`
+source "$root/scripts/lib/eva-cli.sh"   # go's JSON is read by `eva-operator manifests`; eva_render
+# The wrapper modules' go.mod and tools.go (Kubernetes, etcd) are templates filled by eva_render.
+templates="$root/scripts/build-components"
 
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 cache_root="${EVA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eva-operator}"
@@ -33,7 +35,8 @@ key_only=false
 if [[ ${1:-} == --key ]]; then key_only=true; shift; fi
 set_name=${1:-control-plane}
 # Per set: the versions.env variables it uses, its recipe (bump when the way binaries are built
-# changes: flags, extra files, so caches are rebuilt), its folder prefix and its lock.
+# changes: flags, extra files, the templates in scripts/build-components/, so caches are rebuilt),
+# its folder prefix and its lock.
 case "$set_name" in
   control-plane)
     key_vars=(GO_TOOLCHAIN KUBERNETES_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION NATS_SERVER_VERSION)
@@ -80,32 +83,15 @@ out="$work/bin"
 mkdir -p "$out"
 started=$(date +%s)
 
-staging_modules=(
-  api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
-  cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
-  cri-client cri-streaming csi-translation-lib dynamic-resource-allocation endpointslice externaljwt
-  kms kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
-  mount-utils pod-security-admission sample-apiserver sample-cli-plugin sample-controller streaming
-)
-
 build_kubernetes() { # <cmd...>: k8s.io/kubernetes/cmd/<cmd> for each
-  local k="$KUBERNETES_VERSION" staging="0.${KUBERNETES_VERSION#1.}" cmd
+  local k="$KUBERNETES_VERSION" cmd
   local minor; minor=$(cut -d. -f2 <<<"$k")
   local dir="$work/kubernetes"
   mkdir -p "$dir"
-  {
-    echo "module eva-operator.local/kubernetes-build"
-    echo "go $GO_TOOLCHAIN"
-    echo "require k8s.io/kubernetes v$k"
-    echo "replace ("
-    for m in "${staging_modules[@]}"; do echo "  k8s.io/$m => k8s.io/$m v$staging"; done
-    echo ")"
-  } >"$dir/go.mod"
-  {
-    printf '//go:build tools\n\npackage tools\n\nimport (\n'
-    for cmd in "$@"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$cmd"; done
-    printf ')\n'
-  } >"$dir/tools.go"
+  # Every staging module (k8s.io/api, client-go, ...) at Kubernetes' own 0.<minor>.<patch>.
+  eva_render "$templates/kubernetes.go.mod" GO_TOOLCHAIN="$GO_TOOLCHAIN" KUBERNETES_VERSION="$k" \
+    STAGING_VERSION="0.${k#1.}" >"$dir/go.mod"
+  eva_render "$templates/kubernetes-tools.go" IMPORTS="$(printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$@")" >"$dir/tools.go"
   log "kubernetes v$k: resolving modules"
   (cd "$dir" && go mod tidy)
   local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$k -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$k -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
@@ -120,9 +106,8 @@ build_etcd() {
   # module of its own keeps Kubernetes' newer etcd client out of its dependency graph.
   local dir="$work/etcd"
   mkdir -p "$dir"
-  printf 'module eva-operator.local/etcd-build\ngo %s\nrequire go.etcd.io/etcd/server/v3 v%s\n' \
-    "$GO_TOOLCHAIN" "$ETCD_VERSION" >"$dir/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$dir/tools.go"
+  eva_render "$templates/etcd.go.mod" GO_TOOLCHAIN="$GO_TOOLCHAIN" ETCD_VERSION="$ETCD_VERSION" >"$dir/go.mod"
+  cat "$templates/etcd-tools.go" >"$dir/tools.go"
   log "etcd v$ETCD_VERSION: building"
   (cd "$dir" && go mod tidy && go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 }

@@ -1,7 +1,8 @@
 /**
  * Renders one of the scripts' template files (scripts/dev-cluster/, scripts/real-node/,
- * scripts/build-image/) to stdout: `${NAME}` becomes the value given as NAME=value, for the names
- * given only (as `envsubst '${NAME}...'` does; anything else, `$x` or `${OTHER}`, stays as written).
+ * scripts/build-image/, scripts/build-components/) to stdout: `${NAME}` becomes the value given as
+ * NAME=value, for the names given only (as `envsubst '${NAME}...'` does; anything else, `$x` or
+ * `${OTHER}`, stays as written).
  * Run by Node from node_modules (scripts/lib/eva-cli.sh: eva_render), so the local control plane
  * needs no system package for it; it starts in a fraction of the `eva-operator` command's time.
  *

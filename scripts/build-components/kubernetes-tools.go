@@ -1,0 +1,7 @@
+//go:build tools
+
+package tools
+
+import (
+${IMPORTS}
+)
