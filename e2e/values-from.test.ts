@@ -8,18 +8,21 @@
  * breaks the values contract is refused naming the reference and the key (then fixed: positive
  * control); a spec cannot read an unlabelled object, the operator's own Secrets or another tenant's
  * (each beside a positive control); and no value from a Secret shows in the operator's log, the
- * tenants' events or status, while helm got it.
+ * tenants' events or status, while helm got it. helm is a recording wrapper (HELM_BINARY): a value
+ * from a Secret is in no helm argument, only in 0600 values files on the tmpfs HELM_SECRETS_DIR, none
+ * left behind.
  *
  * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with VF.
  * The operator's namespace is `default` (no POD_NAMESPACE outside a pod).
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
-import { helmReleases } from './support/helm.ts';
+import { helmReleases, recordingHelm } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
@@ -73,12 +76,14 @@ const stalled = (reason: string, ...named: string[]) => (t: TenantView): boolean
 
 describe('values from Secrets and ConfigMaps (real API server, operator, helm)', () => {
   let operator: OperatorProcess;
+  /** The operator's helm: records every call (argv, values files), then runs the pinned helm. */
+  const helm = recordingHelm(Object.values(CANARY));
 
   beforeAll(async () => {
     kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
     // No drift check within the test: every upgrade seen comes from the watch.
-    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '3600' });
+    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '3600', HELM_BINARY: helm.binary });
     await operator.ready();
   }, 120_000);
 
@@ -88,6 +93,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     const gone = await Promise.all(ours.map((name) => waitForGone(name, 240_000)));
     await operator.stop();
     removeSecretsDir(operator);
+    helm.remove();
     kubectl(['delete', 'secret', '-n', OPERATOR_NS, '--ignore-not-found', ...operatorSecrets]);
     expect(gone.every(Boolean)).toBe(true);
   }, 300_000);
@@ -223,5 +229,26 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
       expect(described).not.toContain(canary);
       expect(configMaps).not.toContain(canary);
     }
+  });
+
+  it('a value from a Secret reaches helm only in a 0600 values file on the tmpfs HELM_SECRETS_DIR, never in its argv, and no file is left', () => {
+    const calls = helm.calls();
+    const files = calls.flatMap((call) => call.valuesFiles);
+    // Positive control: the wrapper saw both values of the SSO Secret in the values files of orbit-crm's
+    // releases while helm ran (so it would have seen them in an argument too), and in no other module's.
+    const carrying = (canary: string): string[] => calls.filter((call) => call.valuesFiles.some((f) => f.needles.includes(canary))).map((call) => call.argv[1] ?? '');
+    expect(carrying(CANARY.sso)).toContain('orbit-crm');
+    expect(carrying(CANARY.rotated)).toContain('orbit-crm');
+    expect([...carrying(CANARY.sso), ...carrying(CANARY.rotated)].filter((release) => release !== 'orbit-crm')).toEqual([]);
+    // Refused or never referenced: in no values file at all.
+    expect([...carrying(CANARY.contract), ...carrying(CANARY.signing)]).toEqual([]);
+    for (const canary of Object.values(CANARY)) expect(calls.filter((call) => call.argv.some((arg) => arg.includes(canary))).map((call) => call.argv.join(' '))).toEqual([]);
+    expect(files.length, 'no helm call had a values file').toBeGreaterThan(0);
+    for (const file of files) {
+      expect(file.path.startsWith(`${operator.secretsDir}/`), file.path).toBe(true);
+      expect({ path: file.path, mode: file.mode, filesystem: file.filesystem }).toEqual({ path: file.path, mode: '600', filesystem: 'tmpfs' });
+      expect(existsSync(file.path), `${file.path} left after helm`).toBe(false);
+    }
+    expect(operator.secretFilesLeft()).toEqual([]);
   });
 });
