@@ -8,9 +8,9 @@
  * breaks the values contract is refused naming the reference and the key (then fixed: positive
  * control); a spec cannot read an unlabelled object, the operator's own Secrets or another tenant's
  * (each beside a positive control); and no value from a Secret shows in the operator's log, the
- * tenants' events or status, while helm got it. helm is a recording wrapper (HELM_BINARY): a value
- * from a Secret is in no helm argument, only in 0600 values files on the tmpfs HELM_SECRETS_DIR, none
- * left behind.
+ * tenants' events or status, while helm got it. status.modules.<module>.valuesDigest follows exactly
+ * the release whose values changed. helm is a recording wrapper (HELM_BINARY): a value from a Secret
+ * is in no helm argument, only in 0600 values files on the tmpfs HELM_SECRETS_DIR, none left behind.
  *
  * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with VF.
  * The operator's namespace is `default` (no POD_NAMESPACE outside a pod).
@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
+import { VALUES_HASH_LABEL } from '../src/steps/release-state.ts';
 import { helmReleases, recordingHelm } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
@@ -49,6 +50,16 @@ function applySource(kind: 'Secret' | 'ConfigMap', namespace: string, name: stri
 }
 
 const revisionOf = (namespace: string, release: string): number => Number(helmReleases(namespace).find((r) => r.name === release)?.revision ?? 0);
+
+/** status.modules.<module>.valuesDigest of each module, as the API server has the tenant. */
+function valuesDigests(name: string): Record<string, string | undefined> {
+  const status = JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'jsonpath={.status.modules}']) || '{}') as Record<string, { valuesDigest?: string }>;
+  return Object.fromEntries(Object.entries(status).map(([module, s]) => [module, s.valuesDigest]));
+}
+
+/** The values-hash label on the release's deployed revision (helm's storage Secret): what was applied. */
+const appliedDigest = (namespace: string, release: string): string =>
+  kubectlOk(['get', 'secret', '-n', namespace, '-l', `owner=helm,name=${release},status=deployed`, '-o', `jsonpath={.items[0].metadata.labels.${VALUES_HASH_LABEL.replace(/\./g, '\\.')}}`]);
 
 function helmValues(namespace: string, release: string): Record<string, unknown> {
   const out = spawnSync(tool('helm'), ['get', 'values', release, '-n', namespace, '-o', 'json'], { encoding: 'utf8', env: process.env });
@@ -134,12 +145,25 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     expect(JSON.stringify(helmValues(MAIN.namespace, 'orbit-itsm'))).not.toContain(CANARY.sso);
   });
 
-  it('a Secret change upgrades exactly the release that uses it (helm history)', async () => {
+  it('a Secret change upgrades exactly the release that uses it (helm history), and changes exactly its status.modules valuesDigest', async () => {
     const before = { crm: revisionOf(MAIN.namespace, 'orbit-crm'), itsm: revisionOf(MAIN.namespace, 'orbit-itsm') };
+    // Every module shows the digest of what was applied: the values-hash label of its deployed release.
+    const digests = valuesDigests(MAIN.name);
+    expect(Object.keys(digests).sort()).toEqual(['orbit-crm', 'orbit-itsm']);
+    for (const [module, digest] of Object.entries(digests)) {
+      expect(digest, module).toMatch(/^[a-f0-9]{48}$/);
+      expect(digest, module).toBe(appliedDigest(MAIN.namespace, module));
+    }
+    expect(digests['orbit-crm']).not.toBe(digests['orbit-itsm']);
     applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.rotated });
     const upgraded = await eventually(() => revisionOf(MAIN.namespace, 'orbit-crm') > before.crm, 120_000, 1_000);
     expect(upgraded, 'orbit-crm was not upgraded after its Secret changed').toBe(true);
     await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
+    const changed = await eventually(() => valuesDigests(MAIN.name)['orbit-crm'] !== digests['orbit-crm'], 30_000, 1_000);
+    expect(changed, `status.modules.orbit-crm.valuesDigest did not change: ${JSON.stringify(valuesDigests(MAIN.name))}`).toBe(true);
+    const after = valuesDigests(MAIN.name);
+    expect(after['orbit-crm']).toBe(appliedDigest(MAIN.namespace, 'orbit-crm'));
+    expect(after['orbit-itsm'], 'the digest of the module whose values did not change').toBe(digests['orbit-itsm']);
     expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ secretConfig: { sso: { clientSecret: CANARY.rotated } } });
     expect(moduleSecretConfig(MAIN.namespace, 'orbit-crm')).toEqual({ sso: { clientSecret: CANARY.rotated } });
     // A change to a labelled object nobody references, and a no-op re-apply, upgrade nothing.
@@ -147,7 +171,24 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.rotated });
     await new Promise((resolve) => setTimeout(resolve, 15_000));
     expect({ crm: revisionOf(MAIN.namespace, 'orbit-crm'), itsm: revisionOf(MAIN.namespace, 'orbit-itsm') }).toEqual({ crm: before.crm + 1, itsm: before.itsm });
+    expect(valuesDigests(MAIN.name)).toEqual(after);
   }, CASE_MS);
+
+  it('kubectl describe shows each module (chart version, message, replicas, values digest) and the URL', () => {
+    const described = kubectlOk(['describe', 'evt', MAIN.name]);
+    type Shown = { chartVersion: string; message: string; readyReplicas: number; replicas: number; valuesDigest: string };
+    const status = JSON.parse(kubectlOk(['get', 'evt', MAIN.name, '-o', 'jsonpath={.status}'])) as { url?: string; modules: Record<string, Shown> };
+    expect(status.url).toBe(`http://${MAIN.code.toLowerCase()}.tenants.eva.local`);
+    expect(described).toMatch(new RegExp(`^\\s+URL:\\s+${status.url ?? ''}$`, 'm'));
+    expect(Object.keys(status.modules).sort()).toEqual(['orbit-crm', 'orbit-itsm']);
+    // kubectl describe prints a map key as words (`orbit-crm` as `Orbit - Crm`) and the fields sorted.
+    const heading = (module: string): string => module.split('-').map((word) => `${word.charAt(0).toUpperCase()}${word.slice(1)}`).join(' - ');
+    for (const [module, s] of Object.entries(status.modules)) {
+      const fields = [`Chart Version: ${s.chartVersion}`, `Message: ${s.message}`, `Ready Replicas: ${String(s.readyReplicas)}`, `Replicas: ${String(s.replicas)}`, `Values Digest: ${s.valuesDigest}`];
+      const block = [`${heading(module)}:`, ...fields].map((line) => line.replace(': ', ':\\s+')).join('\\s+');
+      expect(described, module).toMatch(new RegExp(`Modules:[\\s\\S]*${block}`));
+    }
+  });
 
   it('a referenced object that breaks the values contract is refused naming the reference and the key; fixed, it converges', async () => {
     const revision = revisionOf(MAIN.namespace, 'orbit-crm');
