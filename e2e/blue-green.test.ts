@@ -82,7 +82,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 interface TenantObject {
   metadata: TenantMetadata;
   spec: { capsuleCode: string; operatorVersion?: string; wave?: number };
-  status?: { phase?: string; observedGeneration?: number; conditions?: { type: string; status: string; reason: string }[] };
+  status?: { phase?: string; observedGeneration?: number; conditions?: { type: string; status: string; reason: string; message: string }[] };
 }
 
 function getTenant(name: string): TenantObject | undefined {
@@ -96,6 +96,9 @@ function listTenants(): TenantObject[] {
 
 const ownerOf = (t: TenantObject | undefined): string | undefined => t?.metadata.annotations?.[OWNER_ANNOTATION];
 const conditionOf = (t: TenantObject, type: string): string | undefined => t.status?.conditions?.find((c) => c.type === type)?.status;
+/** Reported as served by no running operator: Stalled True with this reason (kstatus Failed, Argo CD Degraded). */
+const stalledWith = (reason: string) => (t: TenantObject | undefined): boolean =>
+  t?.status?.conditions?.some((c) => c.type === 'Stalled' && c.status === 'True' && c.reason === reason) === true;
 
 function create(t: Planned, shard?: string): void {
   const spec = { capsuleCode: t.code, tier: 'Starter', seedsVersion: '1.0.0', wave: t.wave, ...(t.pin !== undefined ? { operatorVersion: t.pin } : {}) };
@@ -343,7 +346,7 @@ describe('blue/green: two operator versions side by side', () => {
     // Green does not claim the wave-2 one, but reports it: no running operator claims wave 2 (the
     // Leases publish MAX_WAVE), so green, the only leader, writes Stalled at its next check (every 30 s).
     let waiting: TenantObject | undefined;
-    const stalled = (t: TenantObject | undefined): boolean => t?.status?.conditions?.some((c) => c.type === 'Stalled' && c.status === 'True' && c.reason === 'OperatorWaveAbsent') === true;
+    const stalled = stalledWith('OperatorWaveAbsent');
     expect(await eventually(() => stalled((waiting = getTenant(CANARY_W2.name))), 45_000, 1_000), `the wave-2 tenant is not reported: ${JSON.stringify(waiting?.status)}`).toBe(true);
     expect(ownerOf(waiting), 'the wave-2 tenant was claimed while only green (MAX_WAVE 1) ran').toBeUndefined();
     expect(waiting?.metadata.finalizers ?? []).toEqual([]);
@@ -443,7 +446,7 @@ describe('blue/green: two operator versions side by side', () => {
     expect(now?.metadata.finalizers ?? [], 'finalizer added').not.toContain(FINALIZER);
     expect(ownerOf(now), 'owner annotation added').toBeUndefined();
     // Its status says so (Stalled: kstatus Failed, Argo CD Degraded), written by one operator only.
-    const stalled = (o: TenantObject | undefined): boolean => o?.status?.conditions?.some((c) => c.type === 'Stalled' && c.status === 'True' && c.reason === 'OperatorVersionAbsent') === true;
+    const stalled = stalledWith('OperatorVersionAbsent');
     expect(await eventually(() => stalled(getTenant(t.name)), 45_000, 1_000), 'no Stalled OperatorVersionAbsent status').toBe(true);
     expect(getTenant(t.name)?.status?.phase, 'a phase written').toBeUndefined();
     expect(kubectl(['get', 'namespace', tenantNamespace(t.code)]).status, 'namespace created').not.toBe(0);
@@ -552,16 +555,7 @@ describe('blue/green: two operator versions side by side', () => {
       expect(late.map(describeWrite), 'eu wrote to the tenant after us claimed it').toEqual([]);
       expect(writes.filter((e) => (e.userAgent ?? '').startsWith('eva-operator') && !byOperator(GREEN, 'eu')(e) && !byOperator(GREEN, 'us')(e)).map(describeWrite), 'an operator of another shard wrote').toEqual([]);
 
-      // A shard nobody runs: left alone, reported by the running shards (presence is checked every 30 s).
-      create(IN_ABSENT_SHARD, 'apac');
-      let absent: TenantObject | undefined;
-      const reported = await eventually(() => (absent = getTenant(IN_ABSENT_SHARD.name)) !== undefined && warningEvents(absent, 'OperatorShardAbsent').length > 0, 90_000, 2_000);
-      expect(reported, 'no OperatorShardAbsent event').toBe(true);
-      expect(warningEvents(absent as TenantObject, 'OperatorShardAbsent')[0]?.message).toContain('SHARD=apac');
-      // Each running shard's leader checks on its own every 30 s: the one that reported may not be the one asked first.
-      const gauge = async (op: OperatorProcess): Promise<number> => metricSum((await httpGet(metricsPortOf(op), '/metrics')).body, 'eva_tenants_in_absent_shard') ?? 0;
-      expect(await eventually(async () => Math.min(await gauge(eu), await gauge(us)) >= 1, 45_000, 1_000), 'eva_tenants_in_absent_shard on both shards').toBe(true);
-      expect(ownerOf(getTenant(IN_ABSENT_SHARD.name)), 'nobody claimed the tenant of an absent shard').toBeUndefined();
+      await expectAbsentShardReported([eu, us]);
     } finally {
       watch?.stop();
       try {
@@ -573,6 +567,28 @@ describe('blue/green: two operator versions side by side', () => {
     }
   }, CASE_MS);
 });
+
+/**
+ * A tenant labelled with a shard nobody runs: left alone, reported by the running shards' leaders
+ * (presence is checked every 30 s): a Warning event, the gauge of each, and its status.
+ */
+async function expectAbsentShardReported(shards: readonly OperatorProcess[]): Promise<void> {
+  create(IN_ABSENT_SHARD, 'apac');
+  let absent: TenantObject | undefined;
+  const reported = await eventually(() => (absent = getTenant(IN_ABSENT_SHARD.name)) !== undefined && warningEvents(absent, 'OperatorShardAbsent').length > 0, 90_000, 2_000);
+  expect(reported, 'no OperatorShardAbsent event').toBe(true);
+  expect(warningEvents(absent as TenantObject, 'OperatorShardAbsent')[0]?.message).toContain('SHARD=apac');
+  // Each running shard's leader checks on its own every 30 s: the one that reported may not be the one asked first.
+  const gauge = async (op: OperatorProcess): Promise<number> => metricSum((await httpGet(metricsPortOf(op), '/metrics')).body, 'eva_tenants_in_absent_shard') ?? 0;
+  expect(await eventually(async () => Math.min(...(await Promise.all(shards.map(gauge)))) >= 1, 45_000, 1_000), 'eva_tenants_in_absent_shard on both shards').toBe(true);
+  expect(ownerOf(getTenant(IN_ABSENT_SHARD.name)), 'nobody claimed the tenant of an absent shard').toBeUndefined();
+  // Its status says so (Stalled, Ready False, with the reason and the shard), as for the other unserved tenants.
+  let seen: TenantObject | undefined;
+  expect(await eventually(() => stalledWith('OperatorShardAbsent')((seen = getTenant(IN_ABSENT_SHARD.name))), 45_000, 1_000), `no Stalled OperatorShardAbsent status: ${JSON.stringify(seen?.status)}`).toBe(true);
+  expect(seen?.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'OperatorShardAbsent' });
+  expect(seen?.status?.conditions?.find((c) => c.type === 'Stalled')?.message).toContain('shard apac (label eva.aidonow.com/shard) has no running operator');
+  expect(seen?.status?.phase, 'a phase written').toBeUndefined();
+}
 
 // ---- cleanup --------------------------------------------------------------------------------------
 

@@ -3,14 +3,16 @@
  * (sigs.k8s.io/cli-utils, test/tools/kstatus) and deploy/argocd/health.lua run by gopher-lua as Argo
  * CD runs it (test/tools/argo-health), both on the same objects captured from the API server in
  * every phase: provisioning, Active, Stalled on bad input, unclaimed (pinned to a version nobody
- * runs; owned by an operator that is gone; and unpinned with a wave above the MAX_WAVE of every
- * operator of its shard, which the Leases publish), each seen by three operators and written by one, suspended (no writes while drift is
+ * runs; owned by an operator that is gone; labelled with a shard nobody serves; and unpinned with a
+ * wave above the MAX_WAVE of every operator of its shard, which the Leases publish), each seen by
+ * three operators and written by one, suspended (no writes while drift is
  * made by hand, then resume repairs it), Decommissioning, Decommissioned and being deleted.
  * (Hibernated tenants are judged in e2e/hibernation.test.ts.)
  *
  * Isolation (the cluster is shared): operators 9.8.0 and 9.8.1 with MAX_WAVE 0, tenants pinned to
- * them (or to the absent 9.8.9); 9.8.2 serves only shard gitops, with MAX_WAVE 1, and the one
- * unpinned tenant carries that shard's label; capsule codes starting with GITO, all deleted at the end.
+ * them (or to the absent 9.8.9); 9.8.2 serves only shard gitops, with MAX_WAVE 1, and the two
+ * unpinned tenants carry that shard's label (one at first a shard nobody serves); capsule codes
+ * starting with GITO, all deleted at the end.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -37,6 +39,9 @@ const DRIFT_INTERVAL_SECONDS = 3;
 const TENANTS = { live: 'GITOLV', bad: 'GITOBD', unclaimed: 'GITOUN', decommissioned: 'GITODC' } as const;
 /** Unpinned, in shard SHARD, wave 2: above the MAX_WAVE of the only operator of its shard. */
 const ABOVE_WAVE = 'GITOWV';
+/** Unpinned, wave 1, labelled with ABSENT_SHARD, a shard no operator serves (then relabelled into SHARD). */
+const IN_ABSENT_SHARD = 'GITOSH';
+const ABSENT_SHARD = 'gitops-gone';
 /** Pinned to OWNER but owned by GONE, an operator that never ran here (as one removed before it handed its tenants over). */
 const ORPHAN = 'GITOOR';
 const GONE = '9.8.7';
@@ -120,8 +125,8 @@ describe('kstatus and Argo CD health on real tenants', () => {
     second = startOperator({ ...env, OPERATOR_VERSION: SECOND });
     sharded = startOperator({ ...env, OPERATOR_VERSION: SHARDED, SHARD, MAX_WAVE: '1' });
     await Promise.all([owner.ready(), second.ready(), sharded.ready()]);
-    // Unpinned, so not in the list above: deleted by 9.8.2 if it claimed it, at once if nobody did.
-    kubectl(['delete', 'evt', nameOf(ABOVE_WAVE), '--ignore-not-found', '--timeout=240s']);
+    // Unpinned, so not in the list above: deleted by 9.8.2 if it claimed them, at once if nobody did.
+    kubectl(['delete', 'evt', nameOf(ABOVE_WAVE), nameOf(IN_ABSENT_SHARD), '--ignore-not-found', '--timeout=240s']);
     // The orphan is taken by OWNER once its dead owner's annotation goes (a leftover included).
     kubectl(['annotate', 'evt', nameOf(ORPHAN), `${OWNER_ANNOTATION}-`]);
     const leftovers = [...Object.values(TENANTS), ORPHAN].map(nameOf).filter((name) => pinnedVersion(name) !== undefined);
@@ -133,7 +138,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
   afterAll(async () => {
     for (const code of Object.values(TENANTS)) kubectl(['patch', 'evt', nameOf(code), '--type=merge', '-p', JSON.stringify({ spec: { operatorVersion: OWNER, suspend: false } })]);
     if (kubectl(['get', 'evt', nameOf(ORPHAN), '-o', `jsonpath={.metadata.annotations.${jsonpathKey(OWNER_ANNOTATION)}}`]).stdout === GONE) kubectl(['annotate', 'evt', nameOf(ORPHAN), `${OWNER_ANNOTATION}-`]);
-    const all = [...Object.values(TENANTS), ABOVE_WAVE, ORPHAN];
+    const all = [...Object.values(TENANTS), ABOVE_WAVE, IN_ABSENT_SHARD, ORPHAN];
     for (const code of all) kubectl(['delete', 'evt', nameOf(code), '--wait=false', '--ignore-not-found']);
     for (const code of all) await waitForGone(nameOf(code), 240_000);
     await Promise.all([owner.stop(), second.stop(), sharded.stop()]);
@@ -164,13 +169,15 @@ describe('kstatus and Argo CD health on real tenants', () => {
     keep('stalled-bad-input', bad);
   }, 300_000);
 
-  it('unclaimed (a pin nobody runs; a wave no operator of its shard claims; an owner that is gone): one operator of the three that see them writes Stalled once, nobody rewrites it', async () => {
+  it('unclaimed (a pin nobody runs; a wave no operator of its shard claims; a shard nobody serves; an owner that is gone): one operator of the three that see them writes Stalled once, nobody rewrites it', async () => {
     const offset = auditOffset();
     const unclaimed = nameOf(TENANTS.unclaimed);
     const aboveWave = nameOf(ABOVE_WAVE);
+    const inAbsentShard = nameOf(IN_ABSENT_SHARD);
     const orphan = nameOf(ORPHAN);
     applyTenant(unclaimed, { capsuleCode: TENANTS.unclaimed, tier: 'Starter', operatorVersion: ABSENT });
     applyTenant(aboveWave, { capsuleCode: ABOVE_WAVE, tier: 'Starter', wave: 2 }, { [SHARD_LABEL]: SHARD });
+    applyTenant(inAbsentShard, { capsuleCode: IN_ABSENT_SHARD, tier: 'Starter', wave: 1 }, { [SHARD_LABEL]: ABSENT_SHARD });
     const orphaned = { apiVersion: API_VERSION, kind: KIND, metadata: { name: orphan, annotations: { [OWNER_ANNOTATION]: GONE } }, spec: { capsuleCode: ORPHAN, tier: 'Starter', operatorVersion: OWNER } };
     kubectlOk(['apply', '-f', '-'], JSON.stringify(orphaned));
     // The Lease of the shard's only operator publishes its MAX_WAVE, read by the others.
@@ -184,11 +191,15 @@ describe('kstatus and Argo CD health on real tenants', () => {
     expect(above.conditions['Stalled']).toMatchObject({ reason: 'OperatorWaveAbsent' });
     expect(above.conditions['Ready']).toMatchObject({ status: 'False', reason: 'OperatorWaveAbsent' });
     expect(above.conditions['Stalled']?.message).toContain(`spec.wave 2 is above the MAX_WAVE of every running operator of shard ${SHARD} (at most 1: Leases ${leaseNameForVersion(SHARDED, SHARD)} in default)`);
+    const noShard = (await waitForTenant(inAbsentShard, 'Stalled', stalled, 90_000)).tenant;
+    expect(noShard.conditions['Stalled']).toMatchObject({ reason: 'OperatorShardAbsent' });
+    expect(noShard.conditions['Ready']).toMatchObject({ status: 'False', reason: 'OperatorShardAbsent' });
+    expect(noShard.conditions['Stalled']?.message).toContain(`shard ${ABSENT_SHARD} (label ${SHARD_LABEL}) has no running operator`);
     const ownerGone = (await waitForTenant(orphan, 'Stalled', stalled, 90_000)).tenant;
     expect(ownerGone.conditions['Stalled']).toMatchObject({ reason: 'OperatorOwnerAbsent' });
     expect(ownerGone.conditions['Stalled']?.message).toContain(`owned by operator ${GONE} (annotation ${OWNER_ANNOTATION}), which is not running`);
     await sleep(65_000);
-    for (const name of [unclaimed, aboveWave, orphan]) expect(operatorWritesTo(offset, name), name).toEqual([`update status eva-operator/${OWNER}`]);
+    for (const name of [unclaimed, aboveWave, inAbsentShard, orphan]) expect(operatorWritesTo(offset, name), name).toEqual([`update status eva-operator/${OWNER}`]);
     expect(describeShowsWarning(orphan, 'OperatorOwnerAbsent')).toBe(true);
     for (const op of [owner, second, sharded]) expect(metricSum(await scrape(op), 'eva_tenants_owned_by_absent_operator')).toBeGreaterThanOrEqual(1);
     keep('unclaimed-owner', capture(orphan));
@@ -204,6 +215,16 @@ describe('kstatus and Argo CD health on real tenants', () => {
     for (const op of [owner, second, sharded]) expect(metricSum(await scrape(op), 'eva_tenants_above_max_wave')).toBeGreaterThanOrEqual(1);
     keep('unclaimed', capture(unclaimed));
     keep('unclaimed-wave', waiting);
+    // The shard nobody serves: not claimed either, reported by every leader's gauge.
+    const shardless = capture(inAbsentShard);
+    expect(ownerOf(inAbsentShard)).toBe('');
+    expect(describeShowsWarning(inAbsentShard, 'OperatorShardAbsent')).toBe(true);
+    for (const op of [owner, second, sharded]) expect(metricSum(await scrape(op), 'eva_tenants_in_absent_shard')).toBeGreaterThanOrEqual(1);
+    keep('unclaimed-shard', shardless);
+    // Positive control: labelled into the served shard, its operator claims it, and Stalled goes.
+    kubectlOk(['label', 'evt', inAbsentShard, `${SHARD_LABEL}=${SHARD}`, '--overwrite']);
+    await waitForTenant(inAbsentShard, 'claimed, not Stalled', (t) => t.conditions['Stalled'] === undefined, 90_000);
+    expect(ownerOf(inAbsentShard)).toBe(`${SHARDED}/${SHARD}`);
     // Positive control: at wave 1 the shard's operator claims it, and Stalled goes.
     patchTenantSpec(aboveWave, { wave: 1 });
     const claimed = await waitForTenant(aboveWave, 'claimed, not Stalled', (t) => t.conditions['Stalled'] === undefined && t.observedGeneration === t.generation, 90_000);
@@ -282,6 +303,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
       unclaimed: 'Failed/Degraded',
       'unclaimed-wave': 'Failed/Degraded',
       'unclaimed-owner': 'Failed/Degraded',
+      'unclaimed-shard': 'Failed/Degraded',
       suspended: 'Current/Suspended',
       decommissioning: 'InProgress/Progressing',
       decommissioned: 'Current/Healthy',
@@ -290,6 +312,8 @@ describe('kstatus and Argo CD health on real tenants', () => {
     });
     expect(argo['unclaimed']?.message).toContain('OperatorVersionAbsent');
     expect(argo['unclaimed-wave']?.message).toContain('OperatorWaveAbsent');
+    expect(argo['unclaimed-shard']?.message).toContain('OperatorShardAbsent');
+    expect(flux['unclaimed-shard']?.message).toContain(`shard ${ABSENT_SHARD} (label ${SHARD_LABEL}) has no running operator`);
     expect(flux['unclaimed-wave']?.message).toContain('spec.wave 2 is above the MAX_WAVE');
     expect(argo['stalled-bad-input']?.message).toContain('UnknownSeedsVersion');
   });

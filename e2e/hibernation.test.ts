@@ -1,16 +1,16 @@
 /**
  * Hibernation, suspended reconciliation and data retention with the real operator process, API
  * server, helm and NATS. spec.lifecycle Suspended scales every module to zero (Deployments at 0,
- * kwok's pods gone), withdraws the Ingress and makes NATS refuse the modules' credentials (judged
- * Current by kstatus and Suspended by the Argo CD health check). spec.suspend stops every write while
- * drift made by hand is observed. spec.dataRetention Retain keeps streams and bucket (account
- * disabled) past a delete. All three stay unchanged through drift checks, an operator restart, a
- * NATS restart and an upgrade of the operator (a new version beside the old one, tenants pinned to
- * it, the old one stopped); a protected tenant's DELETE is refused while no operator runs. Then:
- * Active again on a changed spec serves the same stream contents; suspend false repairs the drift;
- * a reused capsule code alone is refused, the restore annotation takes the data (streams and bucket)
- * over, and a Delete then purges it all. While NATS is down an Active tenant is Degraded (kstatus
- * InProgress, Argo CD Degraded).
+ * kwok's pods gone), withdraws the Ingress and makes NATS refuse the modules' credentials and drop
+ * a live connection made with them (judged Current by kstatus and Suspended by the Argo CD health
+ * check). spec.suspend stops every write while drift made by hand is observed. spec.dataRetention
+ * Retain keeps streams and bucket (account disabled) past a delete. All three stay unchanged
+ * through drift checks, an operator restart, a NATS restart and an upgrade of the operator (a new
+ * version beside the old one, tenants pinned to it, the old one stopped); a protected tenant's
+ * DELETE is refused while no operator runs. Then: Active again on a changed spec serves the same
+ * stream contents; suspend false repairs the drift; a reused capsule code alone is refused, the
+ * restore annotation takes the data (streams and bucket) over, and a Delete then purges it all.
+ * While NATS is down an Active tenant is Degraded (kstatus InProgress, Argo CD Degraded).
  *
  * Isolation: its own NATS (restarted here) and operator versions 9.5.0, then 9.5.1, with MAX_WAVE 0;
  * tenants pinned to them, capsule codes HIBERN, SUSPND, RETAIN and RETKEP, deleted at the end.
@@ -27,7 +27,7 @@ import { repoRoot } from '../test/support/tools.ts';
 import { captureTenant, fluxAndArgo, labelled } from './support/health-verdicts.ts';
 import { helmReleases } from './support/helm.ts';
 import { metricSum, scrape } from './support/metrics.ts';
-import { connectAsModule, inTenant, moduleCredentials, type NatsTarget, streamNames, tenantAccount } from './support/nats.ts';
+import { type AccountSession, connectAsModule, inTenant, moduleCredentials, type NatsTarget, streamNames, tenantAccount } from './support/nats.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
@@ -103,15 +103,19 @@ async function refused(code: string, credentials: Credentials): Promise<boolean>
   }
 }
 
-/** Publishes as the tenant's modules do; the events stream keeps what they publish. */
-async function publishAsModule(code: string, texts: readonly string[]): Promise<void> {
-  const session = await connectAsModule(code);
+/** Publishes as the tenant's modules do (on `session`, or a connection of its own); the events stream keeps what they publish. */
+async function publishAsModule(code: string, texts: readonly string[], session?: AccountSession): Promise<void> {
+  const used = session ?? (await connectAsModule(code));
   try {
-    for (const [i, text] of texts.entries()) await session.js.publish(`capsule.${code}.events.e2e.${String(i)}`, new TextEncoder().encode(text));
+    for (const [i, text] of texts.entries()) await used.js.publish(`capsule.${code}.events.e2e.${String(i)}`, new TextEncoder().encode(text));
   } finally {
-    await session.nc.close();
+    if (session === undefined) await used.nc.close();
   }
 }
+
+/** When a live connection is closed, and with what error (the server tells a revoked user so). */
+const whenClosed = (session: AccountSession): Promise<{ at: number; error: string }> =>
+  session.nc.closed().then((err) => ({ at: Date.now(), error: err instanceof Error ? err.message : '' }));
 
 /** The events stream's messages, read with the modules' own credentials. */
 async function readAsModule(code: string, count: number): Promise<string[]> {
@@ -231,19 +235,29 @@ describe('hibernation, suspend and data retention', () => {
     await nats.stop();
   }, 600_000);
 
-  it('hibernates to zero pods with credentials refused and the Ingress withdrawn; kstatus Current, Argo CD Suspended', async () => {
+  it('hibernates to zero pods with credentials refused, live connections dropped and the Ingress withdrawn; kstatus Current, Argo CD Suspended', async () => {
     await waitActive(HIBERNATE);
     expectServing(HIBERNATE);
     const credentials = moduleCredentials(HIBERNATE);
     hibernated.credentials = credentials;
     expect(await refused(HIBERNATE, credentials)).toBe(false);
-    await publishAsModule(HIBERNATE, hibernated.sent);
+    // A module's live connection, open across the hibernation: while Active it publishes (JetStream
+    // acknowledges every message: the positive control).
+    const live = await connectAsModule(HIBERNATE, credentials);
+    const closed = whenClosed(live);
+    await publishAsModule(HIBERNATE, hibernated.sent, live);
 
     const asleepAt = Date.now();
     patchTenantSpec(nameOf(HIBERNATE), { lifecycle: 'Suspended' });
     expect(await eventually(() => podCount(HIBERNATE) === 0, ACTIVE_MS, 250), 'pods still there').toBe(true);
     note(`hibernate -> zero pods: ${String(Date.now() - asleepAt)} ms`);
     note(`hibernate -> phase Suspended: ${String(await waitSuspended(HIBERNATE, asleepAt))} ms`);
+    // NATS dropped that connection when the account JWT revoking the modules' user was pushed.
+    const drop = await Promise.race([closed, sleep(10_000).then(() => undefined)]);
+    if (drop === undefined) await live.nc.close();
+    expect(drop, 'the modules\' live connection is still open while hibernated').toBeDefined();
+    note(`hibernate -> live module connection dropped: ${String((drop?.at ?? Date.now()) - asleepAt)} ms (${drop?.error ?? ''})`);
+    expect(drop?.error).toMatch(/revoked/i);
     expectHibernatedStatus(HIBERNATE);
     expect(metricSum(await scrape(operator), 'eva_tenants', 'phase="Suspended"')).toBeGreaterThanOrEqual(1);
     // The data is all there, seen as an administrator of the account (the operator's keys).

@@ -8,18 +8,22 @@
  * breaks the values contract is refused naming the reference and the key (then fixed: positive
  * control); a spec cannot read an unlabelled object, the operator's own Secrets or another tenant's
  * (each beside a positive control); and no value from a Secret shows in the operator's log, the
- * tenants' events or status, while helm got it.
+ * tenants' events or status, while helm got it. status.modules.<module>.valuesDigest follows exactly
+ * the release whose values changed. helm is a recording wrapper (HELM_BINARY): a value from a Secret
+ * is in no helm argument, only in 0600 values files on the tmpfs HELM_SECRETS_DIR, none left behind.
  *
  * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with VF.
  * The operator's namespace is `default` (no POD_NAMESPACE outside a pod).
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
-import { helmReleases } from './support/helm.ts';
+import { VALUES_HASH_LABEL } from '../src/steps/release-state.ts';
+import { helmReleases, recordingHelm } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
@@ -47,6 +51,16 @@ function applySource(kind: 'Secret' | 'ConfigMap', namespace: string, name: stri
 
 const revisionOf = (namespace: string, release: string): number => Number(helmReleases(namespace).find((r) => r.name === release)?.revision ?? 0);
 
+/** status.modules.<module>.valuesDigest of each module, as the API server has the tenant. */
+function valuesDigests(name: string): Record<string, string | undefined> {
+  const status = JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'jsonpath={.status.modules}']) || '{}') as Record<string, { valuesDigest?: string }>;
+  return Object.fromEntries(Object.entries(status).map(([module, s]) => [module, s.valuesDigest]));
+}
+
+/** The values-hash label on the release's deployed revision (helm's storage Secret): what was applied. */
+const appliedDigest = (namespace: string, release: string): string =>
+  kubectlOk(['get', 'secret', '-n', namespace, '-l', `owner=helm,name=${release},status=deployed`, '-o', `jsonpath={.items[0].metadata.labels.${VALUES_HASH_LABEL.replace(/\./g, '\\.')}}`]);
+
 function helmValues(namespace: string, release: string): Record<string, unknown> {
   const out = spawnSync(tool('helm'), ['get', 'values', release, '-n', namespace, '-o', 'json'], { encoding: 'utf8', env: process.env });
   if (out.status !== 0) throw new Error(`helm get values ${release} failed: ${out.stderr}`);
@@ -73,12 +87,14 @@ const stalled = (reason: string, ...named: string[]) => (t: TenantView): boolean
 
 describe('values from Secrets and ConfigMaps (real API server, operator, helm)', () => {
   let operator: OperatorProcess;
+  /** The operator's helm: records every call (argv, values files), then runs the pinned helm. */
+  const helm = recordingHelm(Object.values(CANARY));
 
   beforeAll(async () => {
     kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
     // No drift check within the test: every upgrade seen comes from the watch.
-    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '3600' });
+    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '3600', HELM_BINARY: helm.binary });
     await operator.ready();
   }, 120_000);
 
@@ -88,6 +104,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     const gone = await Promise.all(ours.map((name) => waitForGone(name, 240_000)));
     await operator.stop();
     removeSecretsDir(operator);
+    helm.remove();
     kubectl(['delete', 'secret', '-n', OPERATOR_NS, '--ignore-not-found', ...operatorSecrets]);
     expect(gone.every(Boolean)).toBe(true);
   }, 300_000);
@@ -128,12 +145,25 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     expect(JSON.stringify(helmValues(MAIN.namespace, 'orbit-itsm'))).not.toContain(CANARY.sso);
   });
 
-  it('a Secret change upgrades exactly the release that uses it (helm history)', async () => {
+  it('a Secret change upgrades exactly the release that uses it (helm history), and changes exactly its status.modules valuesDigest', async () => {
     const before = { crm: revisionOf(MAIN.namespace, 'orbit-crm'), itsm: revisionOf(MAIN.namespace, 'orbit-itsm') };
+    // Every module shows the digest of what was applied: the values-hash label of its deployed release.
+    const digests = valuesDigests(MAIN.name);
+    expect(Object.keys(digests).sort()).toEqual(['orbit-crm', 'orbit-itsm']);
+    for (const [module, digest] of Object.entries(digests)) {
+      expect(digest, module).toMatch(/^[a-f0-9]{48}$/);
+      expect(digest, module).toBe(appliedDigest(MAIN.namespace, module));
+    }
+    expect(digests['orbit-crm']).not.toBe(digests['orbit-itsm']);
     applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.rotated });
     const upgraded = await eventually(() => revisionOf(MAIN.namespace, 'orbit-crm') > before.crm, 120_000, 1_000);
     expect(upgraded, 'orbit-crm was not upgraded after its Secret changed').toBe(true);
     await waitForTenant(MAIN.name, 'Active', isActive, CASE_MS);
+    const changed = await eventually(() => valuesDigests(MAIN.name)['orbit-crm'] !== digests['orbit-crm'], 30_000, 1_000);
+    expect(changed, `status.modules.orbit-crm.valuesDigest did not change: ${JSON.stringify(valuesDigests(MAIN.name))}`).toBe(true);
+    const after = valuesDigests(MAIN.name);
+    expect(after['orbit-crm']).toBe(appliedDigest(MAIN.namespace, 'orbit-crm'));
+    expect(after['orbit-itsm'], 'the digest of the module whose values did not change').toBe(digests['orbit-itsm']);
     expect(helmValues(MAIN.namespace, 'orbit-crm')).toMatchObject({ secretConfig: { sso: { clientSecret: CANARY.rotated } } });
     expect(moduleSecretConfig(MAIN.namespace, 'orbit-crm')).toEqual({ sso: { clientSecret: CANARY.rotated } });
     // A change to a labelled object nobody references, and a no-op re-apply, upgrade nothing.
@@ -141,7 +171,24 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     applySource('Secret', MAIN.namespace, 'crm-sso', { 'client-secret': CANARY.rotated });
     await new Promise((resolve) => setTimeout(resolve, 15_000));
     expect({ crm: revisionOf(MAIN.namespace, 'orbit-crm'), itsm: revisionOf(MAIN.namespace, 'orbit-itsm') }).toEqual({ crm: before.crm + 1, itsm: before.itsm });
+    expect(valuesDigests(MAIN.name)).toEqual(after);
   }, CASE_MS);
+
+  it('kubectl describe shows each module (chart version, message, replicas, values digest) and the URL', () => {
+    const described = kubectlOk(['describe', 'evt', MAIN.name]);
+    type Shown = { chartVersion: string; message: string; readyReplicas: number; replicas: number; valuesDigest: string };
+    const status = JSON.parse(kubectlOk(['get', 'evt', MAIN.name, '-o', 'jsonpath={.status}'])) as { url?: string; modules: Record<string, Shown> };
+    expect(status.url).toBe(`http://${MAIN.code.toLowerCase()}.tenants.eva.local`);
+    expect(described).toMatch(new RegExp(`^\\s+URL:\\s+${status.url ?? ''}$`, 'm'));
+    expect(Object.keys(status.modules).sort()).toEqual(['orbit-crm', 'orbit-itsm']);
+    // kubectl describe prints a map key as words (`orbit-crm` as `Orbit - Crm`) and the fields sorted.
+    const heading = (module: string): string => module.split('-').map((word) => `${word.charAt(0).toUpperCase()}${word.slice(1)}`).join(' - ');
+    for (const [module, s] of Object.entries(status.modules)) {
+      const fields = [`Chart Version: ${s.chartVersion}`, `Message: ${s.message}`, `Ready Replicas: ${String(s.readyReplicas)}`, `Replicas: ${String(s.replicas)}`, `Values Digest: ${s.valuesDigest}`];
+      const block = [`${heading(module)}:`, ...fields].map((line) => line.replace(': ', ':\\s+')).join('\\s+');
+      expect(described, module).toMatch(new RegExp(`Modules:[\\s\\S]*${block}`));
+    }
+  });
 
   it('a referenced object that breaks the values contract is refused naming the reference and the key; fixed, it converges', async () => {
     const revision = revisionOf(MAIN.namespace, 'orbit-crm');
@@ -223,5 +270,26 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
       expect(described).not.toContain(canary);
       expect(configMaps).not.toContain(canary);
     }
+  });
+
+  it('a value from a Secret reaches helm only in a 0600 values file on the tmpfs HELM_SECRETS_DIR, never in its argv, and no file is left', () => {
+    const calls = helm.calls();
+    const files = calls.flatMap((call) => call.valuesFiles);
+    // Positive control: the wrapper saw both values of the SSO Secret in the values files of orbit-crm's
+    // releases while helm ran (so it would have seen them in an argument too), and in no other module's.
+    const carrying = (canary: string): string[] => calls.filter((call) => call.valuesFiles.some((f) => f.needles.includes(canary))).map((call) => call.argv[1] ?? '');
+    expect(carrying(CANARY.sso)).toContain('orbit-crm');
+    expect(carrying(CANARY.rotated)).toContain('orbit-crm');
+    expect([...carrying(CANARY.sso), ...carrying(CANARY.rotated)].filter((release) => release !== 'orbit-crm')).toEqual([]);
+    // Refused or never referenced: in no values file at all.
+    expect([...carrying(CANARY.contract), ...carrying(CANARY.signing)]).toEqual([]);
+    for (const canary of Object.values(CANARY)) expect(calls.filter((call) => call.argv.some((arg) => arg.includes(canary))).map((call) => call.argv.join(' '))).toEqual([]);
+    expect(files.length, 'no helm call had a values file').toBeGreaterThan(0);
+    for (const file of files) {
+      expect(file.path.startsWith(`${operator.secretsDir}/`), file.path).toBe(true);
+      expect({ path: file.path, mode: file.mode, filesystem: file.filesystem }).toEqual({ path: file.path, mode: '600', filesystem: 'tmpfs' });
+      expect(existsSync(file.path), `${file.path} left after helm`).toBe(false);
+    }
+    expect(operator.secretFilesLeft()).toEqual([]);
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The module values contract against the real API server, the real operator and helm: what a tenant
  * may not set is refused at apply (each refusal beside a positive control that the same apply with a
- * benign value goes through); benign config, replicaCount and resources take effect; a spec stored
+ * benign value goes through), hostile strings through every probe path and resources quantity among
+ * them, naming the key; benign config, replicaCount and resources take effect; a spec stored
  * before the contract (written while the cluster had no values policy) is reported by the operator
  * (ModulesDeployed False and a Warning event naming the key), and its release stays installed, untouched.
  *
@@ -61,7 +62,6 @@ describe('module values contract (real API server, operator, helm)', () => {
     ['a foreign image', { image: { repository: 'evil.example/miner' } }, 'image is set by the operator'],
     ['another tenant’s code', { tenant: { code: 'OTHERS' } }, 'tenant is set by the operator'],
     ['an operator-owned key of the wrong type', { service: 'x' }, 'spec.helmValues.orbit-crm.service'],
-    ['an injected probe path', { probes: { livenessPath: '/livez\n---\nkind: ConfigMap' } }, 'spec.helmValues.orbit-crm.probes.livenessPath'],
     ['an unknown key', { foo: 'bar' }, 'spec.helmValues.orbit-crm.foo: not a value a tenant may set (a tenant may set only config, replicaCount, resources, probes)'],
     ['an unknown key beside benign ones', { config: { a: 1 }, replicaCount: 1, imagePullSecrets: [{ name: 'x' }] }, 'spec.helmValues.orbit-crm.imagePullSecrets: not a value'],
     ['an unknown key under resources', { resources: { claims: [{ name: 'gpu' }] } }, 'spec.helmValues.orbit-crm.resources.claims: not a value a tenant may set (resources holds only requests, limits)'],
@@ -74,6 +74,30 @@ describe('module values contract (real API server, operator, helm)', () => {
     expect(refused.status).not.toBe(0);
     expect(refused.stderr).toContain(named);
     const control = dryRun('vrefus', { 'orbit-crm': { replicaCount: 2, resources: { limits: { memory: '1Gi' } }, probes: { livenessPath: '/livez' }, config: { foo: 'bar' } } });
+    expect(control.stderr).toBe('');
+    expect(control.status).toBe(0);
+  });
+
+  // Every string besides config that a tenant may set and a chart renders (the probe paths into the
+  // Deployment's httpGet, the quantities into its resources), with the benign value of each.
+  it.each([
+    ['probes.livenessPath', '/livez'],
+    ['probes.readinessPath', '/readyz'],
+    ['resources.requests.cpu', '1'],
+    ['resources.requests.memory', '1Gi'],
+    ['resources.limits.cpu', '500m'],
+    ['resources.limits.memory', '64Mi'],
+  ])('refuses every hostile string through %s at apply, naming the key; %s is accepted (positive control)', (path, benign) => {
+    // Beside the hostile strings, short ones that pass the length limit (a quantity has 8 bytes), so
+    // the pattern itself is what refuses them: the benign value with a document marker after it, too.
+    const strings = [...HOSTILE, `${benign}\n---`, '{{.}}', '*a', '- 1', '&a 1'];
+    const at = (value: string): Record<string, unknown> => path.split('.').reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Record<string, unknown>;
+    const accepted = strings.filter((text) => {
+      const refused = dryRun('vrefus', { 'orbit-crm': at(text) });
+      return refused.status === 0 || !refused.stderr.includes(`spec.helmValues.orbit-crm.${path}`);
+    });
+    expect(accepted, `not refused naming spec.helmValues.orbit-crm.${path}`).toEqual([]);
+    const control = dryRun('vrefus', { 'orbit-crm': at(benign) });
     expect(control.stderr).toBe('');
     expect(control.status).toBe(0);
   });
