@@ -19,7 +19,7 @@ import { DIGEST_PLACEHOLDER, OWN_PREFIX, parseReference, type PinnedParts, pinne
 import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';
-import { manifestsCommand } from './manifests.ts';
+import { manifestsCommand, readInput } from './manifests.ts';
 import { tenantManifestCommand } from './tenant-manifest.ts';
 
 class InputProblem extends Error {
@@ -80,9 +80,10 @@ function imagesCommand(): Command {
     .command('write-digests')
     .description('fill PLACEHOLDER digests, from "<line number> sha256:<64 hex>" lines on stdin (the file keeps its mode and owner)')
     .option('--file <file>', 'the images file', 'images.txt')
-    .action((options: { file: string }) => {
+    .action(async (options: { file: string }) => {
+      const digests = await readInput('-');
       guarded(() => {
-        writeDigests(options.file, readFileSync(0, 'utf8'));
+        writeDigests(options.file, digests);
       });
     });
   images.addCommand(linesCommand());

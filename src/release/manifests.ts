@@ -7,7 +7,8 @@
  * <file> "-" is stdin. --source T picks the documents helm rendered from a template ending in T
  * (its `# Source: <chart>/<template>` comment); without it every document is searched, first match wins.
  */
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { text as streamText } from 'node:stream/consumers';
 import { Command } from 'commander';
 import { type Document, isMap, isScalar, isSeq, type Node, parseAllDocuments, stringify } from 'yaml';
 
@@ -61,7 +62,11 @@ export function sectionOf(text: string, key: string): string | undefined {
   return found === undefined ? undefined : stringify({ [key]: found.document.get(key) }, { lineWidth: 0 });
 }
 
-const readInput = (file: string): string => readFileSync(file === '-' ? 0 : file, 'utf8');
+/**
+ * A file, or stdin for "-". Stdin is read as a stream: readFileSync(0) fails with EAGAIN when the pipe
+ * is non-blocking and still empty (seen when `go mod download -json` feeds it).
+ */
+export const readInput = async (file: string): Promise<string> => (file === '-' ? streamText(process.stdin) : readFile(file, 'utf8'));
 
 const printOrExit = (text: string | undefined): void => {
   if (text === undefined) process.exit(1);
@@ -73,22 +78,22 @@ export function manifestsCommand(): Command {
   manifests
     .command('images <file>')
     .description('print "<template>\\t<image>" for every image the documents deploy')
-    .action((file: string) => {
-      const rows = renderedImageSources(readInput(file));
+    .action(async (file: string) => {
+      const rows = renderedImageSources(await readInput(file));
       process.stdout.write(rows.map((row) => `${row}\n`).join(''));
     });
   manifests
     .command('value <file> <key...>')
     .description('print the scalar at the key path (exit 1 when absent)')
     .option('--source <template>', 'only documents rendered from this template')
-    .action((file: string, path: string[], options: { source?: string }) => {
-      printOrExit(valueAt(readInput(file), path, options.source));
+    .action(async (file: string, path: string[], options: { source?: string }) => {
+      printOrExit(valueAt(await readInput(file), path, options.source));
     });
   manifests
     .command('section <file> <key>')
     .description('print "<key>: ..." of the first document that has it, as YAML (exit 1 when absent)')
-    .action((file: string, key: string) => {
-      printOrExit(sectionOf(readInput(file), key));
+    .action(async (file: string, key: string) => {
+      printOrExit(sectionOf(await readInput(file), key));
     });
   return manifests;
 }
