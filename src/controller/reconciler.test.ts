@@ -49,27 +49,32 @@ function fakeSteps(outcome: (step: StepName) => StepOutcome | Error = () => ({ k
   return steps;
 }
 
-function reconciler(tenants: TenantStore, steps: TenantSteps): TenantReconciler {
+/** `statusProgressIntervalMs` 0: every condition's progress is written (the cadence's own tests use the default). */
+function reconciler(tenants: TenantStore, steps: TenantSteps, statusProgressIntervalMs?: number): TenantReconciler {
   return new TenantReconciler({
     tenants,
     steps,
     config: { operatorVersion: VERSION, maxWave: 3, driftIntervalSeconds: 300 },
     log: createLogger('silent'),
     metrics: { observeTimeToActive: () => undefined, forgetTenant: () => undefined },
+    ...(statusProgressIntervalMs === undefined ? {} : { statusProgressIntervalMs }),
   });
 }
+
+const statusWrites = (store: MemoryTenantStore): string[] => store.writes.filter((w) => w.startsWith('writeStatus'));
 
 const conditionOf = (store: MemoryTenantStore, name: string, type: string) => store.peek(name)?.status?.conditions?.find((c) => c.type === type);
 
 describe('TenantReconciler', () => {
-  it('a new tenant: finalizer and owner first (one write, before any step), then one status write per condition, then Active', async () => {
+  it('a new tenant: finalizer and owner first (one write, before any step), then status when work starts and when it rests', async () => {
     const store = new MemoryTenantStore();
     store.put(testTenant({ code: 'NEWONE' }));
     const steps = fakeSteps();
     const action = await reconciler(store, steps).reconcile('newone', signal);
     expect(steps.ran).toEqual([...STEP_NAMES]);
     expect(store.writes[0]).toBe('patchMetadata');
-    expect(store.writes.filter((w) => w.startsWith('writeStatus'))).toHaveLength(7); // requested, 5 conditions, active
+    // Provisioning (Reconciling, at once: a new phase), then Active; the conditions in between came sooner than the cadence.
+    expect(statusWrites(store)).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
     const tenant = store.peek('newone');
     expect(tenant?.metadata.finalizers).toEqual([FINALIZER]);
     expect(tenant?.metadata.annotations?.[OWNER_ANNOTATION]).toBe(VERSION);
@@ -80,13 +85,61 @@ describe('TenantReconciler', () => {
     expect(action.kind).toBe('requeue');
   });
 
+  it('status cadence 0: every condition is written as its first step starts', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'EVERYC' }));
+    await reconciler(store, fakeSteps(), 0).reconcile('everyc', signal);
+    expect(statusWrites(store)).toEqual([...Array<string>(5).fill('writeStatus:Provisioning'), 'writeStatus:Active']);
+  });
+
+  it('a step that runs longer than the cadence: its condition is written while it runs (trailing), and nothing held back outlives the rest', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'SLOWAC' }));
+    const seenDuringAccount: unknown[] = [];
+    const steps = fakeSteps();
+    const slow: FakeSteps = {
+      ...steps,
+      runStep: async (step) => {
+        if (step === 'account') {
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          seenDuringAccount.push(conditionOf(store, 'slowac', 'Provisioned')?.reason);
+        }
+        return steps.runStep(step, {} as TenantScope);
+      },
+    };
+    await reconciler(store, slow, 50).reconcile('slowac', signal);
+    expect(seenDuringAccount, 'the running condition was written while its step ran').toEqual([Reason.Progressing]);
+    const writes = statusWrites(store).length;
+    expect(writes).toBeLessThan(6);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(statusWrites(store), 'no progress written after the rest').toHaveLength(writes);
+    expect(store.peek('slowac')?.status?.phase).toBe('Active');
+  });
+
+  it('a held-back progress write refused (409): no further step starts, the reconcile fails and is retried', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'DEFERF' }));
+    // Write 1: Provisioning (news, at once); write 2: Provisioned held back and written by its timer while account runs.
+    const failing = new FailingTenantStore(store).failOn('writeStatus', 2);
+    const steps = fakeSteps();
+    const slow: FakeSteps = {
+      ...steps,
+      runStep: async (step) => {
+        if (step === 'account') await new Promise((resolve) => setTimeout(resolve, 200));
+        return steps.runStep(step, {} as TenantScope);
+      },
+    };
+    await expect(reconciler(failing, slow, 50).reconcile('deferf', signal)).rejects.toBeInstanceOf(ApiException);
+    expect(steps.ran.at(-1), 'a step after the refused write started').toBe('account');
+  });
+
   it('a status write refused (409) stops the saga before the next condition starts; the retry resumes and converges', async () => {
     const store = new MemoryTenantStore();
     store.put(testTenant({ code: 'FLAKYS' }));
-    // Writes: requested, NamespaceReady (namespace, quotas, network), Provisioned (refused: account must not run).
-    const failing = new FailingTenantStore(store).failOn('writeStatus', 3);
+    // Every condition written: NamespaceReady (namespace, quotas, network), Provisioned (refused: account must not run).
+    const failing = new FailingTenantStore(store).failOn('writeStatus', 2);
     const first = fakeSteps();
-    await expect(reconciler(failing, first).reconcile('flakys', signal)).rejects.toBeInstanceOf(ApiException);
+    await expect(reconciler(failing, first, 0).reconcile('flakys', signal)).rejects.toBeInstanceOf(ApiException);
     expect(first.ran).toEqual(['namespace', 'quotas', 'network']);
     // The saga rested "interrupted before account", and the next write recorded that.
     expect(store.peek('flakys')?.status?.phase).toBe('Provisioning');
@@ -143,7 +196,7 @@ describe('TenantReconciler', () => {
     expect(conditionOf(store, 'waited', 'ModulesDeployed')).toMatchObject({ status: 'False', reason: Reason.DeploymentUnavailable });
     const writes = store.writes.length;
     const resumed = fakeSteps();
-    await reconciler(store, resumed).reconcile('waited', signal);
+    await reconciler(store, resumed, 0).reconcile('waited', signal);
     expect(resumed.ran).toEqual(['modules', 'revoke', 'ingress']);
     // ingress (ModulesDeployed True, IngressReady under way), then Active; not revoke's "ModulesDeployed under way again".
     expect(store.writes.slice(writes)).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
@@ -165,9 +218,9 @@ describe('TenantReconciler', () => {
       await reconciler(store, { ...steps, runStep: () => Promise.resolve({ kind: 'done' }) }).reconcile(code.toLowerCase(), signal);
       return fresh;
     };
-    // Requested (before any step: the caches), waiting, Active.
-    expect(await run('CACHED', true), 'waiting: the caches; Active: the API').toEqual([false, false, true]);
-    expect(await run('BEHIND', false), 'waiting, caches behind helm: the API too').toEqual([false, false, true, true]);
+    // Waiting, Active.
+    expect(await run('CACHED', true), 'waiting: the caches; Active: the API').toEqual([false, true]);
+    expect(await run('BEHIND', false), 'waiting, caches behind helm: the API too').toEqual([false, true, true]);
   });
 
   it('a failed event write is no failure: the tenant still becomes Active', async () => {

@@ -31,6 +31,8 @@ export interface ReconcilerContext {
   metrics: Pick<OperatorMetricsSink, 'observeTimeToActive' | 'forgetTenant'>;
   /** Told about each metadata write this reconciler made, so its watch event is not a new reason to reconcile. */
   onOwnWrite?: (name: string, resourceVersion: string | undefined) => void;
+  /** How often, at most, progress between two rests is written (status-writer.ts; tests shorten it). */
+  statusProgressIntervalMs?: number;
 }
 
 export class TenantReconciler {
@@ -78,16 +80,27 @@ export class TenantReconciler {
 
   private async provision(tenant: EvaTenant, scope: TenantScope): Promise<Action> {
     const { steps, metrics } = this.ctx;
-    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log, (fresh) => steps.observe(scope, fresh));
-    const event: SagaEvent = { type: provisionedSpecChanged(tenant) ? 'SPEC_CHANGED' : 'RECONCILE' };
-    const result = await runSaga(persistedSnapshotOf(tenant), event, {
-      runStep: (step) => steps.runStep(step, scope),
-      checkDrift: () => steps.checkDrift(scope),
-      onProgress: (view, persisted) => writer.progress(view, persisted),
-      onEmitted: (emitted) => {
-        writer.announce(emitted);
-      },
+    const writer = new StatusWriter(this.ctx.tenants, tenant, scope.log, {
+      observe: (fresh) => steps.observe(scope, fresh),
+      ...(this.ctx.statusProgressIntervalMs === undefined ? {} : { progressIntervalMs: this.ctx.statusProgressIntervalMs }),
     });
+    const event: SagaEvent = { type: provisionedSpecChanged(tenant) ? 'SPEC_CHANGED' : 'RECONCILE' };
+    let result: Awaited<ReturnType<typeof runSaga>>;
+    try {
+      result = await runSaga(persistedSnapshotOf(tenant), event, {
+        runStep: (step) => {
+          writer.assertWritable();
+          return steps.runStep(step, scope);
+        },
+        checkDrift: () => steps.checkDrift(scope),
+        onProgress: (view, persisted) => writer.progress(view, persisted),
+        onEmitted: (emitted) => {
+          writer.announce(emitted);
+        },
+      });
+    } finally {
+      await writer.settle();
+    }
     await writer.flushEvents();
     if (result.view.stage === 'active') {
       if (writer.becameActiveAfterSeconds !== undefined) metrics.observeTimeToActive(tenant.spec.tier, writer.becameActiveAfterSeconds);

@@ -2,9 +2,17 @@
  * Serialises the status writes and events of one reconcile, always on the latest resourceVersion. An
  * unchanged status is not written, nor a retry taking up the condition the stored status shows False;
  * events are an audit trail, so a failed event write is logged only.
+ *
+ * Cadence: a rest (waiting, failed, interrupted, active, degraded) is written at once, and so is the
+ * first sign of work (a new phase or generation: kstatus reads Reconciling from it). While steps run
+ * otherwise, progress is written at most once per interval, the latest view, trailing: a step that
+ * hangs shows within the interval, and a tenant that reaches its rest sooner writes the rest alone.
+ * Skipping a progress write is safe: the snapshot stored before it resumes at an earlier step, and
+ * every step is idempotent.
  */
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { Reason } from '../api/reasons.ts';
+import { ShutdownError } from '../errors.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
 import { conditionOf, type SagaView } from '../saga/conditions.ts';
@@ -24,6 +32,16 @@ function observedPart(status: EvaTenantStatus | undefined): Partial<ObservedTena
   return part;
 }
 
+/** How often, at most, progress between two rests is written (see the header). */
+export const PROGRESS_WRITE_INTERVAL_MS = 2_000;
+
+export interface StatusWriterOptions {
+  /** Reads status.modules and status.url at a rest; absent, the stored ones are kept. */
+  observe?: Observe;
+  /** PROGRESS_WRITE_INTERVAL_MS unless a test says otherwise (0: every condition's progress is written). */
+  progressIntervalMs?: number;
+}
+
 export class StatusWriter {
   current: EvaTenant;
   becameActiveAfterSeconds: number | undefined;
@@ -34,12 +52,20 @@ export class StatusWriter {
   private readonly observe: Observe | undefined;
   /** A step ran in this reconcile: the caches may lag behind its writes, so observe from the API. */
   private provisioned = false;
+  private readonly progressIntervalMs: number;
+  /** The reconcile's start counts as a write: progress in its first interval waits for the rest. */
+  private lastWriteAt = performance.now();
+  /** Progress held back by the cadence, written when its timer fires unless newer news comes first. */
+  private deferred: NodeJS.Timeout | undefined;
+  private writes: Promise<void> = Promise.resolve();
+  private deferredFailure: Error | undefined;
 
-  constructor(store: TenantStore, tenant: EvaTenant, log: Logger, observe?: Observe) {
+  constructor(store: TenantStore, tenant: EvaTenant, log: Logger, options: StatusWriterOptions = {}) {
     this.store = store;
     this.current = tenant;
     this.log = log;
-    this.observe = observe;
+    this.observe = options.observe;
+    this.progressIntervalMs = options.progressIntervalMs ?? PROGRESS_WRITE_INTERVAL_MS;
     const problem = tenant.status?.conditions?.find((c) => c.type === 'Ready' && c.status === 'False');
     this.lastProblem = problem?.reason;
   }
@@ -47,10 +73,50 @@ export class StatusWriter {
   async progress(view: SagaView, persisted: unknown): Promise<void> {
     // The drift check is transient: persisting it would turn every idle check into a write.
     if (view.stage === 'checking') return;
+    this.cancelDeferred();
+    this.throwDeferredFailure();
     this.warnOnNewProblem(view);
     const status = { ...buildStatus(this.current, view, persisted, new Date()), ...(await this.observation(view)) };
     if (sameStatus(this.current.status, status) || takesUpStoredProblem(this.current.status, view, status)) return;
-    await this.write(status);
+    const holdFor = view.stage === 'provisioning' && !isNews(this.current.status, status) ? this.lastWriteAt + this.progressIntervalMs - performance.now() : 0;
+    if (holdFor > 0) this.defer(status, holdFor);
+    else await this.write(status);
+  }
+
+  /** Ends the reconcile's writing: progress still held back is dropped (a rest came after it), in-flight writes finish. */
+  async settle(): Promise<void> {
+    this.cancelDeferred();
+    await this.writes;
+    this.throwDeferredFailure();
+  }
+
+  private defer(status: EvaTenantStatus, delayMs: number): void {
+    this.deferred = setTimeout(() => {
+      this.deferred = undefined;
+      this.write(status).catch((err: unknown) => {
+        // Raised at the next step boundary: no further side effect starts on a status that could not be written.
+        this.deferredFailure ??= err instanceof Error ? err : new Error('status write failed', { cause: err });
+      });
+    }, delayMs);
+  }
+
+  private cancelDeferred(): void {
+    clearTimeout(this.deferred);
+    this.deferred = undefined;
+  }
+
+  /**
+   * Before each step: a held-back write that was refused stops the saga at once (it rests interrupted,
+   * and the refusal itself is raised at that rest), as a refused write at a condition's start does.
+   */
+  assertWritable(): void {
+    if (this.deferredFailure !== undefined) throw new ShutdownError('status could not be persisted');
+  }
+
+  private throwDeferredFailure(): void {
+    const failure = this.deferredFailure;
+    this.deferredFailure = undefined;
+    if (failure !== undefined) throw failure;
   }
 
   /**
@@ -82,7 +148,12 @@ export class StatusWriter {
   }
 
   async write(status: EvaTenant['status']): Promise<void> {
-    this.current = await this.store.writeStatus(this.current, status ?? {});
+    const written = this.writes.then(async () => {
+      this.current = await this.store.writeStatus(this.current, status ?? {});
+      this.lastWriteAt = performance.now();
+    });
+    this.writes = written.catch(() => undefined);
+    await written;
   }
 
   announce(emitted: SagaEmitted): void {
@@ -128,6 +199,11 @@ export class StatusWriter {
       }),
     );
   }
+}
+
+/** A new phase or generation: the first sign of work (or of a spec change being applied) is written at once. */
+function isNews(stored: EvaTenantStatus | undefined, status: EvaTenantStatus): boolean {
+  return stored?.phase !== status.phase || stored?.observedGeneration !== status.observedGeneration;
 }
 
 /** Every module shows its release (values digest) and its Deployment (chart version): the caches have seen helm's work. */

@@ -33,9 +33,10 @@ describe('runSaga', () => {
     const result = await runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo);
     expect(result.view).toEqual({ stage: 'active', wasActive: true });
     expect(t.progress.map((v) => v.currentStep ?? v.stage)).toEqual([
-      // One write per condition: quotas and network (NamespaceReady), streams, alerts and record
-      // (Provisioned), modules and revoke (ModulesDeployed) run under the write of their condition's first step.
-      'requested', 'namespace', 'account', 'seed', 'credentials', 'ingress', 'active',
+      // Once per condition: quotas and network (NamespaceReady), streams, alerts and record (Provisioned),
+      // modules and revoke (ModulesDeployed) run under the report of their condition's first step. The
+      // state the saga starts in ('requested') is no progress: the event sent next moves it on at once.
+      'namespace', 'account', 'seed', 'credentials', 'ingress', 'active',
     ]);
     expect(t.steps).toEqual(['namespace', 'quotas', 'network', 'account', 'streams', 'alerts', 'record', 'seed', 'credentials', 'modules', 'revoke', 'ingress']);
     expect(t.emitted.at(-1)?.type).toBe('ProvisioningComplete');
@@ -100,9 +101,9 @@ describe('runSaga', () => {
   it('propagates a failed status write so the reconcile is retried', async () => {
     const t = io();
     let writes = 0;
-    t.sagaIo.onProgress = () => (++writes === 3 ? Promise.reject(new Error('conflict')) : Promise.resolve());
+    t.sagaIo.onProgress = () => (++writes === 2 ? Promise.reject(new Error('conflict')) : Promise.resolve());
     await expect(runSaga(undefined, { type: 'RECONCILE' }, t.sagaIo)).rejects.toThrow('conflict');
-    // Writes: requested, namespace (runs quotas and network too), account (fails): the account step
+    // Writes: namespace (runs quotas and network too), account (fails): the account step
     // must not start unannounced, since a crash would then resume before it.
     expect(t.steps).toEqual(['namespace', 'quotas', 'network']);
   });

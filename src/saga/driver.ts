@@ -1,8 +1,9 @@
 /**
  * Runs the saga for one reconcile: restores the machine from the snapshot persisted in the tenant's
- * status, sends it one event, lets it run until it rests, and reports progress at every step
- * boundary so status (and the snapshot) is persisted before the next side effect starts. A crash at
- * any point resumes at the step that was running, which is safe because every step is idempotent.
+ * status, sends it one event, lets it run until it rests, and reports progress when the condition
+ * being worked on changes; the next step starts once that report is handled (written, or held back by
+ * the status writer's cadence), and never after a refused write. A crash at any point resumes at the
+ * last persisted step, which is safe because every step is idempotent.
  */
 import { type AnyMachineSnapshot, createActor, fromPromise, waitFor } from 'xstate';
 import { ShutdownError } from '../errors.ts';
@@ -97,8 +98,8 @@ function restore(machine: typeof tenantSagaMachine, persisted: unknown): ReturnT
 }
 
 export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo): Promise<SagaResult> {
-  // Every step waits until the status write announcing it is done: progress is persisted before
-  // the side effect starts (the subscription below queues the write in the same transition).
+  // Every step waits until the report announcing it is handled (written, or held back by the cadence):
+  // the subscription below queues the report in the same transition.
   const persistedFirst = async (): Promise<void> => {
     await new Promise((resolve) => setImmediate(resolve));
     await progress;
@@ -117,9 +118,10 @@ export async function runSaga(persisted: unknown, event: SagaEvent, io: SagaIo):
   });
   let progress: Promise<void> = Promise.resolve();
   let writeFailure: Error | undefined;
-  // A snapshot restored from status is already persisted there; it is not progress. Reported again,
-  // it would stamp the current generation on it: Active (Ready) on a changed spec the saga never ran.
-  let lastValue = persisted === undefined || persisted === null ? '' : JSON.stringify(actor.getSnapshot().value);
+  // The state the saga starts in is not progress. Restored from status, it is persisted there already;
+  // reported again, it would stamp the current generation on it: Active (Ready) on a changed spec the
+  // saga never ran. Fresh ('requested'), the event sent next moves the saga on at once.
+  let lastValue = JSON.stringify(actor.getSnapshot().value);
   let resumingWaitAt = waitingStepOf(actor.getSnapshot());
   let lastReported: SagaView | undefined;
   actor.subscribe((snapshot) => {
