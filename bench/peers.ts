@@ -173,8 +173,11 @@ async function measure(system: SystemName, count: number, prepared: PreparedSyst
   const wall = (Date.now() - started) / 1000;
   const cpu = minus(cpuOf(pids(), parent), cpuBefore);
   const peakMiB = Object.fromEntries(Object.entries(prepared.processes()).map(([name, pid]) => [name, rssMiB(pid).peak]));
-  const podPeak = pod?.stop().peakPodMiB;
-  if (parent !== undefined && podPeak !== undefined) peakMiB[`${parent} with helm children (sampled)`] = podPeak;
+  const podPeak = pod?.stop();
+  if (parent !== undefined && podPeak !== undefined) {
+    peakMiB[`${parent} with helm children (sampled, RSS summed)`] = podPeak.peakPodMiB;
+    peakMiB[`${parent} with helm children (sampled, PSS summed)`] = podPeak.peakPodPssMiB;
+  }
   await new Promise((resolve) => setTimeout(resolve, 2_000)); // audit lines are written when requests complete
   const audited = auditEventsFrom(new Date(started));
   if (auditOut !== undefined) {
@@ -261,7 +264,7 @@ interface Row {
   wall: number;
   /** The system's processes' peak resident memory, summed (eva: the operator alone). */
   memory: number;
-  /** eva: the operator with its helm processes (sampled), what the pod's limit holds. */
+  /** eva: the operator with its helm processes (sampled, proportional set sizes summed), what the pod's limit holds. */
   memoryWithChildren: number;
 }
 
@@ -270,7 +273,7 @@ function printSystem(system: SystemName, runs: Measured[]): Row {
   const wall = median(runs.map((r) => r.wall));
   const ownMemory = (r: Measured): number => Object.entries(r.peakMiB).filter(([k]) => !k.includes('with helm children')).reduce((s, [, v]) => s + v, 0);
   const memory = median(runs.map(ownMemory));
-  const memoryWithChildren = median(runs.map((r) => r.peakMiB['eva-operator with helm children (sampled)'] ?? ownMemory(r)));
+  const memoryWithChildren = median(runs.map((r) => r.peakMiB['eva-operator with helm children (sampled, PSS summed)'] ?? ownMemory(r)));
   console.log(`\n${system}: ${runs.length} run(s), walls ${runs.map((r) => fmt(r.wall)).join(' / ')} s${runs.some((r) => r.notReady > 0) ? ` (NOT READY: ${runs.map((r) => r.notReady).join('/')})` : ''}`);
   console.log(`  wall to all Ready ${fmt(wall)} s (median); ${fmt(releases / wall, 2)} releases/s`);
   console.log(`  CPU seconds (median): ${byKey(runs.map((r) => r.cpu), 1)}`);
@@ -289,7 +292,7 @@ function printRatios(rows: Row[]): void {
   const eva = rows.find((r) => r.system === 'eva');
   if (eva === undefined) return;
   for (const other of rows.filter((r) => r.system !== 'eva')) {
-    const memory = `, peak memory ${fmt(eva.memory / other.memory, 2)} (operator alone), ${fmt(eva.memoryWithChildren / other.memory, 2)} (with its helm processes) against ${other.system}'s controllers summed`;
+    const memory = `, peak memory ${fmt(eva.memory / other.memory, 2)} (operator alone), ${fmt(eva.memoryWithChildren / other.memory, 2)} (with its helm processes, PSS) against ${other.system}'s controllers summed`;
     console.log(`  eva/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${other.system === 'floor' ? '' : memory}`);
   }
 }

@@ -373,7 +373,7 @@ async function provision(run: Run, tier: Tier, concurrency: number): Promise<num
     `milliseconds per saga step run (mean; ensure + verify): ${stepMeans(metricsBefore, metricsAfter)}`,
     `reconciles per tenant (eva_reconcile_total, by result): ${RESULTS.map((r) => `${r} ${((reconcilesAfter[r] - reconcilesBefore[r]) / count).toFixed(1)}`).join(', ')}`,
     `operator resident memory: ${memory.rss.toFixed(0)} MiB at the end, ${memory.peak.toFixed(0)} MiB peak; V8 heap in use ${heapUsedMiB.toFixed(0)} MiB`,
-    `with its helm children (what the pod's memory limit holds): ${pod.peakPodMiB.toFixed(0)} MiB peak (sampled every 100 ms; ${pod.processes} helm processes)`,
+    `with its helm children (what the pod's memory limit holds): ${pod.peakPodPssMiB.toFixed(0)} MiB peak proportional (Pss), ${pod.peakPodMiB.toFixed(0)} MiB resident summed (sampled every 100 ms; ${pod.processes} helm processes)`,
     `CPU seconds used during the run (${String(availableParallelism())} cores = ${(availableParallelism() * wall).toFixed(0)} available): ${cpuReport(cpuBefore, cpuAfter)}`,
     `API objects of one tenant: ${total(objects)} (${show(objects, 1, 0)}); etcd database ${(etcdBytes() / 2 ** 20).toFixed(0)} MiB (${(etcdBefore / 2 ** 20).toFixed(0)} MiB before)`,
     renderGuardCost(operator.logs().slice(logOffset)),

@@ -59,28 +59,38 @@ export function objectsOfTenant(code: string): Record<string, number> {
 }
 
 /**
- * Samples (every 100 ms) the helm processes the operator starts: how many, and the peak resident
- * memory of the operator and its helm children together, which is what a pod's memory limit holds.
+ * Samples (every 100 ms) the helm processes the operator starts: how many, and the peak memory of the
+ * operator and its helm children together, which is what a pod's memory limit holds. Two sums: resident
+ * (VmRSS, each process's shared pages counted in full: helm's binary once per process) and proportional
+ * (Pss: a page shared by n processes counts 1/n in each), the one a container's memory accounting is
+ * close to (it charges a page once).
  */
-export function helmProcessSampler(operatorPid: () => number): { stop(): { processes: number; peakPodMiB: number } } {
+export function helmProcessSampler(operatorPid: () => number): { stop(): { processes: number; peakPodMiB: number; peakPodPssMiB: number } } {
   const seen = new Set<number>();
   let peakKiB = 0;
-  const rssKiB = (pid: number | string): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  let peakPssKiB = 0;
+  const field = (path: string, name: string): number => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(readFileSync(path, 'utf8'))?.[1] ?? 0);
+  const sizes = (pid: number | string): { rss: number; pss: number } => ({ rss: field(`/proc/${pid}/status`, 'VmRSS'), pss: field(`/proc/${pid}/smaps_rollup`, 'Pss') });
   const timer = setInterval(() => {
-    let podKiB = 0;
+    let rss = 0;
+    let pss = 0;
     for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
       try {
         const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
         const parent = Number(stat.split(') ')[1]?.split(' ')[1]);
         if (parent !== operatorPid() || !stat.includes('(helm)')) continue;
         seen.add(Number(entry));
-        podKiB += rssKiB(entry);
+        const helm = sizes(entry);
+        rss += helm.rss;
+        pss += helm.pss;
       } catch {
         // gone between the listing and the read
       }
     }
     try {
-      peakKiB = Math.max(peakKiB, podKiB + rssKiB(operatorPid()));
+      const operator = sizes(operatorPid());
+      peakKiB = Math.max(peakKiB, rss + operator.rss);
+      peakPssKiB = Math.max(peakPssKiB, pss + operator.pss);
     } catch {
       // the operator is restarting
     }
@@ -88,7 +98,7 @@ export function helmProcessSampler(operatorPid: () => number): { stop(): { proce
   return {
     stop: () => {
       clearInterval(timer);
-      return { processes: seen.size, peakPodMiB: peakKiB / 1024 };
+      return { processes: seen.size, peakPodMiB: peakKiB / 1024, peakPodPssMiB: peakPssKiB / 1024 };
     },
   };
 }
