@@ -539,7 +539,12 @@ node_ready() {
 }
 
 cmd_down() {
-  [[ -d "$state" ]] || { log "nothing to stop ($state)"; return 0; }
+  # An empty folder is what an `up` that failed before its first file leaves: nothing runs there.
+  if [[ ! -d "$state" || -z "$(ls -A "$state")" ]]; then
+    [[ -d "$state" ]] && rmdir "$state"
+    log "nothing to stop ($state)"
+    return 0
+  fi
   [[ -f "$state/.real-node" ]] || die "$state is not a real node's state folder; not touching it"
   local holder init
   holder=$(cat "$state/run/holder.pid" 2>/dev/null || true)
