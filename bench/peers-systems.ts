@@ -26,7 +26,9 @@ import { repoRoot } from '../test/support/tools.ts';
 import { FLUX_CONTROLLERS, type FluxProcesses, fluxDir, serveCharts, startFlux, type ChartRepository } from './peers-flux.ts';
 import { applyInSlices, operatorEnv, waitAllActive } from './provision.ts';
 
-export const SYSTEMS = ['eva', 'flux', 'flux-nowait', 'floor'] as const;
+export const SYSTEMS = ['eva', 'eva-helm-default', 'flux', 'flux-nowait', 'floor'] as const;
+/** What a run measures unless --systems says otherwise; eva-helm-default is asked for by name. */
+export const DEFAULT_SYSTEMS: readonly SystemName[] = ['eva', 'flux', 'flux-nowait', 'floor'];
 export type SystemName = (typeof SYSTEMS)[number];
 
 export const TIER = 'Starter';
@@ -161,11 +163,15 @@ async function applyNamespaces(codes: readonly string[], extra: (code: string) =
 
 // ---- eva-operator ---------------------------------------------------------------------------------
 
-async function prepareEva(settings: RunSettings): Promise<PreparedSystem> {
+/**
+ * `helmAtDefault`: tenants in flight `concurrency` as on the other side, but helm processes at the
+ * operator's own HELM_CONCURRENCY default (what the chart runs), not `concurrency`: the memory a pod
+ * holds as shipped. Otherwise the same concurrency: tenants in flight and helm processes both `concurrency`.
+ */
+async function prepareEva(settings: RunSettings, helmAtDefault: boolean): Promise<PreparedSystem> {
   kubectlOk(['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
   const { concurrency, runtime, codes } = settings;
-  // Same concurrency: tenants in flight and helm processes (releases in flight) both `concurrency`.
-  const env = { ...operatorEnv(concurrency, String(concurrency), runtime.nodeOptions), OPERATOR_VERSION };
+  const env = { ...operatorEnv(concurrency, helmAtDefault ? undefined : String(concurrency), runtime.nodeOptions), OPERATOR_VERSION };
   const operator: OperatorProcess = startOperator(env, undefined, runtime.entry);
   await operator.ready(120_000);
   // The operator makes each tenant's namespace itself (it refuses one it did not make): in its clock.
@@ -302,7 +308,9 @@ async function prepareFloor(settings: RunSettings): Promise<PreparedSystem> {
 export function prepare(system: SystemName, settings: RunSettings): Promise<PreparedSystem> {
   switch (system) {
     case 'eva':
-      return prepareEva(settings);
+      return prepareEva(settings, false);
+    case 'eva-helm-default':
+      return prepareEva(settings, true);
     case 'flux':
       return prepareFlux(settings, false);
     case 'flux-nowait':

@@ -2,6 +2,7 @@
  * Side by side on one machine (a benchmark that prints figures, not a test):
  *
  *   npm run bench:peers -- [--count 100,500] [--repeats 3] [--concurrency 10] [--systems eva,flux,flux-nowait,floor] [--no-image] [--audit-out DIR]
+ *   (--systems may also name eva-helm-default: eva with helm processes at the operator's default HELM_CONCURRENCY)
  *
  * For each count, `repeats` rounds; each round runs every system once, in turn (alternating), each on
  * a FRESH control plane of its own (scripts/dev-cluster.sh in this checkout's bench state folder, its
@@ -28,7 +29,7 @@ import { type AuditEvent, auditEventsFrom, WRITE_VERBS } from '../test/support/a
 import { checkout, portOffset, removeCluster, useCluster, type ClusterSettings } from '../test/support/cluster-setup.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { fluxVersions } from './peers-flux.ts';
-import { MODULES, prepare, SYSTEMS, type PreparedSystem, type RunSettings, type SystemName } from './peers-systems.ts';
+import { DEFAULT_SYSTEMS, MODULES, prepare, SYSTEMS, type PreparedSystem, type RunSettings, type SystemName } from './peers-systems.ts';
 import { chartMemoryLimitMiB, clientOf, codeFor, cpuSeconds, imageRuntime, rssMiB } from './provision.ts';
 import { helmProcessSampler } from './steady.ts';
 
@@ -48,7 +49,7 @@ function options(): Options {
       count: { type: 'string', default: '100,500' },
       repeats: { type: 'string', default: '3' },
       concurrency: { type: 'string', default: '10' },
-      systems: { type: 'string', default: SYSTEMS.join(',') },
+      systems: { type: 'string', default: DEFAULT_SYSTEMS.join(',') },
       'no-image': { type: 'boolean', default: false },
       'audit-out': { type: 'string' },
     },
@@ -207,6 +208,7 @@ const median = (values: number[]): number => {
 
 const SYSTEM_CLIENTS: Record<SystemName, readonly string[]> = {
   eva: ['operator', 'helm'],
+  'eva-helm-default': ['operator', 'helm'],
   flux: ['helm-controller', 'helm-controller (helm library)', 'source-controller'],
   'flux-nowait': ['helm-controller', 'helm-controller (helm library)', 'source-controller'],
   floor: ['floor client'],
@@ -288,12 +290,15 @@ function printSystem(system: SystemName, runs: Measured[]): Row {
   return { system, wall, memory, memoryWithChildren };
 }
 
+const isEva = (system: SystemName): boolean => system === 'eva' || system === 'eva-helm-default';
+
+/** Each eva row against each peer: wall, and memory (the operator alone, and the pod with its helm processes). */
 function printRatios(rows: Row[]): void {
-  const eva = rows.find((r) => r.system === 'eva');
-  if (eva === undefined) return;
-  for (const other of rows.filter((r) => r.system !== 'eva')) {
-    const memory = `, peak memory ${fmt(eva.memory / other.memory, 2)} (operator alone), ${fmt(eva.memoryWithChildren / other.memory, 2)} (with its helm processes, PSS) against ${other.system}'s controllers summed`;
-    console.log(`  eva/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${other.system === 'floor' ? '' : memory}`);
+  for (const eva of rows.filter((r) => isEva(r.system))) {
+    for (const other of rows.filter((r) => !isEva(r.system))) {
+      const memory = `, peak memory ${fmt(eva.memory / other.memory, 2)} (operator alone), ${fmt(eva.memoryWithChildren / other.memory, 2)} (with its helm processes, PSS) against ${other.system}'s controllers summed`;
+      console.log(`  ${eva.system}/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${other.system === 'floor' ? '' : memory}`);
+    }
   }
 }
 
