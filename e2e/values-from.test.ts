@@ -11,7 +11,7 @@
  * tenants' events or status, while helm got it.
  *
  * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with VF.
- * The operator's namespace is `default` (no POD_NAMESPACE outside a pod).
+ * The operator's namespace is the suite operators' release namespace (test/support/operator-identity.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -19,13 +19,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
+import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { helmReleases } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
 const VERSION = '9.8.20';
 const CASE_MS = 420_000;
-const OPERATOR_NS = 'default';
+const OPERATOR_NS = operatorNamespace();
 const LABEL = 'eva.aidonow.com/values-source';
 const run = Date.now().toString(36);
 /** Strings that must reach helm and nothing a person reads. */
