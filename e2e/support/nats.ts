@@ -1,8 +1,9 @@
 /**
  * Looking into NATS as a cluster administrator can: the operator keeps each account's keys in a
- * Secret of its namespace (the release namespace of test/support/operator-identity.ts), so a test mints itself a user of any
- * tenant's account (or of the registry account) and reads what is there. A tenant's modules get only
- * Secret eva-nats in their namespace; `moduleCredentials` reads that, as a module's pod would.
+ * Secret of its namespace (the tests' operators: the release namespace of
+ * test/support/operator-identity.ts), so a test mints itself a user of any tenant's account (or of
+ * the registry account) and reads what is there. A tenant's modules get only Secret eva-nats in
+ * their namespace; `moduleCredentials` reads that, as a module's pod would.
  */
 import { connect, jwtAuthenticator, NatsError, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection } from 'nats';
 import { parseCreds, signUser, newSeed } from '../../src/adapters/nats-jwt.ts';
