@@ -28,8 +28,9 @@ export default defineConfig({
           // Every file that needs a control plane, and only those: test/cluster/ and e2e/.
           name: 'cluster',
           include: ['test/cluster/**/*.test.ts', 'e2e/**/*.test.ts'],
-          // Brings up (or reuses) the local control plane once; fails loudly, never skips.
-          globalSetup: ['./test/support/cluster-setup.ts'],
+          // Brings up (or reuses) the local control plane once; fails loudly, never skips. Then the
+          // identity every operator of the tests runs as: the chart's ServiceAccount, RBAC and policy.
+          globalSetup: ['./test/support/cluster-setup.ts', './test/support/operator-identity.ts'],
           testTimeout: 120_000,
           hookTimeout: 300_000,
           fileParallelism: false,

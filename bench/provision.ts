@@ -27,7 +27,7 @@ import { GROUP, PLURAL, TIERS, type Tier, VERSION as API_VERSION } from '../src/
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { STEP_NAMES } from '../src/steps/step.ts';
 import { metricSum, scrape } from '../e2e/support/metrics.ts';
-import { type OperatorProcess, startOperator } from '../e2e/support/operator.ts';
+import { adminOperatorEnv, type OperatorProcess, startOperator } from '../e2e/support/operator.ts';
 import { waitForGone } from '../e2e/support/tenants.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
 import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
@@ -444,6 +444,7 @@ async function restartOperator(run: Run): Promise<void> {
 
 export function operatorEnv(concurrency: number, helmConcurrency: string | undefined, nodeOptions: string | undefined): Record<string, string> {
   return {
+    ...adminOperatorEnv(),
     OPERATOR_VERSION: VERSION,
     MAX_WAVE: '0',
     RECONCILE_CONCURRENCY: String(concurrency),

@@ -27,7 +27,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { connect } from 'nats';
 import type { Tier } from '../src/api/constants.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from '../e2e/support/operator.ts';
+import { adminOperatorEnv, type OperatorProcess, removeSecretsDir, startOperator } from '../e2e/support/operator.ts';
 import { waitForGone } from '../e2e/support/tenants.ts';
 import {
   allValues,
@@ -346,7 +346,7 @@ async function main(): Promise<void> {
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
   // Its own version with MAX_WAVE 0: it acts only on the tenants pinned to it. A short drift interval
   // refreshes capsule_queue_depth of Active tenants every 10 s instead of every 5 minutes.
-  const operator = startOperator({ OPERATOR_VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '10' });
+  const operator = startOperator({ ...adminOperatorEnv(), OPERATOR_VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '10' });
   const dir = mkdtempSync(join(tmpdir(), 'eva-render-dashboard-'));
   let prometheus: PrometheusProcess | undefined;
   const planned = plannedTenants();

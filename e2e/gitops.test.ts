@@ -22,6 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kubectl, kubectlOk, requiredEnv } from '../test/support/kubectl.ts';
 import { auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { repoRoot } from '../test/support/tools.ts';
+import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { API_VERSION, KIND, MAX_WAVE_ANNOTATION, OWNER_ANNOTATION, SHARD_LABEL } from '../src/api/constants.ts';
 import { leaseNameForVersion } from '../src/controller/lease.ts';
 import { buildTool, captureTenant as capture, judge, labelled, type TenantObject as Obj } from './support/health-verdicts.ts';
@@ -181,7 +182,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
     const orphaned = { apiVersion: API_VERSION, kind: KIND, metadata: { name: orphan, annotations: { [OWNER_ANNOTATION]: GONE } }, spec: { capsuleCode: ORPHAN, tier: 'Starter', operatorVersion: OWNER } };
     kubectlOk(['apply', '-f', '-'], JSON.stringify(orphaned));
     // The Lease of the shard's only operator publishes its MAX_WAVE, read by the others.
-    expect(kubectlOk(['get', 'lease', leaseNameForVersion(SHARDED, SHARD), '-n', 'default', '-o', `jsonpath={.metadata.annotations.${jsonpathKey(MAX_WAVE_ANNOTATION)}}`])).toBe('1');
+    expect(kubectlOk(['get', 'lease', leaseNameForVersion(SHARDED, SHARD), '-n', operatorNamespace(), '-o', `jsonpath={.metadata.annotations.${jsonpathKey(MAX_WAVE_ANNOTATION)}}`])).toBe('1');
     // The leaders check at start and every 30 s: two full rounds of all three.
     const stalled = (t: { conditions: Record<string, { status: string }> }): boolean => t.conditions['Stalled']?.status === 'True';
     const { tenant } = await waitForTenant(unclaimed, 'Stalled', stalled, 90_000);
@@ -190,7 +191,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
     const above = (await waitForTenant(aboveWave, 'Stalled', stalled, 90_000)).tenant;
     expect(above.conditions['Stalled']).toMatchObject({ reason: 'OperatorWaveAbsent' });
     expect(above.conditions['Ready']).toMatchObject({ status: 'False', reason: 'OperatorWaveAbsent' });
-    expect(above.conditions['Stalled']?.message).toContain(`spec.wave 2 is above the MAX_WAVE of every running operator of shard ${SHARD} (at most 1: Leases ${leaseNameForVersion(SHARDED, SHARD)} in default)`);
+    expect(above.conditions['Stalled']?.message).toContain(`spec.wave 2 is above the MAX_WAVE of every running operator of shard ${SHARD} (at most 1: Leases ${leaseNameForVersion(SHARDED, SHARD)} in ${operatorNamespace()})`);
     const noShard = (await waitForTenant(inAbsentShard, 'Stalled', stalled, 90_000)).tenant;
     expect(noShard.conditions['Stalled']).toMatchObject({ reason: 'OperatorShardAbsent' });
     expect(noShard.conditions['Ready']).toMatchObject({ status: 'False', reason: 'OperatorShardAbsent' });

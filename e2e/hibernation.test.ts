@@ -24,6 +24,7 @@ import { auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
 import { repoRoot } from '../test/support/tools.ts';
+import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { captureTenant, fluxAndArgo, labelled } from './support/health-verdicts.ts';
 import { helmReleases } from './support/helm.ts';
 import { metricSum, scrape } from './support/metrics.ts';
@@ -218,7 +219,7 @@ describe('hibernation, suspend and data retention', () => {
       expect(await waitForGone(nameOf(code), 240_000), `leftover ${code}`).toBe(true);
     }
     // Keys an earlier run retained (their NATS went with that run): this run starts without them.
-    kubectl(['delete', 'secret', '-n', 'default', '--ignore-not-found', ...CODES.map((code) => `eva-nats-account-${nameOf(code)}`)]);
+    kubectl(['delete', 'secret', '-n', operatorNamespace(), '--ignore-not-found', ...CODES.map((code) => `eva-nats-account-${nameOf(code)}`)]);
     tenant(HIBERNATE);
     tenant(SUSPEND, { deletionProtection: true });
     tenant(RETAIN, { dataRetention: 'Retain' });

@@ -18,8 +18,9 @@ import { ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../src/api/constants.ts';
 import { formatCreds, newSeed, publicKeyOf, signUser } from '../src/adapters/nats-jwt.ts';
 import { kubectl, kubectlOk, requiredEnv } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
+import { confinedIdentity } from '../test/support/operator-identity.ts';
 import { type AccountSession, clusterAccounts, connectAsModule, inRegistry, inTenant, moduleCredentials, streamNames, tenantAccount, tenantAccountIn } from './support/nats.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
+import { type OperatorProcess, operatorEnv, removeSecretsDir, startOperator } from './support/operator.ts';
 import { applyTenant, conditionFalse, isActive, waitForGone, waitForTenant } from './support/tenants.ts';
 
 const VERSION = '9.6.0';
@@ -245,19 +246,7 @@ describe('the operator refuses to start with NATS credentials the server rejects
       cwd: repoRoot,
       encoding: 'utf8',
       timeout: 60_000,
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        KUBECONFIG: process.env['KUBECONFIG'] ?? '',
-        NATS_URL: process.env['NATS_URL'] ?? '',
-        NATS_SYSTEM_CREDS_FILE: process.env['NATS_SYSTEM_CREDS_FILE'] ?? '',
-        NATS_OPERATOR_SIGNING_KEY_FILE: process.env['NATS_OPERATOR_SIGNING_KEY_FILE'] ?? '',
-        OPERATOR_VERSION: '9.6.1',
-        MAX_WAVE: '0',
-        METRICS_PORT: '0',
-        HELM_SECRETS_DIR: dir,
-        HELM_SECRETS_ALLOW_NON_TMPFS: 'true',
-        ...env,
-      },
+      env: operatorEnv({ OPERATOR_VERSION: '9.6.1', MAX_WAVE: '0', HELM_SECRETS_ALLOW_NON_TMPFS: 'true', ...env }, dir),
     });
     return { status: result.status, output: `${result.stdout}${result.stderr}` };
   }
@@ -277,16 +266,19 @@ describe('the operator refuses to start with NATS credentials the server rejects
     const seed = newSeed('operator');
     const file = join(dir, 'foreign.nk');
     writeFileSync(file, seed);
-    // Its own key store namespace, so the real registry account's Secret is not the one re-signed.
-    const { status, output } = run({ NATS_OPERATOR_SIGNING_KEY_FILE: file, POD_NAMESPACE: 'kube-public' });
+    // Its own key store namespace, so the real registry account's Secret is not the one re-signed:
+    // a second release of the chart's confinement, as a second operator release would have.
+    const foreign = await confinedIdentity({ release: 'eva-e2e-foreign-key', namespace: 'eva-e2e-foreign-key' }, dir);
+    const { status, output } = run({ NATS_OPERATOR_SIGNING_KEY_FILE: file, KUBECONFIG: foreign.kubeconfig, POD_NAMESPACE: foreign.namespace });
     expect(status).toBe(2);
     expect(output).toContain('NATS_OPERATOR_SIGNING_KEY_FILE: NATS at');
     expect(output).not.toContain(seed);
     // The untrusted account it pushed is deleted with the real signing key, its keys with it.
-    const stray = tenantAccountIn('eva-nats-account-operator', 'kube-public');
+    const stray = tenantAccountIn('eva-nats-account-operator', foreign.namespace);
     const accounts = clusterAccounts();
     if (stray) await accounts.deleteAccount(stray).finally(() => accounts.close());
-    kubectl(['delete', 'secret', 'eva-nats-account-operator', '-n', 'kube-public', '--ignore-not-found']);
+    kubectl(['delete', '-f', '-', '--ignore-not-found', '--wait=false'], foreign.rendered);
+    kubectl(['delete', 'namespace', foreign.namespace, '--ignore-not-found', '--wait=false']);
   });
 
   it('with the right files it starts (control)', async () => {

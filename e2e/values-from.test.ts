@@ -13,7 +13,7 @@
  * is in no helm argument, only in 0600 values files on the tmpfs HELM_SECRETS_DIR, none left behind.
  *
  * Shared cluster: its own operator version, tenants pinned to it, capsule codes starting with VF.
- * The operator's namespace is `default` (no POD_NAMESPACE outside a pod).
+ * The operator's namespace is the suite operators' release namespace (test/support/operator-identity.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -23,13 +23,14 @@ import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
 import { VALUES_HASH_LABEL } from '../src/steps/release-state.ts';
+import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { helmReleases, recordingHelm } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
 const VERSION = '9.8.20';
 const CASE_MS = 420_000;
-const OPERATOR_NS = 'default';
+const OPERATOR_NS = operatorNamespace();
 const LABEL = 'eva.aidonow.com/values-source';
 const run = Date.now().toString(36);
 /** Strings that must reach helm and nothing a person reads. */

@@ -1,14 +1,16 @@
 /**
  * Looking into NATS as a cluster administrator can: the operator keeps each account's keys in a
- * Secret of its namespace (`default` for a local operator), so a test mints itself a user of any
- * tenant's account (or of the registry account) and reads what is there. A tenant's modules get only
- * Secret eva-nats in their namespace; `moduleCredentials` reads that, as a module's pod would.
+ * Secret of its namespace (the tests' operators: the release namespace of
+ * test/support/operator-identity.ts), so a test mints itself a user of any tenant's account (or of
+ * the registry account) and reads what is there. A tenant's modules get only Secret eva-nats in
+ * their namespace; `moduleCredentials` reads that, as a module's pod would.
  */
 import { connect, jwtAuthenticator, NatsError, type JetStreamClient, type JetStreamManager, type KV, type NatsConnection } from 'nats';
 import { parseCreds, signUser, newSeed } from '../../src/adapters/nats-jwt.ts';
 import { keysFromSecret } from '../../src/nats/account-keys.ts';
 import { inboxPrefix } from '../../src/tenancy/names.ts';
 import { kubectl } from '../../test/support/kubectl.ts';
+import { operatorNamespace } from '../../test/support/operator-identity.ts';
 import { testAccounts } from '../../test/support/fixtures.ts';
 import type { NatsAccounts } from '../../src/nats/accounts.ts';
 
@@ -20,7 +22,7 @@ export interface NatsTarget {
 
 const target = (t?: NatsTarget): Required<NatsTarget> => ({
   url: t?.url ?? process.env['NATS_URL'] ?? '',
-  keysNamespace: t?.keysNamespace ?? 'default',
+  keysNamespace: t?.keysNamespace ?? operatorNamespace(),
 });
 
 export interface AccountSession {
@@ -46,7 +48,7 @@ export function tenantAccountIn(secretName: string, namespace: string): string |
   return secretKeys(secretName, namespace)?.keys.account;
 }
 
-/** The operator's view of the dev cluster's NATS (the files `dev-cluster.sh env` exports), keys from `default`. */
+/** The operator's view of the dev cluster's NATS (the files `dev-cluster.sh env` exports). */
 export function clusterAccounts(): NatsAccounts {
   const auth = {
     dir: '',

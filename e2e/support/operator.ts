@@ -1,8 +1,13 @@
-/** Runs the real operator (node src/cli.ts on Node 24) as a child process against the local control plane. */
+/**
+ * Runs the real operator (node src/cli.ts on Node 24) as a child process against the local control
+ * plane, as the chart's ServiceAccount under the chart's RBAC and admission policy (the identity
+ * test/support/operator-identity.ts makes; the helm processes it runs inherit it).
+ */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { requiredEnv } from '../../test/support/kubectl.ts';
+import { suiteOperatorEnv } from '../../test/support/operator-identity.ts';
 import { repoRoot } from '../../test/support/tools.ts';
 
 export interface OperatorProcess {
@@ -39,27 +44,44 @@ function createdSecretsDir(): string {
   return dir;
 }
 
+/**
+ * The environment of an operator run by the tests: the suite's confined identity (KUBECONFIG as the
+ * chart's ServiceAccount, POD_NAMESPACE its release namespace) unless `env` names a KUBECONFIG of its
+ * own (the benchmarks: `adminOperatorEnv`), the local NATS, the pinned helm, then `env`.
+ */
+export function operatorEnv(env: Record<string, string>, secretsDir: string): Record<string, string> {
+  return {
+    PATH: process.env['PATH'] ?? '',
+    HOME: process.env['HOME'] ?? '/root',
+    ...(env['KUBECONFIG'] === undefined ? suiteOperatorEnv() : {}),
+    NATS_URL: requiredEnv('NATS_URL'),
+    NATS_SYSTEM_CREDS_FILE: requiredEnv('NATS_SYSTEM_CREDS_FILE'),
+    NATS_OPERATOR_SIGNING_KEY_FILE: requiredEnv('NATS_OPERATOR_SIGNING_KEY_FILE'),
+    OPERATOR_VERSION: '1.0.0',
+    HELM_BINARY: join(requiredEnv('EVA_TOOLS_DIR'), 'helm'),
+    HELM_SECRETS_DIR: secretsDir,
+    INGRESS_CLASS: 'eva-lb',
+    METRICS_PORT: '0',
+    METRICS_BIND_ADDRESS: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...env,
+  };
+}
+
+/**
+ * The admin identity of the cluster setup (Leases and keys in `default`), for the benchmarks only:
+ * their figures compare with the earlier runs of docs/measurements.md, made with it. Tests never.
+ */
+export function adminOperatorEnv(): Record<string, string> {
+  return { KUBECONFIG: requiredEnv('KUBECONFIG'), POD_NAMESPACE: 'default' };
+}
+
 /** `entry`: the sources (default), or the bundle `npm run build` writes (dist/cli.js, what the image runs). */
 export function startOperator(env: Record<string, string> = {}, secretsDir?: string, entry = 'src/cli.ts'): OperatorProcess {
   const dir = secretsDir ?? createdSecretsDir();
   const child = spawn(process.execPath, [join(repoRoot, entry), 'run'], {
     cwd: repoRoot,
-    env: {
-      PATH: process.env['PATH'] ?? '',
-      HOME: process.env['HOME'] ?? '/root',
-      KUBECONFIG: requiredEnv('KUBECONFIG'),
-      NATS_URL: requiredEnv('NATS_URL'),
-      NATS_SYSTEM_CREDS_FILE: requiredEnv('NATS_SYSTEM_CREDS_FILE'),
-      NATS_OPERATOR_SIGNING_KEY_FILE: requiredEnv('NATS_OPERATOR_SIGNING_KEY_FILE'),
-      OPERATOR_VERSION: '1.0.0',
-      HELM_BINARY: join(requiredEnv('EVA_TOOLS_DIR'), 'helm'),
-      HELM_SECRETS_DIR: dir,
-      INGRESS_CLASS: 'eva-lb',
-      METRICS_PORT: '0',
-      METRICS_BIND_ADDRESS: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      ...env,
-    },
+    env: operatorEnv(env, dir),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Never outlive the test or benchmark that started it (a crashed runner must not leave an

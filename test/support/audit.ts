@@ -1,8 +1,9 @@
 /**
  * The local control plane's API server audit log: every write (create, update, patch, delete,
  * deletecollection), metadata only, with the client's User-Agent (scripts/dev-cluster/audit-policy.yaml;
- * Leases and Events are not recorded). Every local client authenticates as the same admin user, so
- * the User-Agent tells them apart.
+ * Leases and Events are not recorded). The tests' own clients authenticate as the same admin user and
+ * every operator of theirs as the same ServiceAccount (test/support/operator-identity.ts), so the
+ * User-Agent tells them apart.
  */
 import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';

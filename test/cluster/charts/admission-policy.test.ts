@@ -11,19 +11,18 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, FINALIZER, FORCE_DECOMMISSION_ANNOTATION, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../../../src/api/constants.ts';
-import { type CommandResult, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { type CommandResult, kubectl, kubectlOk } from '../../support/kubectl.ts';
 import { repoRoot } from '../../support/tools.ts';
 import { runLetters } from '../../support/random.ts';
+import { type ChartRelease, fullnameOf, policyOf, policyRefusal, renderConfinement, serviceAccountUser, untilConfinement } from '../../support/operator-identity.ts';
 import { applyTenant } from '../../../e2e/support/tenants.ts';
-import { helm } from '../../charts/render.ts';
 
-const chartDir = join(repoRoot, 'charts/eva-operator');
 const runId = randomBytes(3).toString('hex');
-const RELEASE = `adm-${runId}`;
-const RELEASE_NAMESPACE = `eva-adm-${runId}`;
-const FULLNAME = `${RELEASE}-eva-operator`;
-const POLICY = `${FULLNAME}-write-confinement`;
-const OPERATOR = `system:serviceaccount:${RELEASE_NAMESPACE}:${FULLNAME}`;
+const CHART: ChartRelease = { release: `adm-${runId}`, namespace: `eva-adm-${runId}` };
+const RELEASE_NAMESPACE = CHART.namespace;
+const FULLNAME = fullnameOf(CHART);
+const POLICY = policyOf(CHART);
+const OPERATOR = serviceAccountUser(CHART);
 /** A namespace as the operator makes it (src/steps/namespace.ts): managed-by and Pod Security restricted. */
 const TENANT_NAMESPACE = `eva-tenant-adm${runId}`;
 const TENANT_LABELS = { [LABELS.managedBy]: MANAGED_BY, 'pod-security.kubernetes.io/enforce': 'restricted' };
@@ -32,7 +31,7 @@ const FOREIGN_NAMESPACE = `eva-tenant-foreign${runId}`;
 const WIDENED = `${FULLNAME}-probe-cluster-admin`;
 const TENANT = `adm${runId}`;
 
-const POLICY_REFUSAL = `ValidatingAdmissionPolicy '${POLICY}' with binding '${POLICY}' denied request: eva-operator confinement`;
+const POLICY_REFUSAL = policyRefusal(POLICY);
 
 type Manifest = Record<string, unknown>;
 
@@ -130,21 +129,12 @@ const FOREIGN_NAMESPACES = ['kube-system', 'default'] as const;
 
 /** Until the API server's policy informer has seen a change (it is not synchronous with the write). */
 async function untilRefusal(refused: boolean): Promise<void> {
-  const probe = (): boolean => {
-    const result = createAsOperator(configMap('kube-system'));
-    return refused ? result.stderr.includes(POLICY_REFUSAL) : result.status === 0;
-  };
-  expect(await eventually(probe, 30_000, 200), `the policy did not become ${refused ? 'active' : 'inactive'}`).toBe(true);
+  expect(await untilConfinement(['--as', OPERATOR], POLICY, refused), `the policy did not become ${refused ? 'active' : 'inactive'}`).toBe(true);
 }
 
 beforeAll(async () => {
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
-  const result = await helm([
-    'template', RELEASE, chartDir, '--namespace', RELEASE_NAMESPACE, '--set', 'nats.url=nats://nats.example:4222',
-    '--show-only', 'templates/serviceaccount.yaml', '--show-only', 'templates/rbac.yaml', '--show-only', 'templates/admission-policy.yaml',
-  ]);
-  if (result.code !== 0) throw new Error(`helm template failed: ${result.stderr}`);
-  rendered = result.stdout;
+  rendered = renderConfinement(CHART);
   kubectlOk(['create', '-f', '-'], JSON.stringify(namespace(RELEASE_NAMESPACE)));
   kubectlOk(['create', '-f', '-'], JSON.stringify(namespace(TENANT_NAMESPACE, TENANT_LABELS)));
   kubectlOk(['create', '-f', '-'], JSON.stringify(namespace(FOREIGN_NAMESPACE)));

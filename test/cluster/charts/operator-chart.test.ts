@@ -23,6 +23,7 @@ import { FINALIZER, GROUP, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, PLURAL, W
 import { tenantNamespace } from '../../../src/tenancy/names.ts';
 import { natsBootstrapFiles } from '../../support/fixtures.ts';
 import { type AuditEvent, auditOffset, auditWritesSince } from '../../support/audit.ts';
+import { serviceAccountKubeconfig } from '../../support/operator-identity.ts';
 
 const chartDir = join(repoRoot, 'charts/eva-operator');
 const NAMESPACE = 'eva-system';
@@ -658,27 +659,6 @@ function pods(namespace: string): PodView[] {
   return (JSON.parse(kubectlOk(['get', 'pods', '-n', namespace, '-o', 'json'])) as { items: PodView[] }).items;
 }
 
-/** A kubeconfig authenticating as the ServiceAccount (a bound token), for the operator and its helm processes. */
-function serviceAccountKubeconfig(dir: string, namespace: string, serviceAccount: string): string {
-  const admin = JSON.parse(kubectlOk(['config', 'view', '--raw', '--minify', '-o', 'json'])) as {
-    clusters: { cluster: { server: string; 'certificate-authority'?: string; 'certificate-authority-data'?: string } }[];
-  };
-  const cluster = admin.clusters[0]?.cluster;
-  if (!cluster) throw new Error('no cluster in the admin kubeconfig');
-  const token = kubectlOk(['create', 'token', serviceAccount, '-n', namespace, '--duration', '1h']).trim();
-  const file = join(dir, 'kubeconfig');
-  const config = {
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'local', cluster }],
-    users: [{ name: serviceAccount, user: { token } }],
-    contexts: [{ name: 'sa', context: { cluster: 'local', user: serviceAccount, namespace } }],
-    'current-context': 'sa',
-  };
-  writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
-  return file;
-}
-
 /** Audited writes as sorted "<where> <group>/<resource>[/<subresource>] <verb>" lines with their counts. */
 function writeTable(writes: readonly AuditEvent[], namespaces: Record<string, string>): [string, number][] {
   const counts = new Map<string, number>();
@@ -734,7 +714,7 @@ describe('on the local control plane', () => {
     beforeAll(async () => {
       expect(installed, 'the chart must be installed first').toBe(true);
       dir = mkdtempSync(join(tmpdir(), 'eva-chart-rbac-'));
-      const kubeconfig = serviceAccountKubeconfig(dir, liveNamespace, liveFullname);
+      const kubeconfig = serviceAccountKubeconfig(join(dir, 'kubeconfig'), { release: liveRelease, namespace: liveNamespace });
       expect(kubectlOk(['--kubeconfig', kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'])).toBe(
         `system:serviceaccount:${liveNamespace}:${liveFullname}`,
       );

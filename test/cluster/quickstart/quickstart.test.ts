@@ -374,9 +374,10 @@ describe('a real install into the local control plane', () => {
   }, 600_000);
 
   it('installs the CRD and the chart, pins the tenant to the live Deployment\'s version and prints each condition until Active', async () => {
-    // The operator "inside" the chart's pods, run here: it elects in the release namespace, which
-    // quickstart creates in step 3 (until then it waits to lead).
-    operator = startOperator({ OPERATOR_VERSION: version, MAX_WAVE: '0', POD_NAMESPACE: name, POD_NAME: `${name}-local` });
+    // The operator "inside" the chart's pods, run here, as the suite's operators run: the chart's
+    // ServiceAccount, RBAC and policy of the suite's own release (this release's ServiceAccount does
+    // not exist before quickstart's step 3, and the operator must be running by step 5).
+    operator = startOperator({ OPERATOR_VERSION: version, MAX_WAVE: '0', POD_NAME: `${name}-local` });
     const run = await quickstart(['--namespace', name, '--release', name, '--values', valuesFile, '--code', code, '--timeout', '240'], {}, 420_000);
     expect(run.status, `${failure(run)}\n--- operator\n${operator.logs().slice(-4000)}`).toBe(0);
 
