@@ -116,6 +116,25 @@ describe('TenantReconciler', () => {
     expect(store.peek('slowac')?.status?.phase).toBe('Active');
   });
 
+  it('a condition reached while its write was held back keeps the time the saga reached it, not the time it was written', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'TIMING' }));
+    const steps = fakeSteps();
+    const slowModules: FakeSteps = {
+      ...steps,
+      runStep: async (step) => {
+        if (step === 'modules') await new Promise((resolve) => setTimeout(resolve, 300));
+        return steps.runStep(step, {} as TenantScope);
+      },
+    };
+    await reconciler(store, slowModules, 1_000).reconcile('timing', signal);
+    // One write after the first: Active. NamespaceReady was True at once, ModulesDeployed after the 300 ms step.
+    expect(statusWrites(store)).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
+    const elapsed = store.peek('timing')?.status?.elapsedSeconds ?? {};
+    expect(elapsed['NamespaceReady']).toBeLessThan(0.15);
+    expect(elapsed['ModulesDeployed']).toBeGreaterThanOrEqual(0.29);
+  });
+
   it('a held-back progress write refused (409): no further step starts, the reconcile fails and is retried', async () => {
     const store = new MemoryTenantStore();
     store.put(testTenant({ code: 'DEFERF' }));

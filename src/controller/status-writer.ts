@@ -59,6 +59,11 @@ export class StatusWriter {
   private deferred: NodeJS.Timeout | undefined;
   private writes: Promise<void> = Promise.resolve();
   private deferredFailure: Error | undefined;
+  /**
+   * The last status built for a write, written or held back: the next one starts from it, so a
+   * condition's transition time and elapsed seconds say when the saga got there, not when it was written.
+   */
+  private latestBuilt: EvaTenantStatus | undefined;
 
   constructor(store: TenantStore, tenant: EvaTenant, log: Logger, options: StatusWriterOptions = {}) {
     this.store = store;
@@ -76,8 +81,10 @@ export class StatusWriter {
     this.cancelDeferred();
     this.throwDeferredFailure();
     this.warnOnNewProblem(view);
-    const status = { ...buildStatus(this.current, view, persisted, new Date()), ...(await this.observation(view)) };
+    const base = this.latestBuilt === undefined ? this.current : { ...this.current, status: this.latestBuilt };
+    const status = { ...buildStatus(base, view, persisted, new Date()), ...(await this.observation(view)) };
     if (sameStatus(this.current.status, status) || takesUpStoredProblem(this.current.status, view, status)) return;
+    this.latestBuilt = status;
     const holdFor = view.stage === 'provisioning' && !isNews(this.current.status, status) ? this.lastWriteAt + this.progressIntervalMs - performance.now() : 0;
     if (holdFor > 0) this.defer(status, holdFor);
     else await this.write(status);
