@@ -49,6 +49,17 @@ function fakeSteps(outcome: (step: StepName) => StepOutcome | Error = () => ({ k
   return steps;
 }
 
+/** `steps` with `step` taking `ms` of real time before it is done (the status cadence runs on real timers). */
+function delayed(steps: FakeSteps, step: StepName, ms: number): FakeSteps {
+  return {
+    ...steps,
+    runStep: async (name, scope) => {
+      if (name === step) await new Promise((resolve) => setTimeout(resolve, ms));
+      return steps.runStep(name, scope);
+    },
+  };
+}
+
 /** `statusProgressIntervalMs` 0: every condition's progress is written (the cadence's own tests use the default). */
 function reconciler(tenants: TenantStore, steps: TenantSteps, statusProgressIntervalMs?: number): TenantReconciler {
   return new TenantReconciler({
@@ -96,15 +107,13 @@ describe('TenantReconciler', () => {
     const store = new MemoryTenantStore();
     store.put(testTenant({ code: 'SLOWAC' }));
     const seenDuringAccount: unknown[] = [];
-    const steps = fakeSteps();
+    const slowAccount = delayed(fakeSteps(), 'account', 300);
     const slow: FakeSteps = {
-      ...steps,
-      runStep: async (step) => {
-        if (step === 'account') {
-          await new Promise((resolve) => setTimeout(resolve, 300));
-          seenDuringAccount.push(conditionOf(store, 'slowac', 'Provisioned')?.reason);
-        }
-        return steps.runStep(step, {} as TenantScope);
+      ...slowAccount,
+      runStep: async (step, scope) => {
+        const outcome = await slowAccount.runStep(step, scope);
+        if (step === 'account') seenDuringAccount.push(conditionOf(store, 'slowac', 'Provisioned')?.reason);
+        return outcome;
       },
     };
     await reconciler(store, slow, 50).reconcile('slowac', signal);
@@ -119,14 +128,7 @@ describe('TenantReconciler', () => {
   it('a condition reached while its write was held back keeps the time the saga reached it, not the time it was written', async () => {
     const store = new MemoryTenantStore();
     store.put(testTenant({ code: 'TIMING' }));
-    const steps = fakeSteps();
-    const slowModules: FakeSteps = {
-      ...steps,
-      runStep: async (step) => {
-        if (step === 'modules') await new Promise((resolve) => setTimeout(resolve, 300));
-        return steps.runStep(step, {} as TenantScope);
-      },
-    };
+    const slowModules = delayed(fakeSteps(), 'modules', 300);
     await reconciler(store, slowModules, 1_000).reconcile('timing', signal);
     // One write after the first: Active. NamespaceReady was True at once, ModulesDeployed after the 300 ms step.
     expect(statusWrites(store)).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
@@ -141,13 +143,7 @@ describe('TenantReconciler', () => {
     // Write 1: Provisioning (news, at once); write 2: Provisioned held back and written by its timer while account runs.
     const failing = new FailingTenantStore(store).failOn('writeStatus', 2);
     const steps = fakeSteps();
-    const slow: FakeSteps = {
-      ...steps,
-      runStep: async (step) => {
-        if (step === 'account') await new Promise((resolve) => setTimeout(resolve, 200));
-        return steps.runStep(step, {} as TenantScope);
-      },
-    };
+    const slow = delayed(steps, 'account', 200);
     await expect(reconciler(failing, slow, 50).reconcile('deferf', signal)).rejects.toBeInstanceOf(ApiException);
     expect(steps.ran.at(-1), 'a step after the refused write started').toBe('account');
   });
