@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { auditOffset, auditWritesSince } from './audit.ts';
 import { type CommandResult, eventually, kubectl, kubectlOk, requiredEnv } from './kubectl.ts';
+import { registerRunCheck } from './run-checks.ts';
 import { repoRoot } from './tools.ts';
 
 /** One install of the chart's confinement: its release (names the ServiceAccount and the policy) and release namespace. */
@@ -133,10 +134,17 @@ export default async function setup(): Promise<() => void> {
   const user = serviceAccountUser(SUITE_OPERATOR);
   const since = auditOffset();
   console.info(`[operator-identity] the tests' operators run as ${user} under the chart's RBAC and policy ${policyOf(SUITE_OPERATOR)}`);
+  const refusedWrites = (): string[] => refusedWritesSince(since, user);
+  // Before the closing line (the summary reporter runs it), which then counts each refusal as a failure.
+  registerRunCheck(() => {
+    const refused = refusedWrites();
+    console.info(`[operator-identity] writes of ${user} refused in this run: ${String(refused.length)}`);
+    return refused.map((write) => `the API server refused a write of the tests' operators (chart RBAC or admission policy): ${write}`);
+  });
   return () => {
     rmSync(dir, { recursive: true, force: true });
-    const refused = refusedWritesSince(since, user);
-    console.info(`[operator-identity] writes of ${user} refused in this run: ${String(refused.length)}`);
-    if (refused.length > 0) throw new Error(`the API server refused writes of the tests' operators (chart RBAC or admission policy):\n${refused.slice(0, 50).join('\n')}`);
+    // The exit status too: a refusal fails the run even where no summary reporter runs.
+    const refused = refusedWrites();
+    if (refused.length > 0) throw new Error(`the API server refused writes of the tests' operators:\n${refused.slice(0, 50).join('\n')}`);
   };
 }

@@ -28,7 +28,7 @@ describe('tallyRun', () => {
 });
 
 describe('the closing line of a real vitest run', () => {
-  it('says failed for a failing test and for a file whose setup throws', () => {
+  it('says failed for a failing test, for a file whose setup throws and for a problem an end-of-run check reports', () => {
     const fixture = join(import.meta.dirname, 'reporter-fixture');
     const run = spawnSync(process.execPath, [join(process.cwd(), 'node_modules/vitest/vitest.mjs'), 'run', '--config', join(fixture, 'vitest.config.ts')], {
       encoding: 'utf8',
@@ -37,6 +37,7 @@ describe('the closing line of a real vitest run', () => {
     });
     const lastLine = run.stdout.trimEnd().split('\n').at(-1);
     expect(run.status).not.toBe(0);
-    expect(lastLine).toBe(closingLine({ passed: 1, failed: 3, skipped: 0 }));
+    expect(run.stdout).toContain('end-of-run check failed: a write was refused (fixture)');
+    expect(lastLine).toBe(closingLine({ passed: 1, failed: 4, skipped: 0 }));
   }, 60_000);
 });

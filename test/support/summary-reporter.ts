@@ -3,9 +3,11 @@
  * whatever the test runner. A skipped test is never counted as passed, and a run that failed never
  * reads as green: a file that failed as a whole (a throwing beforeAll, a missing tool, a syntax
  * error) counts its tests that did not pass as failed (at least one), and so does every error
- * outside a test and a failed global setup.
+ * outside a test and a failed global setup, and every problem an end-of-run check reports
+ * (run-checks.ts), printed just above it.
  */
 import type { Reporter, SerializedError, TestModule } from 'vitest/node';
+import { runChecks } from './run-checks.ts';
 
 export interface Tally {
   passed: number;
@@ -48,7 +50,10 @@ export default class SummaryReporter implements Reporter {
         mod.state() === 'failed' || mod.errors().length > 0,
       ),
     );
-    const total = tallyRun(files, unhandledErrors.length, reason !== 'passed');
+    // End-of-run checks of the global setups (run-checks.ts): each problem is a failure of the run.
+    const problems = runChecks();
+    for (const problem of problems) process.stdout.write(`\nend-of-run check failed: ${problem}\n`);
+    const total = tallyRun(files, unhandledErrors.length + problems.length, reason !== 'passed');
     process.stdout.write(`\n${closingLine(total)}\n`);
   }
 }
