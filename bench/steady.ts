@@ -58,41 +58,40 @@ export function objectsOfTenant(code: string): Record<string, number> {
   return counts;
 }
 
+/** The children of `pid` (every thread's): /proc/<pid>/task/<tid>/children. */
+function childrenOf(pid: number): number[] {
+  return readdirSync(`/proc/${String(pid)}/task`).flatMap((tid) =>
+    readFileSync(`/proc/${String(pid)}/task/${tid}/children`, 'utf8').trim().split(' ').filter(Boolean).map(Number),
+  );
+}
+
 /**
  * Samples (every 100 ms) the helm processes the operator starts: how many, and the peak memory of the
  * operator and its helm children together, which is what a pod's memory limit holds. Two sums: resident
  * (VmRSS, each process's shared pages counted in full: helm's binary once per process) and proportional
  * (Pss: a page shared by n processes counts 1/n in each), the one a container's memory accounting is
- * close to (it charges a page once).
+ * close to (it charges a page once). Pss costs the kernel a walk of each process's page tables
+ * (milliseconds for the operator's large address space), so it is read only when the resident sum
+ * reaches a new peak: the sampler itself must not slow the system it measures.
  */
 export function helmProcessSampler(operatorPid: () => number): { stop(): { processes: number; peakPodMiB: number; peakPodPssMiB: number } } {
   const seen = new Set<number>();
   let peakKiB = 0;
   let peakPssKiB = 0;
   const field = (path: string, name: string): number => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(readFileSync(path, 'utf8'))?.[1] ?? 0);
-  const sizes = (pid: number | string): { rss: number; pss: number } => ({ rss: field(`/proc/${pid}/status`, 'VmRSS'), pss: field(`/proc/${pid}/smaps_rollup`, 'Pss') });
+  const sum = (pids: number[], file: string, name: string): number => pids.reduce((total, pid) => total + field(`/proc/${String(pid)}/${file}`, name), 0);
   const timer = setInterval(() => {
-    let rss = 0;
-    let pss = 0;
-    for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        const parent = Number(stat.split(') ')[1]?.split(' ')[1]);
-        if (parent !== operatorPid() || !stat.includes('(helm)')) continue;
-        seen.add(Number(entry));
-        const helm = sizes(entry);
-        rss += helm.rss;
-        pss += helm.pss;
-      } catch {
-        // gone between the listing and the read
-      }
-    }
     try {
-      const operator = sizes(operatorPid());
-      peakKiB = Math.max(peakKiB, rss + operator.rss);
-      peakPssKiB = Math.max(peakPssKiB, pss + operator.pss);
+      const operator = operatorPid();
+      const helm = childrenOf(operator).filter((pid) => readFileSync(`/proc/${String(pid)}/comm`, 'utf8').trim() === 'helm');
+      for (const pid of helm) seen.add(pid);
+      const pod = [operator, ...helm];
+      const rss = sum(pod, 'status', 'VmRSS');
+      if (rss <= peakKiB) return;
+      peakKiB = rss;
+      peakPssKiB = Math.max(peakPssKiB, sum(pod, 'smaps_rollup', 'Pss'));
     } catch {
-      // the operator is restarting
+      // a helm process gone between the listing and the read, or the operator restarting: the next sample counts
     }
   }, 100);
   return {
