@@ -133,8 +133,8 @@ describe('TenantReconciler', () => {
     // One write after the first: Active. NamespaceReady was True at once, ModulesDeployed after the 300 ms step.
     expect(statusWrites(store)).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
     const elapsed = store.peek('timing')?.status?.elapsedSeconds ?? {};
-    expect(elapsed['NamespaceReady']).toBeLessThan(0.15);
-    expect(elapsed['ModulesDeployed']).toBeGreaterThanOrEqual(0.29);
+    // The 300 ms step lies between the two, however slow the machine; written at once, they would be equal.
+    expect((elapsed['ModulesDeployed'] ?? 0) - (elapsed['NamespaceReady'] ?? 0)).toBeGreaterThanOrEqual(0.29);
   });
 
   it('a held-back progress write refused (409): no further step starts, the reconcile fails and is retried', async () => {

@@ -59,10 +59,11 @@ describe('the render guard plugin under the real helm', () => {
     });
     expect(kinds(out)).toEqual(['ConfigMap', 'Deployment', 'Secret', 'Service']);
     // The client's CPU (from /proc/self/schedstat) and the check's in the operator: logged with each
-    // release, printed by bench:provision. A few milliseconds, where a node process per release cost ~70.
+    // release, printed by bench:provision (how small it is is a benchmark's figure, not an assertion
+    // that a busy machine would break).
     expect(cost?.clientCpuMs).toBeGreaterThan(0);
     expect(cost?.checkCpuMs).toBeGreaterThan(0);
-    expect(cost?.cpuMs).toBeLessThan(40);
+    expect(cost?.cpuMs).toBeCloseTo((cost?.clientCpuMs ?? 0) + (cost?.checkCpuMs ?? 0), 1);
   });
 
   it('refuses an image outside the catalogue: helm renders nothing, RenderRejected names the object and the image', async () => {
