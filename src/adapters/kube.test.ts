@@ -8,33 +8,38 @@ import { Kube, loadKubeConfig } from './kube.ts';
 
 /** A stand-in API server on loopback that answers every GET with an empty namespace list and records arrivals. */
 let server: Server;
-let arrivals: { at: number; userAgent: string | undefined }[] = [];
+let arrivals: { at: number; userAgent: string | undefined; authorization: string | undefined }[] = [];
 let dir: string;
 const previousKubeconfig = process.env['KUBECONFIG'];
 
 beforeAll(async () => {
   server = createServer((req: IncomingMessage, res) => {
-    arrivals.push({ at: performance.now(), userAgent: req.headers['user-agent'] });
+    arrivals.push({ at: performance.now(), userAgent: req.headers['user-agent'], authorization: req.headers.authorization });
     res.setHeader('Content-Type', 'application/json');
     res.end(JSON.stringify({ apiVersion: 'v1', kind: 'NamespaceList', metadata: {}, items: [] }));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   dir = mkdtempSync(join(tmpdir(), 'eva-kube-test-'));
-  const kubeconfig = join(dir, 'kubeconfig');
+  process.env['KUBECONFIG'] = writeKubeconfig('kubeconfig', {});
+});
+
+/** A kubeconfig for the stand-in server with this cluster's extra fields and this user; returns its path. */
+function writeKubeconfig(name: string, cluster: Record<string, unknown>, user: Record<string, unknown> = {}): string {
+  const { port } = server.address() as AddressInfo;
+  const path = join(dir, name);
   writeFileSync(
-    kubeconfig,
+    path,
     JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true } }],
-      users: [{ name: 'u', user: {} }],
+      clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true, ...cluster } }],
+      users: [{ name: 'u', user }],
       contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
       'current-context': 'x',
     }),
   );
-  process.env['KUBECONFIG'] = kubeconfig;
-});
+  return path;
+}
 
 afterAll(async () => {
   if (previousKubeconfig === undefined) delete process.env['KUBECONFIG'];
@@ -51,6 +56,28 @@ async function listNamespaces(kube: Kube, count: number): Promise<number> {
 }
 
 describe('loadKubeConfig', () => {
+  it('reads the TLS files once, not per request, and still sends the credentials every request needs', async () => {
+    const pem = (label: string): string => `-----BEGIN ${label}-----\n${Buffer.from(label).toString('base64')}\n-----END ${label}-----\n`;
+    const files = { ca: join(dir, 'ca.crt'), cert: join(dir, 'client.crt'), key: join(dir, 'client.key') };
+    writeFileSync(files.ca, pem('CA'));
+    writeFileSync(files.cert, pem('CERT'));
+    writeFileSync(files.key, pem('KEY'));
+    const previous = process.env['KUBECONFIG'];
+    process.env['KUBECONFIG'] = writeKubeconfig('with-files', { 'certificate-authority': files.ca }, { 'client-certificate': files.cert, 'client-key': files.key, token: 'a-token' });
+    try {
+      const config = loadKubeConfig();
+      expect(Buffer.from(config.getCurrentCluster()?.caData ?? '', 'base64').toString()).toBe(pem('CA'));
+      expect(Buffer.from(config.getCurrentUser()?.keyData ?? '', 'base64').toString()).toBe(pem('KEY'));
+      // Gone from disk: client-node would fail every request reading them again (ENOENT).
+      for (const file of Object.values(files)) rmSync(file);
+      const kube = new Kube(config);
+      await listNamespaces(kube, 3);
+      expect(arrivals.map((a) => a.authorization)).toEqual(['Bearer a-token', 'Bearer a-token', 'Bearer a-token']);
+    } finally {
+      process.env['KUBECONFIG'] = previous;
+    }
+  });
+
   it('names the operator version and shard in the User-Agent of every client', async () => {
     const kube = new Kube(loadKubeConfig({ operatorVersion: '2.0.0', shard: 'eu' }));
     await listNamespaces(kube, 1);
