@@ -145,9 +145,11 @@ export async function startFlux(dir: string, concurrency: number): Promise<FluxP
     };
     child.stdout.on('data', append);
     child.stderr.on('data', append);
-    process.once('exit', () => {
+    const killChild = (): void => {
       child.kill('SIGKILL');
-    });
+    };
+    process.once('exit', killChild);
+    child.once('exit', () => process.removeListener('exit', killChild));
     children[controller] = child;
   }
   const pidOf = (controller: FluxController): number => children[controller]?.pid ?? -1;

@@ -164,12 +164,21 @@ async function applyNamespaces(codes: readonly string[], extra: (code: string) =
 // ---- eva-operator ---------------------------------------------------------------------------------
 
 /**
+ * CRDs applied and served before a controller starts: one that starts first fails its REST mapping
+ * ("no matches for kind OCIRepository", seen once in a 3-round run) and exits.
+ */
+function applyCrds(dir: string): void {
+  kubectlOk(['apply', '--server-side', '-f', dir]);
+  kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', dir]);
+}
+
+/**
  * `helmAtDefault`: tenants in flight `concurrency` as on the other side, but helm processes at the
  * operator's own HELM_CONCURRENCY default (what the chart runs), not `concurrency`: the memory a pod
  * holds as shipped. Otherwise the same concurrency: tenants in flight and helm processes both `concurrency`.
  */
 async function prepareEva(settings: RunSettings, helmAtDefault: boolean): Promise<PreparedSystem> {
-  kubectlOk(['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
+  applyCrds(join(repoRoot, 'crds'));
   const { concurrency, runtime, codes } = settings;
   const env = { ...operatorEnv(concurrency, helmAtDefault ? undefined : String(concurrency), runtime.nodeOptions), OPERATOR_VERSION };
   const operator: OperatorProcess = startOperator(env, undefined, runtime.entry);
@@ -226,7 +235,7 @@ const conditionReady = (item: Named): boolean =>
 async function prepareFlux(settings: RunSettings, disableWait: boolean): Promise<PreparedSystem> {
   const { codes, concurrency } = settings;
   const dir = fluxDir();
-  kubectlOk(['apply', '--server-side', '-f', join(dir, 'crds')]);
+  applyCrds(join(dir, 'crds'));
   kubectlOk(['create', 'namespace', 'flux-system']);
   const flux: FluxProcesses = await startFlux(dir, concurrency);
   const repository: ChartRepository = await serveCharts(MODULES.map((module) => chartPath(join(repoRoot, 'charts'), module)));

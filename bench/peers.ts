@@ -322,7 +322,11 @@ async function runAll(opts: Options): Promise<void> {
     const results = new Map<SystemName, Measured[]>(opts.systems.map((s) => [s, []]));
     for (let round = 0; round < opts.repeats; round += 1) {
       for (const system of opts.systems) {
-        const measured = await runOnce(system, count, settings, opts.auditOut);
+        const measured = await runOnce(system, count, settings, opts.auditOut).catch((err: unknown) => {
+          // One system failing to start must not throw away the rounds measured so far: once more, on a fresh cluster.
+          console.log(`[${count} tenants, round ${round + 1}] ${system}: failed (${err instanceof Error ? err.message.slice(0, 300) : String(err)}); once more`);
+          return runOnce(system, count, settings, opts.auditOut);
+        });
         console.log(`[${count} tenants, round ${round + 1}] ${system}: ${fmt(measured.wall)} s${measured.notReady > 0 ? `, ${measured.notReady} NOT READY` : ''}`);
         results.get(system)?.push(measured);
       }

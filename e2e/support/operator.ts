@@ -32,15 +32,21 @@ function exited(child: ChildProcess): Promise<number | null> {
   });
 }
 
+const secretsDirs = new Set<string>();
+
 /**
  * A tmpfs folder for the operator's secret values files. It outlives the operator (tests look into it
- * after a stop or a crash) and goes when this test process exits, so /dev/shm does not fill up.
+ * after a stop or a crash) and goes when this test process exits (one exit listener for them all, so
+ * a benchmark starting many operators adds no listener each), so /dev/shm does not fill up.
  */
 function createdSecretsDir(): string {
   const dir = mkdtempSync('/dev/shm/eva-e2e-secrets-');
-  process.once('exit', () => {
-    rmSync(dir, { recursive: true, force: true });
-  });
+  if (secretsDirs.size === 0) {
+    process.once('exit', () => {
+      for (const each of secretsDirs) rmSync(each, { recursive: true, force: true });
+    });
+  }
+  secretsDirs.add(dir);
   return dir;
 }
 
