@@ -1,8 +1,8 @@
 /**
- * A stand-in helm binary for unit tests: a shell script that appends "<args>\t<env>" to a log and
- * answers per subcommand. Its files live in one temporary folder, removed when the test process exits.
+ * A stand-in helm binary for unit tests: a shell script that records "<args>\t<env>" and answers per
+ * subcommand. Its files live in one temporary folder, removed when the test process exits.
  */
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -49,19 +49,22 @@ export function fakeHelm(answers: Record<string, FakeResult> = {}): FakeHelm {
       return `  ${sub}) ${sleep} cat ${out}; cat ${err} >&2; exit ${String(r.exit ?? 0)} ;;`;
     })
     .join('\n');
+  // One file per call, named by its start time (microseconds) and pid, written whole: calls made at
+  // once appending to one log interleaved their writes, and a line could be lost.
+  mkdirSync(log);
   writeFileSync(
     binary,
-    `#!/usr/bin/env bash\n{ printf '%s\\x1f' "$@"; printf '\\t'; env | tr '\\n' ' '; printf '\\n'; } >> ${log}\ncase "$1" in\n${cases}\n  *) exit 0 ;;\nesac\n`,
+    `#!/usr/bin/env bash\nline="$(printf '%s\\x1f' "$@")"$'\\t'"$(env | tr '\\n' ' ')"\ncall=${log}/\${EPOCHREALTIME/./}-$$\nprintf '%s\\n' "$line" > "$call.tmp" && mv "$call.tmp" "$call"\ncase "$1" in\n${cases}\n  *) exit 0 ;;\nesac\n`,
   );
   chmodSync(binary, 0o755);
   return {
     binary,
     calls: () =>
-      readFileSync(log, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => {
-          const [args = '', env = ''] = line.split('\t');
+      readdirSync(log)
+        .filter((name) => !name.endsWith('.tmp'))
+        .sort()
+        .map((name) => {
+          const [args = '', env = ''] = readFileSync(join(log, name), 'utf8').replace(/\n$/, '').split('\t');
           return { args: args.split('\x1f').filter((a) => a !== ''), env };
         }),
   };
