@@ -161,8 +161,6 @@ async function applyNamespaces(codes: readonly string[], extra: (code: string) =
   await applyInSlices(codes.flatMap((code) => extra(code).map((o) => JSON.stringify(o))));
 }
 
-// ---- eva-operator ---------------------------------------------------------------------------------
-
 /**
  * CRDs applied and served before a controller starts: one that starts first fails its REST mapping
  * ("no matches for kind OCIRepository", seen once in a 3-round run) and exits.
@@ -171,6 +169,8 @@ function applyCrds(dir: string): void {
   kubectlOk(['apply', '--server-side', '-f', dir]);
   kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', '-f', dir]);
 }
+
+// ---- eva-operator ---------------------------------------------------------------------------------
 
 /**
  * `helmAtDefault`: tenants in flight `concurrency` as on the other side, but helm processes at the
