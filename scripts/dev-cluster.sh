@@ -118,10 +118,12 @@ default_service_account() { kube get serviceaccount default -n default >/dev/nul
 
 ensure_cluster_objects() {
   kube apply -f "$here/node.yaml" -f "$here/ingress-classes.yaml" >/dev/null
-  # spec.deletionProtection and the module values contract, enforced by admission: the policies exactly
-  # as the operator chart installs them (the NATS address only satisfies the chart's required values).
+  # spec.deletionProtection, the module values contract and the platform's controls (restore, force,
+  # owner, shard, pin, suspend), enforced by admission: the policies exactly as the operator chart
+  # installs them (the NATS address only satisfies the chart's required values).
   "$bin/helm" template eva "$root/charts/eva-operator" --set nats.url=nats://127.0.0.1:4222 \
-    --show-only templates/deletion-protection.yaml --show-only templates/tenant-values-policy.yaml | kube apply -f - >/dev/null
+    --show-only templates/deletion-protection.yaml --show-only templates/tenant-values-policy.yaml \
+    --show-only templates/platform-controls.yaml | kube apply -f - >/dev/null
   wait_for 60 "node kwok-node-0 Ready" node_ready
   # The ServiceAccount admission plugin rejects pods until the controller-manager made this.
   wait_for 60 "the default ServiceAccount" default_service_account

@@ -41,16 +41,19 @@ export const policyOf = (r: ChartRelease): string => `${fullnameOf(r).slice(0, 4
 export const policyRefusal = (policy: string): string => `ValidatingAdmissionPolicy '${policy}' with binding '${policy}' denied request: eva-operator confinement`;
 
 /**
- * The chart's ServiceAccount, RBAC and write-confinement policy exactly as `helm template` renders
- * them (the NATS address only satisfies the chart's required values).
+ * The chart's `templates` (file names without .yaml) exactly as `helm template` renders them for the
+ * release (the NATS address only satisfies the chart's required values).
  */
-export function renderConfinement(r: ChartRelease, values: readonly string[] = []): string {
+export function renderTemplates(r: ChartRelease, templates: readonly string[], values: readonly string[] = []): string {
   const args = ['template', r.release, join(repoRoot, 'charts/eva-operator'), '--namespace', r.namespace, '--set', 'nats.url=nats://nats.example:4222', ...values];
-  for (const template of ['serviceaccount', 'rbac', 'admission-policy']) args.push('--show-only', `templates/${template}.yaml`);
+  for (const template of templates) args.push('--show-only', `templates/${template}.yaml`);
   const result = spawnSync(join(requiredEnv('EVA_TOOLS_DIR'), 'helm'), args, { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`helm template failed: ${result.stderr}`);
   return result.stdout;
 }
+
+/** The chart's ServiceAccount, RBAC and write-confinement policy exactly as `helm template` renders them. */
+export const renderConfinement = (r: ChartRelease, values: readonly string[] = []): string => renderTemplates(r, ['serviceaccount', 'rbac', 'admission-policy'], values);
 
 /** A kubeconfig authenticating as the ServiceAccount (a bound token), for the operator and its helm processes. */
 export function serviceAccountKubeconfig(file: string, r: ChartRelease, duration = '1h'): string {

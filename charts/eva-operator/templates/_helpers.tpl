@@ -159,3 +159,16 @@ seccompProfile:
   value: {{ $np.natsPods | default "app.kubernetes.io/component=nats" | quote }}
 {{- end }}
 {{- end -}}
+
+{{/*
+Whether this release renders a cluster-wide policy (one per cluster, not per release): when nobody
+installed it yet, or this release did. One installed by another (the dev cluster, another shard's
+release) stays theirs, untouched. Call with (list $ "<policy name>"); prints "true" or nothing.
+*/}}
+{{- define "eva-operator.ownsClusterPolicy" -}}
+{{- $root := index . 0 -}}
+{{- $existing := lookup "admissionregistration.k8s.io/v1" "ValidatingAdmissionPolicy" "" (index . 1) -}}
+{{- $owner := dig "metadata" "annotations" "meta.helm.sh/release-name" "" $existing -}}
+{{- $ownerNamespace := dig "metadata" "annotations" "meta.helm.sh/release-namespace" "" $existing -}}
+{{- if or (not $existing) (and (eq $owner $root.Release.Name) (eq $ownerNamespace $root.Release.Namespace)) -}}true{{- end -}}
+{{- end -}}

@@ -230,6 +230,8 @@ describe('helm template: defaults', () => {
     expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
       [
         `ClusterRole/${FULLNAME}`,
+        `ClusterRole/${FULLNAME}-tenant-portal`,
+        `ClusterRole/${FULLNAME}-platform-admin`,
         `ConfigMap/${FULLNAME}-dashboard`,
         `ClusterRoleBinding/${FULLNAME}`,
         `Deployment/${FULLNAME}`,
@@ -245,6 +247,8 @@ describe('helm template: defaults', () => {
         'ValidatingAdmissionPolicyBinding/eva-tenant-deletion-protection',
         'ValidatingAdmissionPolicy/eva-tenant-values',
         'ValidatingAdmissionPolicyBinding/eva-tenant-values',
+        'ValidatingAdmissionPolicy/eva-tenant-platform-controls',
+        'ValidatingAdmissionPolicyBinding/eva-tenant-platform-controls',
       ].sort(),
     );
   });
@@ -504,6 +508,8 @@ describe('helm template: metrics.serviceMonitor.enabled', () => {
 });
 
 describe('RBAC', () => {
+  /** The roles of who writes EvaTenants (templates/tenant-roles.yaml), bound by the installer, not to the operator. */
+  const TENANT_ROLES: readonly string[] = [`${FULLNAME}-tenant-portal`, `${FULLNAME}-platform-admin`];
   let objects: KubeObject[];
   beforeAll(async () => {
     objects = await render();
@@ -517,7 +523,7 @@ describe('RBAC', () => {
 
   it('no wildcard verbs, resources or API groups anywhere', () => {
     const roles = objects.filter((o): o is RbacRole => o.kind === 'ClusterRole' || o.kind === 'Role');
-    expect(roles).toHaveLength(3);
+    expect(roles).toHaveLength(3 + TENANT_ROLES.length);
     for (const role of roles) {
       for (const rule of role.rules) {
         for (const word of [...rule.verbs, ...rule.resources, ...rule.apiGroups, ...(rule.resourceNames ?? [])]) {
@@ -526,16 +532,18 @@ describe('RBAC', () => {
         expect(rule.verbs, 'escalation verbs').not.toEqual(expect.arrayContaining(['escalate']));
         expect(rule.verbs).not.toEqual(expect.arrayContaining(['bind']));
         expect(rule.verbs).not.toEqual(expect.arrayContaining(['impersonate']));
-        expect(rule.verbs).not.toEqual(expect.arrayContaining(['deletecollection']));
+        // Platform administrators may delete tenants by label; the operator never deletes many at once.
+        if (!TENANT_ROLES.includes(role.metadata.name)) expect(rule.verbs).not.toEqual(expect.arrayContaining(['deletecollection']));
       }
     }
   });
 
   it('the ClusterRole grants exactly what the operator and its helm processes use', () => {
-    const role = only(objects, 'ClusterRole');
+    const role = only(objects, 'ClusterRole', FULLNAME);
     expect(flatten(role.rules)).toEqual(
       [
         'eva.aidonow.com/evatenants get,list,patch,watch',
+        'eva.aidonow.com/evatenants platform-control',
         'eva.aidonow.com/evatenants/status update',
         'core/namespaces create,delete,get,list,patch,watch',
         'core/resourcequotas create,delete,get,list,patch,watch',
@@ -561,6 +569,28 @@ describe('RBAC', () => {
     for (const index of rules) expect(lines[index - 1] ?? '', `rule at rbac.yaml line ${index + 1}`).toMatch(/^\s*#/);
   });
 
+  it('the portal writes EvaTenants and reads their status; the platform administrator also holds platform-control', () => {
+    expect(flatten(only(objects, 'ClusterRole', `${FULLNAME}-tenant-portal`).rules)).toEqual([
+      'eva.aidonow.com/evatenants create,delete,get,list,patch,update,watch',
+      'eva.aidonow.com/evatenants/status get',
+    ]);
+    expect(flatten(only(objects, 'ClusterRole', `${FULLNAME}-platform-admin`).rules)).toEqual([
+      'eva.aidonow.com/evatenants create,delete,deletecollection,get,list,patch,platform-control,update,watch',
+      'eva.aidonow.com/evatenants/status get,patch,update',
+    ]);
+  });
+
+  it('platformAdmins binds its groups and users (as data) to the platform-admin ClusterRole; none by default', async () => {
+    const name = `${FULLNAME}-platform-admin`;
+    expect(objects.filter((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === name)).toEqual([]);
+    const odd = 'team: "x" # {{ .Values }}';
+    const bound = await render(['--set', `nats.url=${NATS_URL}`, '--set-json', `platformAdmins=${JSON.stringify({ groups: ['platform-team', odd], users: ['system:serviceaccount:flux-system:kustomize-controller'] })}`]);
+    const binding = bound.find((o): o is Binding => o.kind === 'ClusterRoleBinding' && o.metadata.name === name);
+    expect(binding?.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name });
+    const group = (subject: string): Record<string, string> => ({ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: subject });
+    expect(binding?.subjects).toEqual([group('platform-team'), group(odd), { kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: 'system:serviceaccount:flux-system:kustomize-controller' }]);
+  });
+
   it('Leases only in the release namespace; Events only in default (where events of cluster-scoped objects go)', () => {
     const leases = only(objects, 'Role', `${FULLNAME}-leader-election`);
     expect(leases.metadata.namespace).toBe(NAMESPACE);
@@ -581,7 +611,7 @@ describe('RBAC', () => {
   });
 
   it('rbac.prometheusRules=false drops the CRD read and PrometheusRules; rbac.create=false renders no RBAC', async () => {
-    const without = only(await render(['--set', `nats.url=${NATS_URL}`, '--set', 'rbac.prometheusRules=false']), 'ClusterRole');
+    const without = only(await render(['--set', `nats.url=${NATS_URL}`, '--set', 'rbac.prometheusRules=false']), 'ClusterRole', FULLNAME);
     expect(flatten(without.rules).filter((r) => r.includes('prometheus'))).toEqual([]);
     const none = await render(['--set', `nats.url=${NATS_URL}`, '--set', 'rbac.create=false']);
     expect(none.filter((o) => o.apiVersion.startsWith('rbac.authorization.k8s.io'))).toEqual([]);
@@ -778,6 +808,7 @@ describe('on the local control plane', () => {
     installed = false;
     expect(kubectl(['get', 'clusterrole', liveFullname]).status).not.toBe(0);
     expect(kubectl(['get', 'clusterrolebinding', liveFullname]).status).not.toBe(0);
+    for (const role of ['tenant-portal', 'platform-admin']) expect(kubectl(['get', 'clusterrole', `${liveFullname}-${role}`]).status, role).not.toBe(0);
     expect(kubectl(['get', 'validatingadmissionpolicy', `${liveFullname}-write-confinement`]).status).not.toBe(0);
     expect(kubectl(['get', 'validatingadmissionpolicybinding', `${liveFullname}-write-confinement`]).status).not.toBe(0);
     expect(kubectl(['get', 'role', '-n', 'default', `${liveFullname}-events`]).status).not.toBe(0);
