@@ -15,7 +15,7 @@ import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { RETIRED_FROM_ANNOTATION, VALUES_SOURCE_KINDS, VALUES_SOURCE_LABEL, VALUES_SOURCE_UID_LABEL, type ValuesSourceKind } from '../api/values-from.ts';
 import type { Logger } from '../log.ts';
 import { type CachingInformer, InformerSet, restartingInformer } from './informers.ts';
-import { type Kube, MERGE_PATCH, readOptional } from './kube.ts';
+import { isConflict, type Kube, MERGE_PATCH, readOptional } from './kube.ts';
 
 /** A values source as the steps read it: its data as text (a Secret's decoded). */
 export interface ValuesSourceObject {
@@ -76,7 +76,7 @@ export function apiValuesSources(kube: Kube): ValuesSourceReads {
 
 /** The operator's writes to values sources in its own namespace (see the header). */
 export interface ValuesSourceBindings {
-  /** Labels the source with the tenant's uid; fails with 409 when it changed since it was read. */
+  /** Labels the source with the tenant's uid; 409 when it changed since it was read (unless to this very binding). */
   bind(source: ValuesSourceObject, uid: string): Promise<void>;
   /** Removes its values-source label and records the uid it served; 409 when it changed since it was read. */
   retire(source: ValuesSourceObject, uid: string): Promise<void>;
@@ -100,7 +100,14 @@ export function apiValuesSourceBindings(kube: Kube): ValuesSourceBindings {
     PATCH[source.kind](kube, source, { ...metadata, resourceVersion: source.resourceVersion });
   return {
     bind: async (source, uid) => {
-      await patch(source, { labels: { [VALUES_SOURCE_UID_LABEL]: uid } });
+      try {
+        await patch(source, { labels: { [VALUES_SOURCE_UID_LABEL]: uid } });
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        // Read from a cache that had not seen this tenant's own binding yet: done already, not a conflict.
+        const fresh = await readOptional(() => READ[source.kind](kube, source.namespace, source.name));
+        if (fresh?.metadata?.labels?.[VALUES_SOURCE_UID_LABEL] !== uid) throw err;
+      }
     },
     retire: async (source, uid) => {
       await patch(source, { labels: { [VALUES_SOURCE_LABEL]: null }, annotations: { [RETIRED_FROM_ANNOTATION]: uid } });

@@ -88,7 +88,8 @@ describe('values sources', () => {
     const bound = await api.get('ConfigMap', namespace, 'staged');
     expect(bound?.labels).toMatchObject({ 'eva.aidonow.com/tenant-uid': 'uid-1', 'eva.aidonow.com/tenant': 'acme', [LABEL]: 'true' });
     expect(bound?.data).toEqual(read.data);
-    // From the stale read: refused, the binding stays.
+    // From the stale read: the same binding again is done already; another uid is refused, the binding stays.
+    await bindings.bind(read, 'uid-1');
     const stale = await bindings.bind(read, 'uid-2').then(() => undefined, (err: unknown) => err);
     expect(isConflict(stale), String(stale)).toBe(true);
     expect(await bindings.list(namespace, 'eva.aidonow.com/tenant-uid=uid-1')).toEqual([bound]);
