@@ -7,7 +7,11 @@
  * positive control); a Secret change upgrades exactly the release that uses it; a referenced object that
  * breaks the values contract is refused naming the reference and the key (then fixed: positive
  * control); a spec cannot read an unlabelled object, the operator's own Secrets or another tenant's
- * (each beside a positive control); and no value from a Secret shows in the operator's log, the
+ * (each beside a positive control); in the operator's namespace only a source named for the tenant is
+ * read, and it is bound to the tenant's uid (one staged for the code under another tenant's name, or
+ * for no tenant, is refused naming it); a cyclic alias is refused as input naming the object; the
+ * tenant's deletion retires its sources and a new EvaTenant of the same name and code reads none of
+ * them (nor one bound to another uid); and no value from a Secret shows in the operator's log, the
  * tenants' events or status, while helm got it. status.modules.<module>.valuesDigest follows exactly
  * the release whose values changed. helm is a recording wrapper (HELM_BINARY): a value from a Secret
  * is in no helm argument, only in 0600 values files on the tmpfs HELM_SECRETS_DIR, none left behind.
@@ -38,7 +42,9 @@ const CANARY = { sso: `sso-canary-${run}`, rotated: `rotated-canary-${run}`, con
 
 const MAIN = { name: 'vfmain', code: 'VFMAIN', namespace: 'eva-tenant-vfmain' };
 const ATTACK = { name: 'vfatck', code: 'VFATCK', namespace: 'eva-tenant-vfatck' };
-const operatorSecrets = [`vf-signing-${run}`, `vf-owned-${run}`, `vf-others-${run}`, `vf-shared-${run}`];
+const operatorSecrets = [`vf-signing-${run}`, `vf-owned-${run}`, `vf-others-${run}`, `vf-shared-${run}`, `vf-mine-${run}`, `vf-unused-${run}`, `vf-forged-${run}`];
+const TENANT_LABEL = 'eva.aidonow.com/tenant';
+const UID_LABEL = 'eva.aidonow.com/tenant-uid';
 
 const spec = (code: string, valuesFrom: Record<string, unknown[]>): Record<string, unknown> => ({
   capsuleCode: code, tier: 'Starter', wave: 1, seedsVersion: '1.0.0', operatorVersion: VERSION, valuesFrom,
@@ -231,12 +237,15 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     expect(control.status).toBe(0);
   });
 
-  it('a spec cannot read an unlabelled object, the operator\'s own Secrets or another tenant\'s; a labelled shared one works (positive control)', async () => {
-    const [signing, owned, others, shared] = operatorSecrets as [string, string, string, string];
+  it('a spec cannot read an unlabelled object, the operator\'s own Secrets or another tenant\'s; one named for it is read and bound to its uid (positive control)', async () => {
+    const [signing, owned, others, shared, mine, unused] = operatorSecrets as [string, string, string, string, string, string];
     applySource('Secret', OPERATOR_NS, signing, { seed: CANARY.signing }, {});
     applySource('Secret', OPERATOR_NS, owned, { seed: CANARY.signing }, { [LABEL]: 'true', 'app.kubernetes.io/managed-by': 'eva-operator' });
-    applySource('Secret', OPERATOR_NS, others, { seed: CANARY.signing }, { [LABEL]: 'true', 'eva.aidonow.com/capsule-code': MAIN.code });
-    applySource('Secret', OPERATOR_NS, shared, { seed: 'shared-value' });
+    // Pre-staged for a capsule code under another tenant's name; and one for no tenant at all.
+    applySource('Secret', OPERATOR_NS, others, { seed: CANARY.signing }, { [LABEL]: 'true', 'eva.aidonow.com/capsule-code': ATTACK.code, [TENANT_LABEL]: MAIN.name });
+    applySource('Secret', OPERATOR_NS, shared, { seed: CANARY.signing });
+    applySource('Secret', OPERATOR_NS, mine, { seed: 'mine-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name });
+    applySource('Secret', OPERATOR_NS, unused, { seed: 'unused-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name });
     // Another tenant's namespace cannot even be named: the API server refuses it (positive control: Tenant).
     const named = (namespace: string) => kubectl(['apply', '--dry-run=server', '-f', '-'], tenantManifest(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': [{ kind: 'Secret', name: 'crm-sso', namespace }] })));
     expect(named(MAIN.namespace).stderr).toContain('Unsupported value');
@@ -247,14 +256,30 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     applyTenant(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': read(signing), 'orbit-itsm': read(owned) }));
     await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromNotFound', `Secret ${OPERATOR_NS}/${signing}`, `Secret ${OPERATOR_NS}/${owned}`), CASE_MS, at);
     applySource('Secret', ATTACK.namespace, 'own-unlabelled', { seed: CANARY.signing }, {});
-    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(others), 'orbit-itsm': [{ kind: 'Secret', name: 'own-unlabelled', valuesKey: 'seed', targetPath: 'secretConfig.leak' }] } });
-    await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromNotFound', `Secret ${OPERATOR_NS}/${others}`, `Secret ${ATTACK.namespace}/own-unlabelled`), CASE_MS);
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': [{ kind: 'Secret', name: 'own-unlabelled', valuesKey: 'seed', targetPath: 'secretConfig.leak' }], 'orbit-itsm': null } });
+    await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromNotFound', `Secret ${ATTACK.namespace}/own-unlabelled`), CASE_MS);
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(others), 'orbit-itsm': read(shared) } });
+    const refused = await waitForTenant(ATTACK.name, 'refused as not bound', stalled('ValuesFromUnbound', `Secret ${OPERATOR_NS}/${others}`, `Secret ${OPERATOR_NS}/${shared}`), CASE_MS);
+    expect(refused.tenant.conditions['Stalled']?.message).toContain(`serves only the EvaTenant it is bound to, and this one is labelled ${TENANT_LABEL} for another EvaTenant`);
+    expect(refused.tenant.conditions['Stalled']?.message).toContain(`labelled ${TENANT_LABEL}=${ATTACK.name} (the operator binds it`);
 
-    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(shared), 'orbit-itsm': null } });
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(mine), 'orbit-itsm': null } });
     await waitForTenant(ATTACK.name, 'Active', isActive, CASE_MS);
-    expect(moduleSecretConfig(ATTACK.namespace, 'orbit-crm')['leak']).toBe('shared-value');
+    expect(moduleSecretConfig(ATTACK.namespace, 'orbit-crm')['leak']).toBe('mine-value');
+    const uid = kubectlOk(['get', 'evt', ATTACK.name, '-o', 'jsonpath={.metadata.uid}']);
+    expect(kubectlOk(['get', 'secret', mine, '-n', OPERATOR_NS, '-o', `jsonpath={.metadata.labels.${UID_LABEL.replace(/\./g, '\\.')}}`])).toBe(uid);
     for (const module of ['orbit-crm', 'orbit-itsm']) expect(JSON.stringify(helmValues(ATTACK.namespace, module))).not.toContain(CANARY.signing);
-  }, CASE_MS * 3);
+  }, CASE_MS * 4);
+
+  it('a cyclic alias in a labelled ConfigMap is refused as tenant input naming the object and key; without it the tenant is Active again (positive control)', async () => {
+    applySource('ConfigMap', ATTACK.namespace, 'cyclic', { 'values.yaml': 'config: &a {x: *a}\n' });
+    const mine = [{ kind: 'Secret', name: operatorSecrets[4], namespace: 'Operator', valuesKey: 'seed', targetPath: 'secretConfig.leak' }];
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': [...mine, { kind: 'ConfigMap', name: 'cyclic' }] } });
+    const { tenant } = await waitForTenant(ATTACK.name, 'refused', stalled('ValuesFromInvalid', `ConfigMap ${ATTACK.namespace}/cyclic (key values.yaml)`, 'refused as tenant input: an alias refers to its own anchor'), CASE_MS);
+    expect(tenant.conditions['Stalled']?.message).not.toMatch(/call stack/i);
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': mine } });
+    await waitForTenant(ATTACK.name, 'Active', isActive, CASE_MS);
+  }, CASE_MS * 2);
 
   it('no value from a Secret shows in the operator\'s log, the tenants\' events or status, or any ConfigMap of theirs', () => {
     const events = kubectlOk(['get', 'events', '-A', '-o', 'json']);
@@ -293,4 +318,26 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     }
     expect(operator.secretFilesLeft()).toEqual([]);
   });
+
+  it('the deletion retires the tenant\'s sources (bound and never used); a new EvaTenant of the same name and code reads neither, nor one bound to another uid', async () => {
+    const [, , , , mine, unused, forged] = operatorSecrets as [string, string, string, string, string, string, string];
+    const uid = kubectlOk(['get', 'evt', ATTACK.name, '-o', 'jsonpath={.metadata.uid}']);
+    kubectlOk(['delete', 'evt', ATTACK.name, '--wait=false']);
+    expect(await waitForGone(ATTACK.name, 240_000), `${ATTACK.name} not decommissioned`).toBe(true);
+    for (const name of [mine, unused]) {
+      const meta = JSON.parse(kubectlOk(['get', 'secret', name, '-n', OPERATOR_NS, '-o', 'jsonpath={.metadata}'])) as { labels: Record<string, string>; annotations?: Record<string, string> };
+      expect(meta.labels[LABEL], `${name} still a values source`).toBeUndefined();
+      expect(meta.annotations?.['eva.aidonow.com/retired-from'], name).toBe(uid);
+    }
+    // As someone might stage it by hand, or as an earlier tenant's binding would look: bound to another uid.
+    applySource('Secret', OPERATOR_NS, forged, { seed: 'forged-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name, [UID_LABEL]: uid });
+    const at = Date.now();
+    const read = (name: string) => [{ kind: 'Secret', name, namespace: 'Operator', valuesKey: 'seed', targetPath: 'secretConfig.leak' }];
+    applyTenant(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': read(mine), 'orbit-itsm': read(unused) }));
+    await waitForTenant(ATTACK.name, 'the retired sources not found', stalled('ValuesFromNotFound', `Secret ${OPERATOR_NS}/${mine}`, `Secret ${OPERATOR_NS}/${unused}`), CASE_MS, at);
+    expect(kubectlOk(['get', 'evt', ATTACK.name, '-o', 'jsonpath={.metadata.uid}'])).not.toBe(uid);
+    patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(forged), 'orbit-itsm': null } });
+    await waitForTenant(ATTACK.name, 'refused as bound to another', stalled('ValuesFromUnbound', `Secret ${OPERATOR_NS}/${forged}`, 'is bound to another EvaTenant'), CASE_MS);
+    expect(helmReleases(ATTACK.namespace).some((r) => r.name === 'orbit-crm')).toBe(false);
+  }, CASE_MS * 2);
 });

@@ -5,13 +5,17 @@
  * label-selected watch caches across namespaces (`ValuesSourceCache`), which also tell the controller
  * when one changes, so the tenants that use it are reconciled at once (no polling). Nothing else is
  * cached: a Secret without the label never enters this process's memory through here.
+ *
+ * The operator's only writes to them (`apiValuesSourceBindings`): binding a source in its own
+ * namespace to the uid of the EvaTenant it names, and retiring it at that tenant's decommission. Both
+ * are merge patches of labels and one annotation, guarded by the resourceVersion that was read.
  */
 import type { KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client-node';
 import { LABELS, MANAGED_BY } from '../api/constants.ts';
-import { VALUES_SOURCE_KINDS, VALUES_SOURCE_LABEL, type ValuesSourceKind } from '../api/values-from.ts';
+import { RETIRED_FROM_ANNOTATION, VALUES_SOURCE_KINDS, VALUES_SOURCE_LABEL, VALUES_SOURCE_UID_LABEL, type ValuesSourceKind } from '../api/values-from.ts';
 import type { Logger } from '../log.ts';
 import { type CachingInformer, InformerSet, restartingInformer } from './informers.ts';
-import { type Kube, readOptional } from './kube.ts';
+import { isConflict, type Kube, MERGE_PATCH, readOptional } from './kube.ts';
 
 /** A values source as the steps read it: its data as text (a Secret's decoded). */
 export interface ValuesSourceObject {
@@ -20,6 +24,8 @@ export interface ValuesSourceObject {
   name: string;
   labels: Readonly<Record<string, string>>;
   data: Readonly<Record<string, string>>;
+  /** What a binding or retirement write is guarded by ('' for an object only known by its name). */
+  resourceVersion: string;
 }
 
 export interface ValuesSourceReads {
@@ -38,13 +44,19 @@ export function optsIn(labels: Readonly<Record<string, string>> | undefined): bo
   return labels?.[VALUES_SOURCE_LABEL] === 'true' && labels[LABELS.managedBy] !== MANAGED_BY && labels['owner'] !== 'helm';
 }
 
+/** Which object it is, and the version a write to it is guarded by. */
+function identityOf(kind: ValuesSourceKind, obj: KubernetesObject): Pick<ValuesSourceObject, 'kind' | 'namespace' | 'name' | 'resourceVersion'> {
+  const { namespace = '', name = '', resourceVersion = '' } = obj.metadata ?? {};
+  return { kind, namespace, name, resourceVersion };
+}
+
 function sourceOf(kind: ValuesSourceKind, obj: V1Secret | V1ConfigMap): ValuesSourceObject | undefined {
   const labels = obj.metadata?.labels ?? {};
   if (!optsIn(labels)) return undefined;
   const data = kind === 'Secret'
     ? Object.fromEntries(Object.entries(obj.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]))
     : { ...(obj.data ?? {}) };
-  return { kind, namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '', labels, data };
+  return { ...identityOf(kind, obj), labels, data };
 }
 
 const READ: { readonly [K in ValuesSourceKind]: (kube: Kube, namespace: string, name: string) => Promise<V1Secret | V1ConfigMap> } = {
@@ -58,6 +70,54 @@ export function apiValuesSources(kube: Kube): ValuesSourceReads {
     get: async (kind, namespace, name) => {
       const obj = await readOptional(() => READ[kind](kube, namespace, name));
       return obj === undefined ? undefined : sourceOf(kind, obj);
+    },
+  };
+}
+
+/** The operator's writes to values sources in its own namespace (see the header). */
+export interface ValuesSourceBindings {
+  /** Labels the source with the tenant's uid; 409 when it changed since it was read (unless to this very binding). */
+  bind(source: ValuesSourceObject, uid: string): Promise<void>;
+  /** Removes its values-source label and records the uid it served; 409 when it changed since it was read. */
+  retire(source: ValuesSourceObject, uid: string): Promise<void>;
+  /** The values sources of a namespace that match a label selector (added to the opt-in rule). */
+  list(namespace: string, selector: string): Promise<ValuesSourceObject[]>;
+}
+
+const PATCH: { readonly [K in ValuesSourceKind]: (kube: Kube, source: ValuesSourceObject, metadata: Record<string, unknown>) => Promise<unknown> } = {
+  Secret: (kube, { name, namespace }, metadata) => kube.core.patchNamespacedSecret({ name, namespace, body: { metadata } }, MERGE_PATCH),
+  ConfigMap: (kube, { name, namespace }, metadata) => kube.core.patchNamespacedConfigMap({ name, namespace, body: { metadata } }, MERGE_PATCH),
+};
+
+const LIST_IN = {
+  Secret: (kube: Kube, namespace: string, labelSelector: string) => kube.core.listNamespacedSecret({ namespace, labelSelector }),
+  ConfigMap: (kube: Kube, namespace: string, labelSelector: string) => kube.core.listNamespacedConfigMap({ namespace, labelSelector }),
+} as const;
+
+/** Binding and retiring through merge patches of metadata only; the data is never written. */
+export function apiValuesSourceBindings(kube: Kube): ValuesSourceBindings {
+  const patch = (source: ValuesSourceObject, metadata: Record<string, unknown>): Promise<unknown> =>
+    PATCH[source.kind](kube, source, { ...metadata, resourceVersion: source.resourceVersion });
+  return {
+    bind: async (source, uid) => {
+      try {
+        await patch(source, { labels: { [VALUES_SOURCE_UID_LABEL]: uid } });
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+        // Read from a cache that had not seen this tenant's own binding yet: done already, not a conflict.
+        const fresh = await readOptional(() => READ[source.kind](kube, source.namespace, source.name));
+        if (fresh?.metadata?.labels?.[VALUES_SOURCE_UID_LABEL] !== uid) throw err;
+      }
+    },
+    retire: async (source, uid) => {
+      await patch(source, { labels: { [VALUES_SOURCE_LABEL]: null }, annotations: { [RETIRED_FROM_ANNOTATION]: uid } });
+    },
+    list: async (namespace, selector) => {
+      const lists = await Promise.all(VALUES_SOURCE_KINDS.map(async (kind) => {
+        const items: (V1Secret | V1ConfigMap)[] = (await LIST_IN[kind](kube, namespace, `${SELECTOR},${selector}`)).items;
+        return items.flatMap((obj) => sourceOf(kind, obj) ?? []);
+      }));
+      return lists.flat();
     },
   };
 }
@@ -122,7 +182,7 @@ export class ValuesSourceCache implements ValuesSourceReads {
     for (const event of ['add', 'update', 'delete'] as const) {
       informer.on(event, (obj) => {
         // A deleted object, or one whose label was removed, is reported by its name only.
-        const source = sourceOf(kind, obj) ?? { kind, namespace: obj.metadata?.namespace ?? '', name: obj.metadata?.name ?? '', labels: {}, data: {} };
+        const source = sourceOf(kind, obj) ?? { ...identityOf(kind, obj), labels: {}, data: {} };
         for (const handler of this.handlers) handler(event, source);
       });
     }

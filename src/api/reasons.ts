@@ -134,8 +134,12 @@ export const Reason = {
   InvalidHelmValues: 'InvalidHelmValues',
   /** A spec.valuesFrom reference names no object the tenant may read (absent, or not labelled as a values source). */
   ValuesFromNotFound: 'ValuesFromNotFound',
-  /** A spec.valuesFrom reference's key is absent or does not hold values. */
+  /** A spec.valuesFrom reference's key is absent, above the size limit, or does not hold values (not YAML, cyclic, too deep). */
   ValuesFromInvalid: 'ValuesFromInvalid',
+  /** A spec.valuesFrom reference in the operator's namespace is not bound to this tenant (unlabelled, named or bound for another). */
+  ValuesFromUnbound: 'ValuesFromUnbound',
+  /** Decommission: a values source in the operator's namespace this tenant could read is not retired yet. */
+  ValuesSourcesNotRetired: 'ValuesSourcesNotRetired',
   UnknownModuleVersion: 'UnknownModuleVersion',
   ModuleImageMissing: 'ModuleImageMissing',
   ModuleDeployFailed: 'ModuleDeployFailed',

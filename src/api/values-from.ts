@@ -8,21 +8,31 @@
  * tenant's namespace. And only an object labelled `eva.aidonow.com/values-source: "true"` is ever
  * read (the operator watches only those): the operator's own Secrets (NATS signing keys, account keys,
  * module credentials, helm releases) never carry the label, so no spec can read them into its values.
- * In the operator's namespace an object that also carries `eva.aidonow.com/capsule-code` serves that
- * tenant only. No CEL here: CRD rules are not ratcheted on this API server (see module-values-cel.ts).
+ * In the operator's namespace an object serves only the EvaTenant it names (`eva.aidonow.com/tenant`),
+ * and the operator binds it to that EvaTenant's uid on first use (`eva.aidonow.com/tenant-uid`): a
+ * later EvaTenant of the same name or capsule code cannot read it, and the decommission retires it.
+ * No CEL here: CRD rules are not ratcheted on this API server (see module-values-cel.ts).
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { GROUP } from './constants.ts';
+import { GROUP, LABELS } from './constants.ts';
 import { StringEnum, StringKeyedMap } from './schema-kinds.ts';
 
 /** The label that opts a Secret or ConfigMap in as a values source; its value must be "true". */
 export const VALUES_SOURCE_LABEL = `${GROUP}/values-source`;
+/** In the operator's namespace: the metadata.name of the one EvaTenant a source serves (set by whoever stages it). */
+export const VALUES_SOURCE_TENANT_LABEL = `${GROUP}/tenant`;
+/** In the operator's namespace: the uid of that EvaTenant, written by the operator on first use (the binding). */
+export const VALUES_SOURCE_UID_LABEL = LABELS.tenantUid;
+/** On a source the decommission retired (its values-source label removed): the uid of the tenant it served. */
+export const RETIRED_FROM_ANNOTATION = `${GROUP}/retired-from`;
 export const VALUES_SOURCE_KINDS = ['Secret', 'ConfigMap'] as const;
 export type ValuesSourceKind = (typeof VALUES_SOURCE_KINDS)[number];
 export const VALUES_SOURCE_NAMESPACES = ['Tenant', 'Operator'] as const;
 export const DEFAULT_VALUES_KEY = 'values.yaml';
 /** References per module: enough for layered settings, few enough to keep a reconcile cheap. */
 export const MAX_VALUES_REFERENCES = 8;
+/** The most a referenced key may hold (its text, in UTF-8 bytes): settings, not data files. */
+export const MAX_VALUES_SOURCE_BYTES = 64 * 1024;
 
 /** A dotted path of plain keys (`secretConfig.sso.clientSecret`): no brackets, escapes or empty segments. */
 export const TARGET_PATH_PATTERN = '^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$';

@@ -16,7 +16,7 @@ function eventSource(): { on: (h: ValuesSourceHandler) => void; start: () => Pro
 }
 
 const tenant = (name: string, code: string, valuesFrom: Record<string, unknown[]>) => ({ metadata: { name }, spec: { capsuleCode: code, valuesFrom } });
-const secret = (namespace: string, name: string, data: Record<string, string>): ValuesSourceObject => ({ kind: 'Secret', namespace, name, labels: {}, data });
+const secret = (namespace: string, name: string, data: Record<string, string>): ValuesSourceObject => ({ kind: 'Secret', namespace, name, labels: {}, data, resourceVersion: '1' });
 
 describe('valuesFrom wake-ups', () => {
   it('wakes exactly the tenants whose spec names the object, when its data changes, appears or goes', () => {

@@ -11,13 +11,14 @@
 import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import type { KubernetesObject, V1ConfigMap, V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { parse, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { deleteIgnoringNotFound, httpStatusOf, type Kube, readOptional } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { GROUP, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { STREAM_LIMITS_BY_TIER } from '../api/tiers.ts';
 import type { Logger } from '../log.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
+import { parseTenantYaml } from './tenant-yaml.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { STREAM_KINDS, streamName } from '../tenancy/names.ts';
 
@@ -193,13 +194,11 @@ function prometheusRuleMatches(actual: unknown, scope: TenantScope): boolean {
   return hasLabels(object?.metadata?.labels, labels(scope)) && sameJson(object?.spec?.groups, [desiredRuleGroup(scope)]);
 }
 
+/** The ConfigMap lives in the tenant's namespace, so its text is read as tenant input; unreadable is drift. */
 function parseYaml(text: string | undefined): unknown {
   if (text === undefined) return undefined;
-  try {
-    return parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
+  const read = parseTenantYaml(text);
+  return read.ok ? read.value : undefined;
 }
 
 /** Compares the parsed rule file, not its text: a different YAML layout of the same rules is no drift. */

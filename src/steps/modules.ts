@@ -31,8 +31,8 @@ import { deploymentProblem, deploymentProblems, instanceOf, type Problem } from 
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
-import { apiValuesSources, type ValuesSourceReads } from '../adapters/values-sources.ts';
-import { loadValuesFrom, type ValuesFromByModule } from './values-from.ts';
+import { apiValuesSourceBindings, apiValuesSources, type ValuesSourceReads } from '../adapters/values-sources.ts';
+import { loadValuesFrom, retireValuesSources, type ValuesFromByModule, verifyValuesSourcesRetired } from './values-from.ts';
 
 export interface ModuleStepDeps extends Bundle {
   kube: Kube;
@@ -74,9 +74,12 @@ interface TenantSecrets {
   valuesFrom: ValuesFromByModule;
 }
 
-/** spec.valuesFrom as read now (the operator's namespace is POD_NAMESPACE, where its Leases are). */
-const readValuesFrom = (scope: TenantScope, deps: ModuleStepDeps): Promise<ValuesFromByModule> =>
-  loadValuesFrom(scope, deps.valuesSources ?? apiValuesSources(deps.kube), deps.config.leaseNamespace);
+/**
+ * spec.valuesFrom as read now (the operator's namespace is POD_NAMESPACE, where its Leases are).
+ * `bind`: ensure binds the sources named for the tenant; verify only reads.
+ */
+const readValuesFrom = (scope: TenantScope, deps: ModuleStepDeps, bind = false): Promise<ValuesFromByModule> =>
+  loadValuesFrom(scope, deps.valuesSources ?? apiValuesSources(deps.kube), deps.config.leaseNamespace, bind ? apiValuesSourceBindings(deps.kube) : undefined);
 
 function desiredRelease(module: ModuleName, scope: TenantScope, deps: ModuleStepDeps, secrets: TenantSecrets): DesiredRelease {
   const chart = deps.charts.chart(module);
@@ -160,7 +163,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   if (natsRevision === undefined) throw new DependencyError(Reason.NatsCredentialsMissing, `Secret ${NATS_CREDENTIALS_SECRET} does not exist yet (step account comes first)`);
   const credentials = await readCredentials(deps.reads, scope);
   if (credentials === undefined) throw new DependencyError(Reason.CredentialsMissing, `Secret ${credentialsSecretName(scope.code)} does not exist yet (step credentials comes first)`);
-  const secrets = { credentials, natsRevision, valuesFrom: await readValuesFrom(scope, deps) };
+  const secrets = { credentials, natsRevision, valuesFrom: await readValuesFrom(scope, deps, true) };
   const releases = await readReleases(deps.reads, scope.namespace);
   const byName = new Map(releases.map((r) => [r.name, r]));
   const deployments = await listModuleDeployments(deps.reads, scope.namespace);
@@ -223,13 +226,16 @@ async function judgeDeployments(scope: TenantScope, kube: Kube, deployments: rea
   return verdictOf(deploymentProblems(deployments, scope.modules, pods));
 }
 
+/** The releases, and the tenant's bindings to values sources in the operator's namespace (values-from.ts). */
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const ours = (await readReleases(deps.reads, scope.namespace)).filter(isOurs);
-  await settleAll(ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })));
+  const retire = { module: 'spec.valuesFrom', run: () => retireValuesSources(scope, apiValuesSourceBindings(deps.kube), deps.config.leaseNamespace) };
+  await settleAll([...ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })), retire]);
 }
 
 async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
-  const problems: Problem[] = [];
+  const retired = await verifyValuesSourcesRetired(scope, apiValuesSourceBindings(deps.kube), deps.config.leaseNamespace);
+  const problems: Problem[] = retired.ready ? [] : [{ reason: retired.reason, message: retired.message }];
   const ours = (await readReleases(deps.reads, scope.namespace)).filter(isOurs);
   if (ours.length > 0) problems.push({ reason: Reason.ReleasesRemain, message: `releases remain: ${ours.map((r) => r.name).join(', ')}` });
   const deployments = await listModuleDeployments(deps.reads, scope.namespace);

@@ -1,11 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../api/evatenant.ts';
 import type { ValuesReference, ValuesSourceKind } from '../api/values-from.ts';
 import { ImageCatalog } from '../bundle/images.ts';
 import { SeedCatalog } from '../bundle/seeds.ts';
-import { optsIn, type ValuesSourceObject, type ValuesSourceReads } from '../adapters/values-sources.ts';
+import { optsIn, type ValuesSourceBindings, type ValuesSourceObject, type ValuesSourceReads } from '../adapters/values-sources.ts';
 import { InputError } from '../errors.ts';
 import { createLogger } from '../log.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
@@ -30,7 +31,7 @@ function scopeFor(spec: Partial<EvaTenant['spec']> = {}): TenantScope {
 }
 
 const source = (kind: ValuesSourceKind, namespace: string, name: string, data: Record<string, string>, labels: Record<string, string> = LABELLED): ValuesSourceObject =>
-  ({ kind, namespace, name, labels, data });
+  ({ kind, namespace, name, labels, data, resourceVersion: '1' });
 
 /** In memory, for the logic only (e2e/values-from.test.ts reads real objects through the real caches). */
 function readsOf(...objects: ValuesSourceObject[]): ValuesSourceReads {
@@ -92,20 +93,88 @@ describe('spec.valuesFrom', () => {
     expect(valuesFileContent(crm(optional.scope, optional.valuesFrom))).toMatchObject({ config: { currency: 'USD' } });
   });
 
-  it('never reads the operator\'s own objects, even labelled, nor another tenant\'s in the operator namespace (positive control: a shared one)', async () => {
+  it('never reads the operator\'s own objects, even labelled; in the operator namespace only a source named for this tenant or bound to its uid (positive controls)', async () => {
     const own = { ...LABELLED, 'app.kubernetes.io/managed-by': 'eva-operator' };
+    const forTenant = (labels: Record<string, string>) => ({ ...LABELLED, ...labels });
     const reads = readsOf(
       source('Secret', OPERATOR_NS, 'nats-signing-key', { 'values.yaml': 'config: {seed: x}' }, own),
-      source('Secret', OPERATOR_NS, 'others', { 'values.yaml': 'config: {k: v}' }, { ...LABELLED, 'eva.aidonow.com/capsule-code': 'OTHERS' }),
-      source('Secret', OPERATOR_NS, 'mine', { 'values.yaml': 'secretConfig: {mine: yes}' }, { ...LABELLED, 'eva.aidonow.com/capsule-code': 'ACMECO' }),
-      source('ConfigMap', OPERATOR_NS, 'shared', { 'values.yaml': 'config: {shared: yes}' }),
+      source('Secret', OPERATOR_NS, 'shared', { 'values.yaml': 'config: {k: v}' }),
+      source('Secret', OPERATOR_NS, 'code-only', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/capsule-code': 'ACMECO' })),
+      source('Secret', OPERATOR_NS, 'others', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/tenant': 'other' })),
+      source('Secret', OPERATOR_NS, 'other-code', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/capsule-code': 'OTHERS' })),
+      source('Secret', OPERATOR_NS, 'bound-elsewhere', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/tenant-uid': 'uid-of-an-earlier-acmeco' })),
+      source('Secret', OPERATOR_NS, 'named', { 'values.yaml': 'secretConfig: {named: yes}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco' })),
+      source('ConfigMap', OPERATOR_NS, 'bound', { 'values.yaml': 'config: {bound: yes}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/tenant-uid': 'uid-ACMECO' })),
     );
-    for (const name of ['nats-signing-key', 'others']) {
-      const refused = await load([{ kind: 'Secret', name, namespace: 'Operator' }], reads);
-      expect((refused.valuesFrom.get('orbit-crm') as InputError).reason).toBe('ValuesFromNotFound');
+    const refused = await load([{ kind: 'Secret', name: 'nats-signing-key', namespace: 'Operator' }], reads);
+    expect((refused.valuesFrom.get('orbit-crm') as InputError).reason).toBe('ValuesFromNotFound');
+    for (const [name, why] of [['shared', 'has no label eva.aidonow.com/tenant naming one'], ['code-only', 'has no label'], ['others', 'is labelled eva.aidonow.com/tenant for another EvaTenant'], ['other-code', 'is labelled eva.aidonow.com/capsule-code for another capsule code'], ['bound-elsewhere', 'is bound to another EvaTenant']] as const) {
+      const unbound = (await load([{ kind: 'Secret', name, namespace: 'Operator' }], reads)).valuesFrom.get('orbit-crm') as InputError;
+      expect(unbound.reason, name).toBe('ValuesFromUnbound');
+      expect(unbound.message, name).toContain(`(Secret ${OPERATOR_NS}/${name} (key values.yaml)): in the operator's namespace a values source serves only the EvaTenant it is bound to, and this one ${why}`);
+      expect(unbound.message, name).toContain('labelled eva.aidonow.com/tenant=acmeco (the operator binds it to this EvaTenant\'s uid on first use), or put it in the tenant\'s namespace');
+      expect(unbound.message, name).not.toContain('uid-of-an-earlier-acmeco');
     }
-    const allowed = await load([{ kind: 'Secret', name: 'mine', namespace: 'Operator' }, { kind: 'ConfigMap', name: 'shared', namespace: 'Operator' }], reads);
-    expect(valuesFileContent(crm(allowed.scope, allowed.valuesFrom))).toMatchObject({ config: { shared: 'yes' }, secretConfig: { mine: 'yes' } });
+    // Optional or not: a source that exists but is not this tenant's is refused, never silently skipped.
+    const optional = (await load([{ kind: 'Secret', name: 'others', namespace: 'Operator', optional: true }], reads)).valuesFrom.get('orbit-crm') as InputError;
+    expect(optional.reason).toBe('ValuesFromUnbound');
+    const allowed = await load([{ kind: 'Secret', name: 'named', namespace: 'Operator' }, { kind: 'ConfigMap', name: 'bound', namespace: 'Operator' }], reads);
+    expect(valuesFileContent(crm(allowed.scope, allowed.valuesFrom))).toMatchObject({ config: { bound: 'yes' }, secretConfig: { named: 'yes' } });
+  });
+
+  it('binds a source named for the tenant to its uid in ensure only (bindings given), once; a concurrent change is retried', async () => {
+    const named = source('Secret', OPERATOR_NS, 'named', { 'values.yaml': 'secretConfig: {named: yes}' }, { ...LABELLED, 'eva.aidonow.com/tenant': 'acmeco' });
+    const bound = source('ConfigMap', OPERATOR_NS, 'bound', { 'values.yaml': 'config: {bound: yes}' }, { ...LABELLED, 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/tenant-uid': 'uid-ACMECO' });
+    const own = source('ConfigMap', TENANT_NS, 'own', { 'values.yaml': 'config: {own: yes}' });
+    const calls: string[] = [];
+    const bindings = (conflict: boolean): ValuesSourceBindings => ({
+      bind: (s, uid) => {
+        calls.push(`${s.name}@${s.resourceVersion}=${uid}`);
+        return conflict ? Promise.reject(new ApiException(409, 'Conflict', {}, {})) : Promise.resolve();
+      },
+      retire: () => Promise.reject(new Error('not in ensure')),
+      list: () => Promise.reject(new Error('not in ensure')),
+    });
+    const scope = scopeFor({ valuesFrom: { 'orbit-crm': [{ kind: 'Secret', name: 'named', namespace: 'Operator' }, { kind: 'ConfigMap', name: 'bound', namespace: 'Operator' }, { kind: 'ConfigMap', name: 'own' }] } });
+    await loadValuesFrom(scope, readsOf(named, bound, own), OPERATOR_NS);
+    expect(calls, 'verify (no bindings) writes nothing').toEqual([]);
+    await loadValuesFrom(scope, readsOf(named, bound, own), OPERATOR_NS, bindings(false));
+    expect(calls, 'only the unbound one, guarded by the resourceVersion read').toEqual(['named@1=uid-ACMECO']);
+    await expect(loadValuesFrom(scope, readsOf(named, bound, own), OPERATOR_NS, bindings(true))).rejects.toMatchObject({ name: 'DependencyError', reason: 'ValuesFromUnbound' });
+  });
+
+  it('refuses a key above 64 KiB, as YAML or as one value (targetPath), naming the object and the key; at the limit it is read (positive control)', async () => {
+    const atLimit = `config: {a: "${'x'.repeat(65536 - 'config: {a: ""}'.length)}"}`;
+    const big = source('ConfigMap', TENANT_NS, 'big', { over: `${atLimit} `, at: atLimit });
+    for (const ref of [{ kind: 'ConfigMap', name: 'big', valuesKey: 'over' }, { kind: 'ConfigMap', name: 'big', valuesKey: 'over', targetPath: 'config.text' }] as const) {
+      const refused = (await load([ref], readsOf(big))).valuesFrom.get('orbit-crm') as InputError;
+      expect(refused.reason).toBe('ValuesFromInvalid');
+      expect(refused.message).toBe(`spec.valuesFrom.orbit-crm[0] (ConfigMap ${TENANT_NS}/big (key over)): holds 65537 bytes, above the limit of 65536 a values key may hold`);
+    }
+    const read = await load([{ kind: 'ConfigMap', name: 'big', valuesKey: 'at' }], readsOf(big));
+    expect(read.valuesFrom.get('orbit-crm')).toEqual([expect.objectContaining({ values: { config: { a: expect.any(String) as unknown } } })]);
+  });
+
+  it('refuses a cyclic alias, an alias bomb and deep nesting as tenant input naming the object and key, never with a JS exception\'s text', async () => {
+    const hostile = {
+      cyclic: 'config: &a {x: *a}',
+      bomb: ['a: &a [x,x,x,x,x,x,x,x,x,x]', ...['b', 'c', 'd', 'e', 'f'].map((k, i) => `${k}: &${k} [${Array(10).fill(`*${'abcde'[i] ?? ''}`).join(',')}]`)].join('\n'),
+      deep: `config: ${'['.repeat(5000)}${']'.repeat(5000)}`,
+      fine: 'config: &a {x: 1}\nreplicaCount: 1\n',
+    };
+    const reads = readsOf(source('ConfigMap', TENANT_NS, 'hostile', hostile), source('Secret', TENANT_NS, 'hostile', hostile));
+    for (const kind of ['ConfigMap', 'Secret'] as const) {
+      for (const [key, why] of [['cyclic', 'an alias refers to its own anchor'], ['bomb', 'aliases resolved (the limit against alias-expansion bombs)'], ['deep', 'nested more than 64 levels deep']] as const) {
+        const refused = (await load([{ kind, name: 'hostile', valuesKey: key }], reads)).valuesFrom.get('orbit-crm') as InputError;
+        expect(refused.reason, key).toBe('ValuesFromInvalid');
+        expect(refused.message, key).toContain(`(${kind} ${TENANT_NS}/hostile (key ${key})): refused as tenant input: `);
+        expect(refused.message, key).toContain(why);
+        expect(refused.message, key).not.toMatch(/call stack|circular|Excessive/i);
+      }
+      // Positive control: an alias that is not cyclic is still read.
+      const fine = await load([{ kind, name: 'hostile', valuesKey: 'fine' }], reads);
+      expect(fine.valuesFrom.get('orbit-crm')).toEqual([expect.objectContaining({ values: { config: { x: 1 }, replicaCount: 1 } })]);
+    }
   });
 
   it('judges each reference by the values contract, naming it and the key; a Secret\'s value is never quoted', async () => {

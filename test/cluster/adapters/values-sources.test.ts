@@ -3,10 +3,13 @@
  * and the API reads give the same answers (a labelled object, decoded; nothing for an unlabelled,
  * operator-owned or absent one); the caches hold only labelled objects and answer without a request;
  * a label removed is a delete, a label added an add, a data change an update with the new data.
+ * The operator's two writes: a binding and a retirement touch only metadata, and one made from a
+ * stale read is refused (409) rather than overwriting what changed; the listing selects by label.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
-import { apiValuesSources, type ValuesSourceEvent, ValuesSourceCache } from '../../../src/adapters/values-sources.ts';
+import { isConflict } from '../../../src/adapters/kube.ts';
+import { apiValuesSourceBindings, apiValuesSources, type ValuesSourceEvent, ValuesSourceCache } from '../../../src/adapters/values-sources.ts';
 import { createLogger } from '../../../src/log.ts';
 import { eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 import { runLetters } from '../../support/random.ts';
@@ -72,5 +75,32 @@ describe('values sources', () => {
     kubectlOk(['label', 'secret', 'unlabelled', '-n', namespace, `${LABEL}=true`]);
     expect(await eventually(() => events.some((e) => e.event === 'add' && e.name === 'unlabelled'), 30_000)).toBe(true);
     expect(await cache.get('Secret', namespace, 'unlabelled')).toMatchObject({ name: 'unlabelled' });
+  });
+
+  it('binds and retires through metadata only, guarded by the resourceVersion read; lists by label', async () => {
+    const bindings = apiValuesSourceBindings(kube);
+    const api = apiValuesSources(kube);
+    apply('ConfigMap', 'staged', { 'values.yaml': 'config: {a: 1}' }, { [LABEL]: 'true', 'eva.aidonow.com/tenant': 'acme' });
+    const read = await api.get('ConfigMap', namespace, 'staged');
+    if (read === undefined) throw new Error('the staged ConfigMap is not readable');
+    expect(await bindings.list(namespace, 'eva.aidonow.com/tenant=acme,!eva.aidonow.com/tenant-uid')).toEqual([read]);
+    await bindings.bind(read, 'uid-1');
+    const bound = await api.get('ConfigMap', namespace, 'staged');
+    expect(bound?.labels).toMatchObject({ 'eva.aidonow.com/tenant-uid': 'uid-1', 'eva.aidonow.com/tenant': 'acme', [LABEL]: 'true' });
+    expect(bound?.data).toEqual(read.data);
+    // From the stale read: the same binding again is done already; another uid is refused, the binding stays.
+    await bindings.bind(read, 'uid-1');
+    const stale = await bindings.bind(read, 'uid-2').then(() => undefined, (err: unknown) => err);
+    expect(isConflict(stale), String(stale)).toBe(true);
+    expect(await bindings.list(namespace, 'eva.aidonow.com/tenant-uid=uid-1')).toEqual([bound]);
+    expect(await bindings.list(namespace, 'eva.aidonow.com/tenant=acme,!eva.aidonow.com/tenant-uid')).toEqual([]);
+    if (bound === undefined) throw new Error('unreachable');
+    await bindings.retire(bound, 'uid-1');
+    const retired = JSON.parse(kubectlOk(['get', 'configmap', 'staged', '-n', namespace, '-o', 'json'])) as { metadata: { labels: Record<string, string>; annotations: Record<string, string> }; data: Record<string, string> };
+    expect(retired.metadata.labels[LABEL]).toBeUndefined();
+    expect(retired.metadata.annotations['eva.aidonow.com/retired-from']).toBe('uid-1');
+    expect(retired.data).toEqual(read.data);
+    expect(await api.get('ConfigMap', namespace, 'staged')).toBeUndefined();
+    expect(await bindings.list(namespace, 'eva.aidonow.com/tenant-uid=uid-1')).toEqual([]);
   });
 });

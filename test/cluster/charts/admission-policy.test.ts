@@ -179,6 +179,30 @@ describe('with exactly the chart RBAC', () => {
     }
   });
 
+  it('its release namespace: on a values source only the binding (uid label added, values-source label removed, retired-from set); never its data, other metadata, a rebinding or an unlabelled object', () => {
+    const uid = LABELS.tenantUid;
+    const source = 'eva.aidonow.com/values-source';
+    for (const kind of ['secret', 'configmap'] as const) {
+      const [labelled, bound, plain] = ['labelled', 'bound', 'plain'].map((n) => `vs-${n}-${runId}`) as [string, string, string];
+      for (const name of [labelled, bound, plain]) kubectlOk(['create', kind, ...(kind === 'secret' ? ['generic'] : []), name, '-n', RELEASE_NAMESPACE, '--from-literal=values.yaml=config: {a: 1}']);
+      kubectlOk(['label', kind, labelled, bound, '-n', RELEASE_NAMESPACE, `${source}=true`, 'eva.aidonow.com/tenant=acme']);
+      kubectlOk(['label', kind, bound, '-n', RELEASE_NAMESPACE, `${uid}=uid-earlier`]);
+      const on = (name: string, ...args: string[]): CommandResult => asOperator([...args.slice(0, 1), kind, name, '-n', RELEASE_NAMESPACE, ...args.slice(1)]);
+      const merge = (name: string, patch: Manifest): CommandResult => on(name, 'patch', '--type', 'merge', '-p', JSON.stringify(patch));
+      // Positive controls: exactly the two writes of src/steps/values-from.ts.
+      expectAllowed(on(labelled, 'label', `${uid}=uid-now`), `${kind}: binding`);
+      expectAllowed(merge(bound, { metadata: { labels: { [source]: null }, annotations: { 'eva.aidonow.com/retired-from': 'uid-earlier' } } }), `${kind}: retiring`);
+      expectPolicyRefusal(on(bound, 'label', `${uid}=uid-now`, '--overwrite'), `${kind}: rebinding`);
+      expectPolicyRefusal(on(bound, 'label', `${uid}-`), `${kind}: unbinding`);
+      expectPolicyRefusal(on(labelled, 'label', 'eva.aidonow.com/tenant=other', '--overwrite'), `${kind}: renaming its tenant`);
+      expectPolicyRefusal(on(labelled, 'label', `${source}=false`, '--overwrite'), `${kind}: changing values-source`);
+      expectPolicyRefusal(on(labelled, 'annotate', 'example.com/other=x'), `${kind}: another annotation`);
+      expectPolicyRefusal(merge(labelled, { data: { 'values.yaml': kind === 'secret' ? Buffer.from('x').toString('base64') : 'x' } }), `${kind}: its data`);
+      expectPolicyRefusal(on(plain, 'label', `${uid}=uid-now`), `${kind}: binding an object that is not a values source`);
+      expectPolicyRefusal(on(plain, 'label', `${source}=true`), `${kind}: making an object a values source`);
+    }
+  });
+
   it('namespaces: without the label refused; labelled eva-tenant-* under Pod Security restricted allowed', () => {
     expectPolicyRefusal(createAsOperator(namespace(`eva-tenant-x${runId}`)), 'unlabelled namespace');
     expectAllowed(createAsOperator(namespace(`eva-tenant-x${runId}`, TENANT_LABELS)), 'labelled namespace');
