@@ -17,9 +17,9 @@ kubectl get events -n default --field-selector involvedObject.kind=EvaTenant,inv
 
 Events about EvaTenants are recorded in namespace \`default\` (EvaTenants are cluster-scoped). The first
 condition that is not True is where the tenant is; \`Ready\` repeats its reason, and \`Stalled\` (present
-only while True) means the operator cannot go on until someone changes something: the reasons whose
-meaning starts with *Stalled* below. Everything else is retried by the operator with backoff and clears by itself once
-the cause is gone. Conditions, phases and fields: [the API reference](api-reference.md).`;
+only while True) means the operator cannot go on until someone changes something: the reasons
+whose meaning starts with *Stalled* below. Everything else the operator retries with backoff, and it
+clears by itself once the cause is gone. Conditions, phases and fields: [the API reference](api-reference.md).`;
 
 /** Reasons in catalogue order, grouped by the area their guide entry names. */
 function byArea(): Map<ReasonArea, Reason[]> {
