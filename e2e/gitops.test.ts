@@ -90,13 +90,13 @@ const jsonpathKey = (key: string): string => key.replace(/\./g, '\\.');
 const ownerOf = (name: string): string => kubectlOk(['get', 'evt', name, '-o', `jsonpath={.metadata.annotations.${jsonpathKey(OWNER_ANNOTATION)}}`]);
 
 /**
- * README's argocd-cm command, run as written (in the checkout, into an `argocd` namespace of this
+ * docs/gitops.md's argocd-cm command, run as written (in the checkout, into an `argocd` namespace of this
  * test's own), and the script read back from the ConfigMap to a file: what Argo CD would run.
  */
 function installedHealthCheck(): string {
-  const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-  const block = [...readme.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.trim().startsWith('kubectl -n argocd patch configmap argocd-cm'));
-  if (block === undefined) throw new Error('README has no argocd-cm block');
+  const page = readFileSync(join(repoRoot, 'docs/gitops.md'), 'utf8');
+  const block = [...page.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.trim().startsWith('kubectl -n argocd patch configmap argocd-cm'));
+  if (block === undefined) throw new Error('docs/gitops.md has no argocd-cm block');
   kubectl(['create', 'namespace', 'argocd']);
   kubectl(['create', 'configmap', 'argocd-cm', '-n', 'argocd']);
   const env = { ...process.env, KUBECONFIG: requiredEnv('KUBECONFIG'), PATH: `${requiredEnv('EVA_TOOLS_DIR')}:${process.env['PATH'] ?? ''}` };
@@ -286,7 +286,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
     if (deleting) keep('deleting', deleting);
   }, 600_000);
 
-  it('kstatus and the Argo CD health check (installed by README\'s command) agree with the phase on every captured object', () => {
+  it('kstatus and the Argo CD health check (installed by docs/gitops.md\'s command) agree with the phase on every captured object', () => {
     const objects = [...captured.values()];
     const flux = judge(kstatus, [], objects);
     const argo = judge(argoHealth, [installedHealthCheck()], objects);

@@ -230,7 +230,7 @@ cmd_env() {
   printf 'export EVA_NATS_MONITOR_URL=%q\n' "http://127.0.0.1:$nats_monitor_port"
   printf 'export EVA_TOOLS_DIR=%q\n' "$bin"
   printf 'export PATH=%q:"$PATH"\n' "$bin"
-  # For an operator run from this checkout (README, "Running the operator"): its version, secret values
+  # For an operator run from this checkout (docs/operator.md, "Running the operator from a checkout"): its version, secret values
   # on a tmpfs (the operator refuses a disk; /run is not a tmpfs everywhere), metrics on loopback.
   printf 'export OPERATOR_VERSION=%q\n' "$(eva_operator_version)"
   printf 'export HELM_SECRETS_DIR=%q\n' "$(local_secrets_dir)"

@@ -332,7 +332,7 @@ if ! helm template "${template_args[@]}" --show-only templates/deployment.yaml >
   echo "  NATS     a quick-start NATS server in $namespace, operator mode (nats.enabled=true; your --values may set nats.url instead)"
   if [[ -n $nats_secret ]]; then
     echo "           new NATS keys (eva-operator nats-bootstrap): Secret $namespace/eva-operator-nats for the operator;"
-    echo "           the operator identity key is not kept (quick start): for production run the bootstrap yourself, see README"
+    echo "           the operator identity key is not kept (quick start): for production run the bootstrap yourself, see docs/install.md"
   else
     echo "           the NATS keys of the existing release (Secret $namespace/eva-operator-nats)"
   fi

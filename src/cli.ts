@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `eva-operator` command.
- *   eva-operator [run]    run the operator (configuration from the environment; see README)
+ *   eva-operator [run]    run the operator (configuration from the environment; see docs/operator.md)
  *   eva-operator crd      print the EvaTenant CRD (generated from the TypeScript schema)
  *   eva-operator version  print the operator version
  *   eva-operator nats-bootstrap  generate the NATS operator, system account and the operator's Secret

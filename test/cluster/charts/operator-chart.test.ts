@@ -708,7 +708,7 @@ describe('on the local control plane', () => {
     // Pod Security restricted enforced: the chart's pods (operator and NATS) must be admitted under it.
     kubectlOk(['create', 'namespace', liveNamespace]);
     kubectlOk(['label', 'namespace', liveNamespace, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/enforce-version=latest']);
-    // The operator's NATS Secret, as README says to create it from the bootstrap's files.
+    // The operator's NATS Secret, as docs/install.md says to create it from the bootstrap's files.
     kubectlOk(['create', 'secret', 'generic', 'eva-operator-nats', '-n', liveNamespace, `--from-file=${join(bootstrapped.dir, 'system.creds')}`, `--from-file=${join(bootstrapped.dir, 'operator-signing-key.nk')}`]);
   });
 
