@@ -7,8 +7,10 @@ import { LABELS } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
 import { retainedAccount } from '../steps/account.ts';
+import { retainedSeed } from '../steps/seed.ts';
+import { retainedStreams } from '../steps/streams.ts';
 import { type OperatorDeps, STEP_DESCRIPTORS, stepOf } from '../steps/registry.ts';
-import { READY, STEP_NAMES, type Step, type StepName } from '../steps/step.ts';
+import { STEP_NAMES, type Step, type StepName } from '../steps/step.ts';
 import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 
 /** The steps with something of their own to remove, in their descriptors' decommission order. */
@@ -24,13 +26,13 @@ const REMOVED = 'Removed';
 const RETAINED = 'Retained';
 
 type Removal = Pick<Step<OperatorDeps>, 'remove' | 'verifyRemoved'>;
-const KEPT: Removal = { remove: () => Promise.resolve(), verifyRemoved: () => Promise.resolve(READY) };
 /**
  * With spec.dataRetention Retain, what these steps do instead of removing: streams and seed bucket
- * stay, the account stays on NATS disabled (its modules' user refused) with its keys. Everything else
- * (record, releases, namespace...) goes as with Delete.
+ * stay, marked retained, the account stays on NATS disabled (its modules' user refused) with its keys,
+ * marked retained (what a restore must find). Everything else (record, releases, namespace...) goes
+ * as with Delete.
  */
-const RETAINING: Partial<Record<StepName, Removal>> = { seed: KEPT, streams: KEPT, account: retainedAccount };
+const RETAINING: Partial<Record<StepName, Removal>> = { seed: retainedSeed, streams: retainedStreams, account: retainedAccount };
 
 const removalOf = (step: StepName, scope: TenantScope): Removal => (retainsData(scope) ? (RETAINING[step] ?? stepOf(step)) : stepOf(step));
 const doneState = (step: StepName, scope: TenantScope): string => (retainsData(scope) && RETAINING[step] !== undefined ? RETAINED : REMOVED);
