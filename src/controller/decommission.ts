@@ -37,21 +37,29 @@ const RETAINING: Partial<Record<StepName, Removal>> = { seed: retainedSeed, stre
 const removalOf = (step: StepName, scope: TenantScope): Removal => (retainsData(scope) ? (RETAINING[step] ?? stepOf(step)) : stepOf(step));
 const doneState = (step: StepName, scope: TenantScope): string => (retainsData(scope) && RETAINING[step] !== undefined ? RETAINED : REMOVED);
 
-/** Steps named in the force annotation; unknown names are returned apart so they can be reported. */
-export function forcedSteps(annotation: string | undefined): { skip: Set<StepName>; unknown: string[] } {
+/**
+ * Steps named in the force annotation (their verification is skipped, their remove still runs);
+ * unknown names are returned apart so they can be reported.
+ */
+export function forcedSteps(annotation: string | undefined): { steps: Set<StepName>; unknown: string[] } {
   const names = (annotation ?? '').split(',').map((n) => n.trim()).filter(Boolean);
-  if (names.includes('all')) return { skip: new Set(DECOMMISSION_ORDER), unknown: [] };
+  if (names.includes('all')) return { steps: new Set(DECOMMISSION_ORDER), unknown: [] };
   const known = new Set<string>(DECOMMISSION_ORDER);
   return {
-    skip: new Set(names.filter((n): n is StepName => known.has(n))),
+    steps: new Set(names.filter((n): n is StepName => known.has(n))),
     unknown: names.filter((n) => !known.has(n)),
   };
 }
+
+/** What the remove of a forced step reported when it did not fail. */
+export const FORCED_REMOVE_RAN = 'remove ran';
 
 export interface DecommissionResult {
   /** Per step: REMOVED, or why not yet. */
   states: Record<string, string>;
   complete: boolean;
+  /** Per forced step that ran: what its remove reported (FORCED_REMOVE_RAN, or its failure). */
+  forced: Record<string, string>;
 }
 
 function describe(err: unknown): string {
@@ -97,26 +105,32 @@ async function foreignNamespaceState(scope: TenantScope, deps: OperatorDeps): Pr
   }
 }
 
-/** Steps named in `skip` (forced past by a cluster operator) count as removed without checking. */
-export async function decommission(scope: TenantScope, deps: OperatorDeps, skip: ReadonlySet<StepName> = new Set()): Promise<DecommissionResult> {
+/**
+ * Steps in `forced` (forced past by a platform administrator) still run their remove, once per pass
+ * and best effort; only their verification is skipped, and what the remove reported is returned.
+ */
+export async function decommission(scope: TenantScope, deps: OperatorDeps, forced: ReadonlySet<StepName> = new Set()): Promise<DecommissionResult> {
   const foreign = await foreignNamespaceState(scope, deps);
   const leftAlone = (step: StepName): string | undefined => (inTenantNamespace(step) ? foreign : undefined);
   const failures = new Map<StepName, string>();
   for (const step of DECOMMISSION_ORDER) {
-    if (skip.has(step) || leftAlone(step) !== undefined) continue;
+    if (leftAlone(step) !== undefined) continue;
     const failure = await removeStep(step, scope, deps);
     if (failure) failures.set(step, failure);
   }
   const states: Record<string, string> = {};
+  const reports: Record<string, string> = {};
   for (const step of DECOMMISSION_ORDER) {
     const alone = leftAlone(step);
-    if (skip.has(step)) states[step] = `${REMOVED} (forced)`;
-    else if (alone !== undefined) states[step] = alone;
-    else {
+    if (alone !== undefined) states[step] = alone;
+    else if (forced.has(step)) {
+      reports[step] = failures.get(step) ?? FORCED_REMOVE_RAN;
+      states[step] = `${doneState(step, scope)} (forced; ${reports[step]})`;
+    } else {
       const verified = await verifyStep(step, scope, deps);
       states[step] = verified === doneState(step, scope) ? verified : (failures.get(step) ?? verified);
     }
   }
-  const complete = Object.values(states).every((s) => s.startsWith(REMOVED) || s === RETAINED);
-  return { states, complete };
+  const complete = Object.values(states).every((s) => s.startsWith(REMOVED) || s.startsWith(RETAINED));
+  return { states, complete, forced: reports };
 }
