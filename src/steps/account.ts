@@ -25,7 +25,7 @@ import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../ada
 import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from '../nats/account-keys.ts';
 import { type HeldClaims, modulePermissions, tenantClaims } from '../nats/accounts.ts';
 import type { NatsStepDeps } from './step.ts';
-import { codeInUse, restoreAskedFrom, restoreRefused, retentionOf, tenantUid } from '../tenancy/ownership.ts';
+import { codeInUse, restoreAskedFrom, restoreRefused, retentionOf, tenantUid, withRetention } from '../tenancy/ownership.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
@@ -93,10 +93,8 @@ async function takeOver(scope: TenantScope, deps: AccountStepDeps, stored: Store
 }
 
 /** The tenant's own retained data in use again (a kept object set Active): the retained mark goes. */
-async function usedAgain(scope: TenantScope, deps: AccountStepDeps, stored: StoredAccountKeys): Promise<StoredAccountKeys> {
-  const { owner, restoredFrom } = stored;
-  const custody = { owner, ...(restoredFrom !== undefined ? { restoredFrom } : {}) };
-  return deps.nats.keys.update(accountKeysName(scope.code), stored, stored.keys, custody);
+function usedAgain(scope: TenantScope, deps: AccountStepDeps, stored: StoredAccountKeys): Promise<StoredAccountKeys> {
+  return deps.nats.keys.update(accountKeysName(scope.code), stored, stored.keys, withRetention(stored, undefined));
 }
 
 /** A new modules user; the previous one is retired (revoked by step 'revoke' once the modules rolled). */
@@ -322,7 +320,7 @@ async function disable(scope: TenantScope, deps: AccountStepDeps): Promise<void>
   const { keys } = stored;
   if (!retainedByThis(scope, stored)) {
     // restoredFrom stays: streams not yet re-stamped from it remain this tenant's, and so its restorer's.
-    await deps.nats.keys.update(accountKeysName(scope.code), stored, keys, { ...stored, retained: retentionOf(scope, new Date().toISOString()) });
+    await deps.nats.keys.update(accountKeysName(scope.code), stored, keys, withRetention(stored, retentionOf(scope, new Date().toISOString())));
     scope.log.info({ step: 'account', account: keys.account }, 'NATS account keys marked retained');
   }
   if (await deps.nats.ensureAccount(tenantClaims(scope, keys, true))) {

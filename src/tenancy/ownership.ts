@@ -66,6 +66,11 @@ export function ownerOf(metadata: Readonly<Record<string, string>> | undefined):
 /** This tenant's retention, as of `at`. */
 export const retentionOf = (scope: TenantScope, at: string): Retention => ({ uid: tenantUid(scope), code: scope.code, at });
 
+/** The custody with its retained mark replaced, or removed (undefined): owner and restored-from kept. */
+export function withRetention({ owner, restoredFrom }: Custody, retained: Retention | undefined): Custody {
+  return { owner, ...(restoredFrom !== undefined ? { restoredFrom } : {}), ...(retained !== undefined ? { retained } : {}) };
+}
+
 /** The retained marks as NATS metadata (the same keys as the keys Secret's annotations). */
 export const retainedMetadata = ({ uid, code, at }: Retention): Record<string, string> => ({ [RETAINED_MARKS.fromUid]: uid, [RETAINED_MARKS.code]: code, [RETAINED_MARKS.at]: at });
 

@@ -15,7 +15,7 @@ import { NatsAccounts, tenantClaims } from '../../src/nats/accounts.ts';
 import { SeedCatalog } from '../../src/bundle/seeds.ts';
 import type { RecordStepDeps } from '../../src/steps/record.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
-import type { Custody } from '../../src/tenancy/ownership.ts';
+import { type Custody, withRetention } from '../../src/tenancy/ownership.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,8 +95,8 @@ export class MemoryAccountKeyStore implements AccountKeyStore {
 
   update(name: string, stored: StoredAccountKeys, keys: AccountKeys, custody?: Custody): Promise<StoredAccountKeys> {
     if (this.entries.get(name)?.version !== stored.version) return Promise.reject(new Error(`${name} changed meanwhile`));
-    const { owner, restoredFrom, retained } = custody ?? stored;
-    return Promise.resolve(this.put(name, { owner, ...(restoredFrom !== undefined ? { restoredFrom } : {}), ...(retained !== undefined ? { retained } : {}) }, keys));
+    const kept = custody ?? stored;
+    return Promise.resolve(this.put(name, withRetention(kept, kept.retained), keys));
   }
 
   remove(name: string, owner: string): Promise<void> {
