@@ -16,7 +16,6 @@
  * tenants pinned to them, capsule codes HIBERN, SUSPND, RETAIN and RETKEP, deleted at the end.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsError } from 'nats';
 import { join } from 'node:path';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { API_VERSION, KIND, OWNER_ANNOTATION, RESTORE_FROM_ANNOTATION } from '../src/api/constants.ts';
@@ -28,7 +27,7 @@ import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { captureTenant, fluxAndArgo, labelled } from './support/health-verdicts.ts';
 import { helmReleases } from './support/helm.ts';
 import { metricSum, scrape } from './support/metrics.ts';
-import { type AccountSession, connectAsModule, inTenant, moduleCredentials, type NatsTarget, streamNames, tenantAccount } from './support/nats.ts';
+import { type AccountSession, connectAsModule, type Credentials, inTenant, moduleCredentials, type NatsTarget, publishAsModule, readAsModule, refused, streamNames, tenantAccount } from './support/nats.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
 
@@ -90,45 +89,9 @@ const revisions = (code: string): Record<string, string> => Object.fromEntries(h
 const ownerOf = (code: string): string | undefined => tenantJson(code)?.metadata.annotations?.[OWNER_ANNOTATION];
 const quotas = (code: string): string => kubectlOk(['get', 'resourcequota', '-n', nsOf(code), '-o', 'name']);
 
-type Credentials = ReturnType<typeof moduleCredentials>;
-
-/** Whether NATS refuses these module credentials (an authorization error); any other failure throws. */
-async function refused(code: string, credentials: Credentials): Promise<boolean> {
-  try {
-    const session = await connectAsModule(code, credentials);
-    await session.nc.close();
-    return false;
-  } catch (err) {
-    if (err instanceof NatsError && err.isAuthError()) return true;
-    throw err;
-  }
-}
-
-/** Publishes as the tenant's modules do (on `session`, or a connection of its own); the events stream keeps what they publish. */
-async function publishAsModule(code: string, texts: readonly string[], session?: AccountSession): Promise<void> {
-  const used = session ?? (await connectAsModule(code));
-  try {
-    for (const [i, text] of texts.entries()) await used.js.publish(`capsule.${code}.events.e2e.${String(i)}`, new TextEncoder().encode(text));
-  } finally {
-    if (session === undefined) await used.nc.close();
-  }
-}
-
 /** When a live connection is closed, and with what error (the server tells a revoked user so). */
 const whenClosed = (session: AccountSession): Promise<{ at: number; error: string }> =>
   session.nc.closed().then((err) => ({ at: Date.now(), error: err instanceof Error ? err.message : '' }));
-
-/** The events stream's messages, read with the modules' own credentials. */
-async function readAsModule(code: string, count: number): Promise<string[]> {
-  const session = await connectAsModule(code);
-  try {
-    const texts: string[] = [];
-    for (let seq = 1; seq <= count; seq += 1) texts.push(new TextDecoder().decode((await session.jsm.streams.getMessage(`eva-${code}-events`, { seq })).data));
-    return texts;
-  } finally {
-    await session.nc.close();
-  }
-}
 
 async function waitActive(code: string, since = Date.now()): Promise<number> {
   return (await waitForTenant(nameOf(code), 'Active on the current generation', isActive, ACTIVE_MS, since)).ms;

@@ -126,3 +126,39 @@ export async function connectAsModule(code: string, credentials = moduleCredenti
   const { jwt, seed } = parseCreds(credentials.creds);
   return openAs(credentials.url, jwt, seed, inboxPrefix(code));
 }
+
+export type Credentials = ReturnType<typeof moduleCredentials>;
+
+/** Whether NATS refuses these module credentials (an authorization error); any other failure throws. */
+export async function refused(code: string, credentials: Credentials): Promise<boolean> {
+  try {
+    const session = await connectAsModule(code, credentials);
+    await session.nc.close();
+    return false;
+  } catch (err) {
+    if (err instanceof NatsError && err.isAuthError()) return true;
+    throw err;
+  }
+}
+
+/** Publishes as the tenant's modules do (on `session`, or a connection of its own); the events stream keeps what they publish. */
+export async function publishAsModule(code: string, texts: readonly string[], session?: AccountSession): Promise<void> {
+  const used = session ?? (await connectAsModule(code));
+  try {
+    for (const [i, text] of texts.entries()) await used.js.publish(`capsule.${code}.events.e2e.${String(i)}`, new TextEncoder().encode(text));
+  } finally {
+    if (session === undefined) await used.nc.close();
+  }
+}
+
+/** The events stream's messages, read with the modules' own credentials (the current ones, or `credentials`). */
+export async function readAsModule(code: string, count: number, credentials?: Credentials): Promise<string[]> {
+  const session = await connectAsModule(code, credentials);
+  try {
+    const texts: string[] = [];
+    for (let seq = 1; seq <= count; seq += 1) texts.push(new TextDecoder().decode((await session.jsm.streams.getMessage(`eva-${code}-events`, { seq })).data));
+    return texts;
+  } finally {
+    await session.nc.close();
+  }
+}

@@ -221,6 +221,13 @@ export class Kube {
     return { items: typed.items ?? [], resourceVersion: typed.metadata?.resourceVersion ?? '' };
   }
 
+  /** The name of the EvaTenant with this uid, if one exists (one being deleted still does). A uid is never reused. */
+  async tenantNameWithUid(uid: string): Promise<string | undefined> {
+    const { items } = await this.listTenantsRaw();
+    const found = items.find((item) => (item as { metadata?: { uid?: unknown } }).metadata?.uid === uid) as { metadata: { name?: unknown } } | undefined;
+    return found === undefined ? undefined : String(found.metadata.name);
+  }
+
   /**
    * Replaces the status, guarded by the resourceVersion the caller last saw: a concurrent writer
    * makes this fail with 409 (retry), never silently overwrites it. Returns the updated tenant.

@@ -91,6 +91,15 @@ export type DataRetention = (typeof DATA_RETENTIONS)[number];
  * one customer's data to another.
  */
 export const RESTORE_FROM_ANNOTATION = `${GROUP}/restore-from-uid`;
+/**
+ * Custody marks of retained NATS data, as annotations of the account keys Secret and as metadata of
+ * the tenant's streams and seed bucket (the same keys): set by the decommission that retains the data
+ * (whose it was, under which capsule code, since when) and cleared when a tenant uses it again. A
+ * restore is honoured only for data so marked.
+ */
+export const RETAINED_MARKS = { fromUid: `${GROUP}/retained-from-uid`, code: `${GROUP}/retained-code`, at: `${GROUP}/retained-at` } as const;
+/** On the account keys Secret: the uid whose retained data its owner took over (objects still stamped with it are the owner's). */
+export const RESTORED_FROM_UID_ANNOTATION = `${GROUP}/restored-from-uid`;
 
 /** Six uppercase letters: compact, unambiguous and safe in DNS labels, stream and release names. */
 export const CAPSULE_CODE_PATTERN = '^[A-Z]{6}$';

@@ -202,7 +202,19 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     area: 'tenant',
     meaning: 'Stalled: another EvaTenant (another uid) owns this capsule code\'s namespace, NATS account, streams or record; nothing of it was touched.',
     cause: 'Two EvaTenants with the same spec.capsuleCode, or a new tenant reusing the code of a deleted one whose data was retained.',
-    action: 'Choose another capsuleCode (a new EvaTenant: the code is immutable). To take over retained data on purpose, annotate eva.aidonow.com/restore-from-uid: <uid of the deleted tenant> (docs/lifecycle.md).',
+    action: 'Choose another capsuleCode (a new EvaTenant: the code is immutable). To take over retained data on purpose, a platform administrator annotates eva.aidonow.com/restore-from-uid: <uid of the deleted tenant> (docs/lifecycle.md).',
+  },
+  RestoreRefused: {
+    area: 'tenant',
+    meaning: 'Stalled: the restore this EvaTenant asks for (annotation eva.aidonow.com/restore-from-uid) is not honoured; the message says which check failed. Nothing of the named tenant\'s data was touched.',
+    cause: 'The uid names a tenant that still exists, data that was not retained (deleted with dataRetention Delete, or retained by a version before retention marks), another capsule code, or no account at all.',
+    action: 'Check the uid (the DeprovisionComplete event of the retaining tenant names it) and that its EvaTenant is gone; for data retained by an older version, docs/lifecycle.md ("Restore") says how a platform administrator marks it. Otherwise remove the annotation or choose another capsuleCode.',
+  },
+  RetentionPending: {
+    area: 'hibernation',
+    meaning: 'Decommissioning with dataRetention Retain: the retained data (account keys Secret, streams, seed bucket) is not marked retained yet.',
+    cause: 'NATS or the API server was unreachable while marking; the decommission retries with backoff.',
+    action: 'Wait; if it stays, the message names what is not marked and the operator log why.',
   },
 
   // -- namespace, quotas, network policy ---------------------------------------------------------------------

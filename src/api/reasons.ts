@@ -60,6 +60,10 @@ export const Reason = {
   // -- the tenant itself ----------------------------------------------------------------------------
   TenantUidMissing: 'TenantUidMissing',
   CapsuleCodeInUse: 'CapsuleCodeInUse',
+  /** A restore (annotation eva.aidonow.com/restore-from-uid) whose data is not retained, not of that uid or code, or whose tenant still exists. */
+  RestoreRefused: 'RestoreRefused',
+  /** Decommissioning with spec.dataRetention Retain: the data is not marked retained yet. */
+  RetentionPending: 'RetentionPending',
 
   // -- namespace, quotas, network policy --------------------------------------------------------------
   NamespaceMissing: 'NamespaceMissing',

@@ -3,19 +3,19 @@ import { DECOMMISSION_ORDER, forcedSteps } from './decommission.ts';
 
 describe('forcedSteps (eva.aidonow.com/force-decommission)', () => {
   it('reads a comma-separated list of step names', () => {
-    expect(forcedSteps(' streams, record ')).toEqual({ skip: new Set(['streams', 'record']), unknown: [] });
+    expect(forcedSteps(' streams, record ')).toEqual({ steps: new Set(['streams', 'record']), unknown: [] });
   });
 
   it('reports names that are not steps instead of ignoring them silently', () => {
-    expect(forcedSteps('streams,everything')).toEqual({ skip: new Set(['streams']), unknown: ['everything'] });
+    expect(forcedSteps('streams,everything')).toEqual({ steps: new Set(['streams']), unknown: ['everything'] });
   });
 
   it('`all` forces every step', () => {
-    expect(forcedSteps('all').skip).toEqual(new Set(DECOMMISSION_ORDER));
+    expect(forcedSteps('all').steps).toEqual(new Set(DECOMMISSION_ORDER));
   });
 
   it('no annotation forces nothing', () => {
-    expect(forcedSteps(undefined)).toEqual({ skip: new Set(), unknown: [] });
+    expect(forcedSteps(undefined)).toEqual({ steps: new Set(), unknown: [] });
   });
 });
 

@@ -7,8 +7,10 @@ import { LABELS } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
 import { retainedAccount } from '../steps/account.ts';
+import { retainedSeed } from '../steps/seed.ts';
+import { retainedStreams } from '../steps/streams.ts';
 import { type OperatorDeps, STEP_DESCRIPTORS, stepOf } from '../steps/registry.ts';
-import { READY, STEP_NAMES, type Step, type StepName } from '../steps/step.ts';
+import { STEP_NAMES, type Step, type StepName } from '../steps/step.ts';
 import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 
 /** The steps with something of their own to remove, in their descriptors' decommission order. */
@@ -24,32 +26,40 @@ const REMOVED = 'Removed';
 const RETAINED = 'Retained';
 
 type Removal = Pick<Step<OperatorDeps>, 'remove' | 'verifyRemoved'>;
-const KEPT: Removal = { remove: () => Promise.resolve(), verifyRemoved: () => Promise.resolve(READY) };
 /**
  * With spec.dataRetention Retain, what these steps do instead of removing: streams and seed bucket
- * stay, the account stays on NATS disabled (its modules' user refused) with its keys. Everything else
- * (record, releases, namespace...) goes as with Delete.
+ * stay, marked retained, the account stays on NATS disabled (its modules' user refused) with its keys,
+ * marked retained (what a restore must find). Everything else (record, releases, namespace...) goes
+ * as with Delete.
  */
-const RETAINING: Partial<Record<StepName, Removal>> = { seed: KEPT, streams: KEPT, account: retainedAccount };
+const RETAINING: Partial<Record<StepName, Removal>> = { seed: retainedSeed, streams: retainedStreams, account: retainedAccount };
 
 const removalOf = (step: StepName, scope: TenantScope): Removal => (retainsData(scope) ? (RETAINING[step] ?? stepOf(step)) : stepOf(step));
 const doneState = (step: StepName, scope: TenantScope): string => (retainsData(scope) && RETAINING[step] !== undefined ? RETAINED : REMOVED);
 
-/** Steps named in the force annotation; unknown names are returned apart so they can be reported. */
-export function forcedSteps(annotation: string | undefined): { skip: Set<StepName>; unknown: string[] } {
+/**
+ * Steps named in the force annotation (their verification is skipped, their remove still runs);
+ * unknown names are returned apart so they can be reported.
+ */
+export function forcedSteps(annotation: string | undefined): { steps: Set<StepName>; unknown: string[] } {
   const names = (annotation ?? '').split(',').map((n) => n.trim()).filter(Boolean);
-  if (names.includes('all')) return { skip: new Set(DECOMMISSION_ORDER), unknown: [] };
+  if (names.includes('all')) return { steps: new Set(DECOMMISSION_ORDER), unknown: [] };
   const known = new Set<string>(DECOMMISSION_ORDER);
   return {
-    skip: new Set(names.filter((n): n is StepName => known.has(n))),
+    steps: new Set(names.filter((n): n is StepName => known.has(n))),
     unknown: names.filter((n) => !known.has(n)),
   };
 }
+
+/** What the remove of a forced step reported when it did not fail. */
+export const FORCED_REMOVE_RAN = 'remove ran';
 
 export interface DecommissionResult {
   /** Per step: REMOVED, or why not yet. */
   states: Record<string, string>;
   complete: boolean;
+  /** Per forced step that ran: what its remove reported (FORCED_REMOVE_RAN, or its failure). */
+  forced: Record<string, string>;
 }
 
 function describe(err: unknown): string {
@@ -95,26 +105,32 @@ async function foreignNamespaceState(scope: TenantScope, deps: OperatorDeps): Pr
   }
 }
 
-/** Steps named in `skip` (forced past by a cluster operator) count as removed without checking. */
-export async function decommission(scope: TenantScope, deps: OperatorDeps, skip: ReadonlySet<StepName> = new Set()): Promise<DecommissionResult> {
+/**
+ * Steps in `forced` (forced past by a platform administrator) still run their remove, once per pass
+ * and best effort; only their verification is skipped, and what the remove reported is returned.
+ */
+export async function decommission(scope: TenantScope, deps: OperatorDeps, forced: ReadonlySet<StepName> = new Set()): Promise<DecommissionResult> {
   const foreign = await foreignNamespaceState(scope, deps);
   const leftAlone = (step: StepName): string | undefined => (inTenantNamespace(step) ? foreign : undefined);
   const failures = new Map<StepName, string>();
   for (const step of DECOMMISSION_ORDER) {
-    if (skip.has(step) || leftAlone(step) !== undefined) continue;
+    if (leftAlone(step) !== undefined) continue;
     const failure = await removeStep(step, scope, deps);
     if (failure) failures.set(step, failure);
   }
   const states: Record<string, string> = {};
+  const reports: Record<string, string> = {};
   for (const step of DECOMMISSION_ORDER) {
     const alone = leftAlone(step);
-    if (skip.has(step)) states[step] = `${REMOVED} (forced)`;
-    else if (alone !== undefined) states[step] = alone;
-    else {
+    if (alone !== undefined) states[step] = alone;
+    else if (forced.has(step)) {
+      reports[step] = failures.get(step) ?? FORCED_REMOVE_RAN;
+      states[step] = `${doneState(step, scope)} (forced; ${reports[step]})`;
+    } else {
       const verified = await verifyStep(step, scope, deps);
       states[step] = verified === doneState(step, scope) ? verified : (failures.get(step) ?? verified);
     }
   }
-  const complete = Object.values(states).every((s) => s.startsWith(REMOVED) || s === RETAINED);
-  return { states, complete };
+  const complete = Object.values(states).every((s) => s.startsWith(REMOVED) || s.startsWith(RETAINED));
+  return { states, complete, forced: reports };
 }

@@ -15,7 +15,7 @@ import { runSaga } from '../saga/driver.ts';
 import type { SagaEvent } from '../saga/machine.ts';
 import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 import { tenantNamespace } from '../tenancy/names.ts';
-import { forcedSteps } from './decommission.ts';
+import { type DecommissionResult, FORCED_REMOVE_RAN, forcedSteps } from './decommission.ts';
 import { decideOwnership, type OperatorSelf, ownerValue, removeFinalizer, syncMetadata } from './metadata.ts';
 import { StatusWriter } from './status-writer.ts';
 import { heldStatus, persistedSnapshotOf, provisionedSpecChanged } from './tenant-status.ts';
@@ -133,14 +133,14 @@ export class TenantReconciler {
       await writer.event('Normal', Reason.DeprovisionStarted, `decommissioning tenant ${scope.code}`);
     }
     const forced = forcedSteps(tenant.metadata.annotations?.[FORCE_DECOMMISSION_ANNOTATION]);
-    await reportForced(writer, forced);
-    const result = await this.ctx.steps.decommission(scope, forced.skip);
+    const result = await this.ctx.steps.decommission(scope, forced.steps);
+    await reportForced(writer, forced, result);
     if (!result.complete) {
       await writer.writeIfChanged(decommissionStatus(tenant, 'Decommissioning', result.states));
       return { kind: 'backoff' };
     }
     this.ctx.metrics.forgetTenant(scope.code);
-    if (phaseBefore !== 'Decommissioned') await writer.event('Normal', Reason.DeprovisionComplete, completeMessage(scope));
+    if (phaseBefore !== 'Decommissioned') await writer.event('Normal', Reason.DeprovisionComplete, completeMessage(scope, result));
     // Deleted: the finalizer comes off last. Kept (lifecycle Decommissioned): the CR stays, empty.
     if (tenant.metadata.deletionTimestamp !== undefined) await removeFinalizer(this.ctx.tenants, writer.current);
     else if (phaseBefore !== 'Decommissioned') await writer.write(decommissionStatus(tenant, 'Decommissioned', result.states));
@@ -149,17 +149,23 @@ export class TenantReconciler {
 }
 
 /** What DeprovisionComplete says; with retained data, how to get it back (the uid is the key to it). */
-function completeMessage(scope: TenantScope): string {
+function completeMessage(scope: TenantScope, result: DecommissionResult): string {
+  const unverified = Object.keys(result.forced);
+  if (unverified.length > 0) return `tenant ${scope.code} is decommissioned; forced past the verification of ${unverified.join(', ')} (see the ${Reason.DecommissionForced} event): residue is possible there`;
   if (!retainsData(scope)) return `every resource of tenant ${scope.code} is gone`;
   const uid = scope.tenant.metadata.uid ?? '';
   return `tenant ${scope.code} is decommissioned; its NATS account (disabled), streams and seed bucket are retained: restore with an EvaTenant of capsule code ${scope.code} annotated ${RESTORE_FROM_ANNOTATION}=${uid} (docs/lifecycle.md)`;
 }
 
-/** Forcing past a step is an exceptional human decision: it is always recorded in an Event. */
-async function reportForced(writer: StatusWriter, forced: ReturnType<typeof forcedSteps>): Promise<void> {
-  if (forced.skip.size === 0 && forced.unknown.length === 0) return;
+/**
+ * Forcing past a step is an exceptional human decision: it is always recorded in an Event, with what
+ * each forced step's remove reported (its verification was skipped).
+ */
+async function reportForced(writer: StatusWriter, forced: ReturnType<typeof forcedSteps>, result: DecommissionResult): Promise<void> {
+  if (forced.steps.size === 0 && forced.unknown.length === 0) return;
+  const reports = Object.entries(result.forced).map(([step, report]) => `${step} (${report === FORCED_REMOVE_RAN ? report : `remove failed: ${report}`})`);
   const unknown = forced.unknown.length > 0 ? `; unknown steps ignored: ${forced.unknown.join(', ')}` : '';
-  await writer.event('Warning', Reason.DecommissionForced, `forced past: ${[...forced.skip].join(', ') || 'nothing'}${unknown}`);
+  await writer.event('Warning', Reason.DecommissionForced, `forced past the verification of: ${reports.join(', ') || 'nothing'}${unknown}`);
 }
 
 /**

@@ -14,7 +14,7 @@ import { type ObservedTenant, observeTenant } from '../steps/observed.ts';
 export interface TenantSteps {
   runStep(step: StepName, scope: TenantScope): Promise<StepOutcome>;
   checkDrift(scope: TenantScope): Promise<DriftReport>;
-  decommission(scope: TenantScope, skip: ReadonlySet<StepName>): Promise<DecommissionResult>;
+  decommission(scope: TenantScope, forced: ReadonlySet<StepName>): Promise<DecommissionResult>;
   afterActive(scope: TenantScope): Promise<void>;
   /** Whether a step waiting on the world is woken by a watch (and can be polled slowly). */
   isWatched(step: StepName): boolean;
@@ -31,7 +31,7 @@ export function operatorSteps(deps: OperatorDeps, metrics: OperatorMetricsSink):
         },
       }),
     checkDrift: (scope) => checkDrift(scope, deps),
-    decommission: (scope, skip) => decommission(scope, deps, skip),
+    decommission: (scope, forced) => decommission(scope, deps, forced),
     afterActive: async (scope) => {
       await refreshQueueDepth(scope, deps.nats, metrics);
     },

@@ -9,7 +9,7 @@
  * signing key, the modules' user key, and the rotation state (a user being retired, revocations).
  * Writes are create-only (two replicas racing keep the winner's keys) or guarded by resourceVersion.
  */
-import { LABELS, MANAGED_BY } from '../api/constants.ts';
+import { LABELS, MANAGED_BY, RESTORED_FROM_UID_ANNOTATION, RETAINED_MARKS } from '../api/constants.ts';
 import type { V1Secret } from '@kubernetes/client-node';
 import { Reason } from '../api/reasons.ts';
 import { DependencyError } from '../errors.ts';
@@ -17,6 +17,7 @@ import { type CachingInformer, restartingInformer } from '../adapters/informers.
 import { isConflict, isNotFound, type Kube, MERGE_PATCH, readOptional } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { isPublicKey, NatsKeyError, newSeed, publicKeyOf } from '../adapters/nats-jwt.ts';
+import type { Custody, Retention } from '../tenancy/ownership.ts';
 
 export interface AccountKeys {
   /** The account's identity (public key, A...). */
@@ -33,10 +34,9 @@ export interface AccountKeys {
   readonly rotation?: string;
 }
 
-export interface StoredAccountKeys {
+/** The keys with their custody (owner label; restored-from and retained-* annotations). */
+export interface StoredAccountKeys extends Custody {
   readonly keys: AccountKeys;
-  /** The EvaTenant uid that owns the account ('' for the operator's own account). */
-  readonly owner: string;
   /** Precondition of the next update. */
   readonly version: string;
 }
@@ -46,10 +46,10 @@ export interface AccountKeyStore {
   /** Creates the entry, or returns the one a concurrent writer created first (its keys win). */
   create(name: string, owner: string, keys: AccountKeys): Promise<StoredAccountKeys>;
   /**
-   * Replaces the keys (and the owner, when given: a restore takes retained keys over) if nobody wrote
-   * since `stored` was read; else DependencyError (retry re-reads).
+   * Replaces the keys (and the whole custody, when given: retaining marks the data, a restore takes it
+   * over) if nobody wrote since `stored` was read; else DependencyError (retry re-reads).
    */
-  update(name: string, stored: StoredAccountKeys, keys: AccountKeys, owner?: string): Promise<StoredAccountKeys>;
+  update(name: string, stored: StoredAccountKeys, keys: AccountKeys, custody?: Custody): Promise<StoredAccountKeys>;
   /** Deletes the entry if `owner` owns it; absent is fine. */
   remove(name: string, owner: string): Promise<void>;
 }
@@ -98,7 +98,28 @@ export function keysFromSecret(secret: V1Secret): StoredAccountKeys {
   const name = secret.metadata?.name ?? '?';
   const data = Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
   const keys = { ...checkedKeys(name, data), ...stateOf(name, data[KEY.state]) };
-  return { keys, owner: secret.metadata?.labels?.[LABELS.tenantUid] ?? '', version: secret.metadata?.resourceVersion ?? '' };
+  return { keys, ...custodyOf(secret), version: secret.metadata?.resourceVersion ?? '' };
+}
+
+function custodyOf(secret: V1Secret): Custody {
+  const annotations = secret.metadata?.annotations ?? {};
+  const { [RETAINED_MARKS.fromUid]: uid, [RETAINED_MARKS.code]: code, [RETAINED_MARKS.at]: at, [RESTORED_FROM_UID_ANNOTATION]: restoredFrom } = annotations;
+  // A partial mark (edited by hand) is no mark: a restore of it is refused.
+  const retained: Retention | undefined = uid && code && at ? { uid, code, at } : undefined;
+  return { owner: secret.metadata?.labels?.[LABELS.tenantUid] ?? '', ...(restoredFrom ? { restoredFrom } : {}), ...(retained ? { retained } : {}) };
+}
+
+/** The custody as a merge patch of the Secret's metadata: what it does not hold is removed (null). */
+function custodyPatch({ owner, restoredFrom, retained }: Custody): { labels: Record<string, string>; annotations: Record<string, string | null> } {
+  return {
+    labels: { [LABELS.tenantUid]: owner },
+    annotations: {
+      [RESTORED_FROM_UID_ANNOTATION]: restoredFrom ?? null,
+      [RETAINED_MARKS.fromUid]: retained?.uid ?? null,
+      [RETAINED_MARKS.code]: retained?.code ?? null,
+      [RETAINED_MARKS.at]: retained?.at ?? null,
+    },
+  };
 }
 
 function checkedKeys(name: string, data: Record<string, string>): Pick<AccountKeys, 'account' | 'signingSeed' | 'userSeed'> {
@@ -190,10 +211,10 @@ export class KubeAccountKeyStore implements AccountKeyStore {
     }
   }
 
-  async update(name: string, stored: StoredAccountKeys, keys: AccountKeys, owner?: string): Promise<StoredAccountKeys> {
+  async update(name: string, stored: StoredAccountKeys, keys: AccountKeys, custody?: Custody): Promise<StoredAccountKeys> {
     if (keys.account !== stored.keys.account) throw new Error(`Secret ${name}: an account's identity never changes`);
-    const labels = owner === undefined ? {} : { labels: { [LABELS.tenantUid]: owner } };
-    const body = { metadata: { resourceVersion: stored.version, ...labels }, data: secretData(keys) };
+    // One guarded write: keys and custody change together or not at all.
+    const body = { metadata: { resourceVersion: stored.version, ...(custody === undefined ? {} : custodyPatch(custody)) }, data: secretData(keys) };
     try {
       return keysFromSecret(this.remember(name, await this.kube.core.patchNamespacedSecret({ name, namespace: this.namespace, body }, MERGE_PATCH)));
     } catch (err) {

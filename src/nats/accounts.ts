@@ -36,7 +36,7 @@ import {
 import { NatsSystem } from '../adapters/nats-system.ts';
 import { type AccountKeys, type AccountKeyStore, accountKeysName, newAccountKeys, REGISTRY_KEYS, type StoredAccountKeys } from './account-keys.ts';
 import { commandsStream, dataBucket, eventsStream, inboxPrefix, kvStream, tenantSubjects } from '../tenancy/names.ts';
-import { codeInUse, isOwnOrRestored } from '../tenancy/ownership.ts';
+import { codeInUse, type Custody, tenantUid } from '../tenancy/ownership.ts';
 import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
 
 /** The operator's own users live this long; a reconnect after that mints a new one. */
@@ -234,20 +234,27 @@ export class NatsAccounts {
 
   // ---- tenant accounts ----------------------------------------------------------------------------
 
-  /** The tenant's account keys, if the tenant has an account (another tenant's with the same code is refused). */
+  /**
+   * The tenant's account keys, if the tenant has an account: keys whose record names another owner
+   * are refused (CapsuleCodeInUse), whatever the tenant's annotations say; only step 'account' takes
+   * retained keys over, by proof.
+   */
   async tenantKeys(scope: TenantScope): Promise<StoredAccountKeys | undefined> {
     const stored = await this.keys.read(accountKeysName(scope.code));
-    if (stored !== undefined && !isOwnOrRestored(scope, stored.owner)) throw codeInUse(scope, `NATS account ${stored.keys.account}`, stored.owner);
+    if (stored !== undefined && stored.owner !== tenantUid(scope)) throw codeInUse(scope, `NATS account ${stored.keys.account}`, stored.owner);
     return stored;
   }
 
-  /** Runs `fn` in the tenant's account as the operator; DependencyError when the account step has not run. */
-  async runInTenant<T>(scope: TenantScope, fn: (session: NatsSession) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` in the tenant's account as the operator, with the custody its keys record proves;
+   * DependencyError when the account step has not run.
+   */
+  async runInTenant<T>(scope: TenantScope, fn: (session: NatsSession, custody: Custody) => Promise<T>): Promise<T> {
     const stored = await this.tenantKeys(scope);
     if (stored === undefined) {
       throw new DependencyError(Reason.AccountMissing, `tenant ${scope.code} has no NATS account yet (step account comes first)`);
     }
-    return this.runIn(scope, stored.keys, fn);
+    return this.runIn(scope, stored, fn);
   }
 
   /**
@@ -255,7 +262,7 @@ export class NatsAccounts {
    * account of its own or the server holds none. Never puts an account back: decommissioning must not
    * resurrect what an earlier attempt already deleted.
    */
-  async runInTenantIfAny<T>(scope: TenantScope, fn: (session: NatsSession) => Promise<T>): Promise<T | undefined> {
+  async runInTenantIfAny<T>(scope: TenantScope, fn: (session: NatsSession, custody: Custody) => Promise<T>): Promise<T | undefined> {
     let stored: StoredAccountKeys | undefined;
     try {
       stored = await this.tenantKeys(scope);
@@ -265,16 +272,17 @@ export class NatsAccounts {
       throw err;
     }
     if (stored === undefined || (await this.system.lookupAccount(stored.keys.account)) === undefined) return undefined;
-    return this.runIn(scope, stored.keys, fn, false);
+    return this.runIn(scope, stored, fn, false);
   }
 
-  private runIn<T>(scope: TenantScope, keys: AccountKeys, fn: (session: NatsSession) => Promise<T>, restore = true): Promise<T> {
+  private runIn<T>(scope: TenantScope, stored: StoredAccountKeys, fn: (session: NatsSession, custody: Custody) => Promise<T>, restore = true): Promise<T> {
+    const { keys } = stored;
     const credentials = async (): Promise<UserCredentials> => {
       // A server restarted empty has forgotten the account: put it back before logging in.
       if (restore && (await this.system.lookupAccount(keys.account)) === undefined) await this.ensureAccount(tenantClaims(scope, keys));
       return this.operatorUser(keys);
     };
-    return this.options.pool.run(keys.account, () => this.clientOptions(`eva-operator-${scope.code}`, credentials), fn);
+    return this.options.pool.run(keys.account, () => this.clientOptions(`eva-operator-${scope.code}`, credentials), (session) => fn(session, stored));
   }
 
   /** The modules' credentials file (user JWT + seed) for the tenant's current user. */

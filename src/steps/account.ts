@@ -25,7 +25,7 @@ import { NatsKeyError, newSeed, parseCreds, publicKeyOf, readUser } from '../ada
 import { type AccountKeys, accountKeysName, newAccountKeys, type StoredAccountKeys } from '../nats/account-keys.ts';
 import { type HeldClaims, modulePermissions, tenantClaims } from '../nats/accounts.ts';
 import type { NatsStepDeps } from './step.ts';
-import { codeInUse, tenantUid } from '../tenancy/ownership.ts';
+import { codeInUse, restoreAskedFrom, restoreRefused, retentionOf, tenantUid, withRetention } from '../tenancy/ownership.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
@@ -46,18 +46,55 @@ const rotationAsked = (scope: TenantScope): string | undefined =>
 // ---- keys -------------------------------------------------------------------------------------------
 
 async function ensureKeys(scope: TenantScope, deps: AccountStepDeps): Promise<StoredAccountKeys> {
-  const existing = await deps.nats.tenantKeys(scope);
-  if (existing !== undefined && existing.owner !== tenantUid(scope)) {
-    // Retained by a deleted tenant whose uid this one's restore annotation names: taken over.
-    scope.log.info({ step: 'account', account: existing.keys.account, from: existing.owner }, 'retained NATS account restored');
-    return deps.nats.keys.update(accountKeysName(scope.code), existing, existing.keys, tenantUid(scope));
+  const existing = await deps.nats.keys.read(accountKeysName(scope.code));
+  const from = restoreAskedFrom(scope);
+  if (existing === undefined) {
+    // Fresh keys would hand an empty account to a tenant that expects its data back.
+    if (from !== undefined) throw restoreRefused(scope, from, `capsule code ${scope.code} has no retained data (no Secret ${accountKeysName(scope.code)})`);
+    return createKeys(scope, deps);
   }
-  if (existing !== undefined) return existing;
+  if (existing.owner === tenantUid(scope)) return existing.retained === undefined ? existing : usedAgain(scope, deps, existing);
+  if (from === undefined) throw codeInUse(scope, `NATS account ${existing.keys.account}`, existing.owner);
+  await assertRestorable(scope, deps, existing, from);
+  return takeOver(scope, deps, existing, from);
+}
+
+async function createKeys(scope: TenantScope, deps: AccountStepDeps): Promise<StoredAccountKeys> {
   const created = await deps.nats.keys.create(accountKeysName(scope.code), tenantUid(scope), newAccountKeys(true, rotationAsked(scope)));
   // A lost race for the code: the winner's keys came back.
   if (created.owner !== tenantUid(scope)) throw codeInUse(scope, `NATS account ${created.keys.account}`, created.owner);
   scope.log.info({ step: 'account', account: created.keys.account }, 'NATS account keys created');
   return created;
+}
+
+/**
+ * A restore is honoured only when the keys record proves it: owned by the uid named, marked retained
+ * by that uid under this capsule code, and no EvaTenant of that uid exists any more (it could still
+ * use or delete the data). Throws RestoreRefused naming the condition that failed.
+ */
+async function assertRestorable(scope: TenantScope, deps: AccountStepDeps, stored: StoredAccountKeys, from: string): Promise<void> {
+  const refuse = (why: string): InputError => restoreRefused(scope, from, why);
+  if (stored.owner !== from) throw refuse(`the NATS data of capsule code ${scope.code} belongs to uid ${stored.owner}, not to uid ${from}`);
+  if (stored.retained?.uid !== from) throw refuse(`the data of uid ${from} is not marked retained (its tenant was not decommissioned with spec.dataRetention: Retain, or that has not finished)`);
+  if (stored.retained.code !== scope.code) throw refuse(`the data was retained under capsule code ${stored.retained.code}`);
+  const live = await deps.kube.tenantNameWithUid(from);
+  if (live !== undefined) throw refuse(`EvaTenant ${live} (uid ${from}) still exists; its data can be restored only once it is deleted`);
+}
+
+/**
+ * The takeover: ONE resourceVersion-guarded write of the keys record (owner -> this tenant, restored
+ * from the old uid, retained mark cleared). Before it the old uid holds the data, after it this tenant
+ * does; the streams and bucket still stamped with the old uid are this tenant's by that record.
+ */
+async function takeOver(scope: TenantScope, deps: AccountStepDeps, stored: StoredAccountKeys, from: string): Promise<StoredAccountKeys> {
+  const taken = await deps.nats.keys.update(accountKeysName(scope.code), stored, stored.keys, { owner: tenantUid(scope), restoredFrom: from });
+  scope.log.info({ step: 'account', account: stored.keys.account, from }, 'retained NATS account restored');
+  return taken;
+}
+
+/** The tenant's own retained data in use again (a kept object set Active): the retained mark goes. */
+function usedAgain(scope: TenantScope, deps: AccountStepDeps, stored: StoredAccountKeys): Promise<StoredAccountKeys> {
+  return deps.nats.keys.update(accountKeysName(scope.code), stored, stored.keys, withRetention(stored, undefined));
 }
 
 /** A new modules user; the previous one is retired (revoked by step 'revoke' once the modules rolled). */
@@ -199,6 +236,7 @@ async function ensure(scope: TenantScope, deps: AccountStepDeps): Promise<Verdic
 async function verify(scope: TenantScope, deps: AccountStepDeps): Promise<Verdict> {
   const stored = await deps.nats.tenantKeys(scope);
   if (stored === undefined) return notReady(Reason.AccountMissing, `tenant ${scope.code} has no NATS account keys`);
+  if (stored.retained !== undefined) return notReady(Reason.AccountDrifted, `Secret ${accountKeysName(scope.code)} is still marked retained`);
   const { keys } = stored;
   const asked = rotationAsked(scope);
   if (asked !== undefined && asked !== keys.rotation) return notReady(Reason.NatsCredentialsRotating, `a rotation of the NATS credentials (${asked}) is requested`);
@@ -239,7 +277,7 @@ async function remove(scope: TenantScope, deps: AccountStepDeps): Promise<void> 
   });
   if (deleted === true) await deps.nats.deleteAccount(keys.account);
   await assertGone(scope, deps, keys);
-  // tenantKeys vouched for the owner (this tenant, or the one it restores).
+  // tenantKeys vouched for the owner: this tenant (a takeover it never completed left it nothing here).
   await deps.nats.keys.remove(accountKeysName(scope.code), stored.owner);
   scope.log.info({ step: 'account', account: keys.account }, 'NATS account deleted');
 }
@@ -271,14 +309,20 @@ async function assertModulesRefused(scope: TenantScope, deps: AccountStepDeps, k
 
 /**
  * Instead of remove: the account stays on the server with its JetStream data, its modules' user
- * refused, and its keys stay where they are (a restore or a purge signs with them); only the modules'
- * Secret goes with the namespace.
+ * refused, and its keys stay where they are (a restore or a purge signs with them), marked retained
+ * by this tenant under its code (what a restore must find); only the modules' Secret goes with the
+ * namespace.
  */
 async function disable(scope: TenantScope, deps: AccountStepDeps): Promise<void> {
   const stored = await ownKeys(scope, deps);
   await removeCredentialsSecret(scope, deps);
   if (stored === undefined) return;
   const { keys } = stored;
+  if (!retainedByThis(scope, stored)) {
+    // restoredFrom stays: streams not yet re-stamped from it remain this tenant's, and so its restorer's.
+    await deps.nats.keys.update(accountKeysName(scope.code), stored, keys, withRetention(stored, retentionOf(scope, new Date().toISOString())));
+    scope.log.info({ step: 'account', account: keys.account }, 'NATS account keys marked retained');
+  }
   if (await deps.nats.ensureAccount(tenantClaims(scope, keys, true))) {
     scope.log.info({ step: 'account', account: keys.account }, 'NATS account disabled; its data is retained');
   }
@@ -290,11 +334,14 @@ async function verifyDisabled(scope: TenantScope, deps: AccountStepDeps): Promis
   const stored = await ownKeys(scope, deps);
   if (stored === undefined) return READY;
   const { keys } = stored;
+  if (!retainedByThis(scope, stored)) return notReady(Reason.RetentionPending, `Secret ${accountKeysName(scope.code)} is not marked retained yet`);
   if (!deps.nats.matches(await deps.nats.serverClaims(keys.account), tenantClaims(scope, keys, true))) {
     return notReady(Reason.AccountDrifted, `account ${keys.account} is not disabled on NATS yet`);
   }
   return READY;
 }
+
+const retainedByThis = (scope: TenantScope, stored: StoredAccountKeys): boolean => stored.retained?.uid === tenantUid(scope) && stored.retained.code === scope.code;
 
 /** The account step's remove and verifyRemoved when the tenant's data is retained. */
 export const retainedAccount: Pick<Step<AccountStepDeps>, 'remove' | 'verifyRemoved'> = { remove: disable, verifyRemoved: verifyDisabled };

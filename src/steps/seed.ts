@@ -19,8 +19,9 @@ import type { KV } from 'nats';
 import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
 import type { NatsStepDeps } from './step.ts';
 import type { SeedCatalog, SeedEntries } from '../bundle/seeds.ts';
-import { dataBucket } from '../tenancy/names.ts';
-import { codeInUse, isOwnOrRestored, ownerMetadata, ownerOf, tenantUid } from '../tenancy/ownership.ts';
+import { dataBucket, kvStream } from '../tenancy/names.ts';
+import { codeInUse, type Custody, hasRetainedMarks, mayActOn, ownerMetadata, ownerOf, tenantUid, withoutRetainedMarks } from '../tenancy/ownership.ts';
+import { markRetained, notMarkedRetained } from './streams.ts';
 import { MODULES } from '../api/modules.ts';
 import type { Logger } from '../log.ts';
 import { DependencyError, InputError } from '../errors.ts';
@@ -97,16 +98,16 @@ async function applyDiff(kv: KV, diff: SeedDiff): Promise<void> {
 const bucketBytes = (scope: TenantScope): number => ACCOUNT_BY_TIER[scope.tenant.spec.tier].dataBucketBytes;
 
 /** The tenant's bucket, created at its tier's size, or resized when the tier changed. */
-async function openDataBucket(scope: TenantScope, session: NatsSession): Promise<KV> {
+async function openDataBucket(scope: TenantScope, session: NatsSession, custody: Custody): Promise<KV> {
   const bucket = dataBucket(scope.code);
   const kv = await session.kv(bucket, { history: 1, metadata: ownerMetadata(scope), max_bytes: bucketBytes(scope) });
   const { config } = (await kv.status()).streamInfo;
   const owner = ownerOf(config.metadata);
-  if (owner !== undefined && !isOwnOrRestored(scope, owner)) throw codeInUse(scope, `bucket ${bucket}`, owner);
-  // A restored bucket (retained from a deleted tenant) is stamped with its new owner.
-  const restamp = owner !== undefined && owner !== tenantUid(scope);
+  if (!mayActOn(scope, custody, owner)) throw codeInUse(scope, `bucket ${bucket}`, owner ?? '');
+  // A restored bucket (retained, then taken over by this tenant's keys record) is stamped with its new owner.
+  const restamp = (owner !== undefined && owner !== tenantUid(scope)) || hasRetainedMarks(config.metadata);
   if (config.max_bytes !== bucketBytes(scope) || restamp) {
-    await session.jsm.streams.update(config.name, { ...config, max_bytes: bucketBytes(scope), metadata: { ...config.metadata, ...ownerMetadata(scope) } });
+    await session.jsm.streams.update(config.name, { ...config, max_bytes: bucketBytes(scope), metadata: { ...withoutRetainedMarks(config.metadata), ...ownerMetadata(scope) } });
     scope.log.info({ step: 'seed', bucket, maxBytes: bucketBytes(scope), restored: restamp }, 'seed bucket resized for the tier or restored');
   }
   return kv;
@@ -157,8 +158,8 @@ async function ensureSeed(scope: TenantScope, deps: RecordStepDeps): Promise<Ver
   const previous = stored.record.seed?.version;
   const versions = [previous, desired.version].filter((v) => v !== undefined);
   const owned = ownedKeys(deps.seeds, versions, scope.log);
-  const diff = await deps.nats.runInTenant(scope, async (session) => {
-    const kv = await openDataBucket(scope, session);
+  const diff = await deps.nats.runInTenant(scope, async (session, custody) => {
+    const kv = await openDataBucket(scope, session, custody);
     const current = await readValues(kv, new Set([...desired.entries.keys(), ...owned]));
     const changes = diffSeed(desired.entries, current, owned);
     await applyDiff(kv, changes);
@@ -201,11 +202,9 @@ async function verifySeed(scope: TenantScope, deps: SeedStepDeps): Promise<Verdi
 }
 
 async function removeSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
-  await deps.nats.runInTenantIfAny(scope, async (session) => {
+  await deps.nats.runInTenantIfAny(scope, async (session, custody) => {
     const kv = await session.existingKv(dataBucket(scope.code));
-    if (!kv) return;
-    const owner = ownerOf((await kv.status()).metadata);
-    if (owner !== undefined && !isOwnOrRestored(scope, owner)) return;
+    if (!kv || !mayActOn(scope, custody, ownerOf((await kv.status()).metadata))) return;
     try {
       await kv.destroy();
     } catch (err) {
@@ -215,16 +214,28 @@ async function removeSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void>
 }
 
 async function verifySeedRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  const verdict = await deps.nats.runInTenantIfAny(scope, async (session) => {
+  const verdict = await deps.nats.runInTenantIfAny(scope, async (session, custody) => {
     const kv = await session.existingKv(dataBucket(scope.code));
-    const owner = kv ? ownerOf((await kv.status()).metadata) : undefined;
-    if (kv && (owner === undefined || isOwnOrRestored(scope, owner))) {
+    if (kv && mayActOn(scope, custody, ownerOf((await kv.status()).metadata))) {
       return notReady(Reason.SeedBucketPresent, `bucket ${dataBucket(scope.code)} still exists`);
     }
     return READY;
   });
   return verdict ?? READY;
 }
+
+/** Retained (spec.dataRetention Retain): the bucket stays, marked retained like the streams. */
+async function retainSeed(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+  await deps.nats.runInTenantIfAny(scope, (session, custody) => markRetained(scope, session, custody, kvStream(dataBucket(scope.code))));
+}
+
+async function verifySeedRetained(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+  const problem = await deps.nats.runInTenantIfAny(scope, (session, custody) => notMarkedRetained(scope, session, custody, kvStream(dataBucket(scope.code))));
+  return problem === undefined ? READY : notReady(Reason.RetentionPending, problem);
+}
+
+/** The seed step's remove and verifyRemoved when the tenant's data is retained. */
+export const retainedSeed: Pick<Step<NatsStepDeps>, 'remove' | 'verifyRemoved'> = { remove: retainSeed, verifyRemoved: verifySeedRetained };
 
 /** The seed step also reads pods (init containers) when it has the Kubernetes adapter. */
 export type SeedStepDeps = RecordStepDeps & { readonly kube?: Kube };

@@ -11,7 +11,7 @@ import type { NatsStepDeps } from './step.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { STREAM_KINDS, streamName, streamSubject, type StreamKind } from '../tenancy/names.ts';
-import { codeInUse, isOwnOrRestored, ownerMetadata, ownerOf } from '../tenancy/ownership.ts';
+import { codeInUse, type Custody, hasRetainedMarks, isRetainedBy, mayActOn, ownerMetadata, ownerOf, retainedMetadata, retentionOf, withoutRetainedMarks } from '../tenancy/ownership.ts';
 import { READY, notReady, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
@@ -71,9 +71,10 @@ export function streamDrift(actual: StreamConfig, desired: OwnedStreamConfig): s
     if (field === 'subjects') return JSON.stringify([...actual.subjects].sort()) !== JSON.stringify([...desired.subjects].sort());
     return JSON.stringify(actual[field]) !== JSON.stringify(desired[field]);
   });
-  // Only our metadata keys count: servers add their own (_nats.*) to every stream.
+  // Only our metadata keys count: servers add their own (_nats.*) to every stream. Retained marks
+  // on a stream in use again are drift too.
   const ours = Object.entries(desired.metadata ?? {});
-  if (ours.some(([key, value]) => actual.metadata?.[key] !== value)) drift.push('metadata');
+  if (ours.some(([key, value]) => actual.metadata?.[key] !== value) || hasRetainedMarks(actual.metadata)) drift.push('metadata');
   return drift;
 }
 
@@ -87,11 +88,11 @@ async function info(session: NatsSession, name: string): Promise<StreamInfo | un
 }
 
 /** Creates the stream, or brings an existing one to the desired configuration. */
-async function ensureStream(scope: TenantScope, session: NatsSession, kind: StreamKind): Promise<void> {
+async function ensureStream(scope: TenantScope, session: NatsSession, custody: Custody, kind: StreamKind): Promise<void> {
   const desired = desiredStreamConfig(scope, kind);
   // Looked up first: an add of an existing stream still asks for its reservation, which a full account refuses.
   const actual = (await info(session, desired.name)) ?? (await add(session, desired));
-  await reconcile(scope, session, actual.config, desired);
+  await reconcile(scope, session, custody, actual.config, desired);
 }
 
 /** The stream as created now, or as a concurrent writer created it (add answers 10058 when its config differs). */
@@ -112,11 +113,13 @@ async function add(session: NatsSession, desired: OwnedStreamConfig): Promise<St
 async function reconcile(
   scope: TenantScope,
   session: NatsSession,
+  custody: Custody,
   actual: StreamConfig,
   desired: OwnedStreamConfig,
 ): Promise<void> {
   const owner = ownerOf(actual.metadata);
-  if (owner !== undefined && !isOwnOrRestored(scope, owner)) throw codeInUse(scope, `stream ${desired.name}`, owner);
+  // Stamped with the uid this tenant's keys record restored from: taken over, re-stamped below.
+  if (!mayActOn(scope, custody, owner)) throw codeInUse(scope, `stream ${desired.name}`, owner ?? '');
   const drift = streamDrift(actual, desired);
   if (drift.length === 0) return;
   const frozen = drift.filter((field) => IMMUTABLE.has(field));
@@ -126,7 +129,7 @@ async function reconcile(
       `stream ${desired.name} exists with a different ${frozen.join(', ')}, which cannot be changed in place`,
     );
   }
-  const metadata = { ...actual.metadata, ...desired.metadata };
+  const metadata = { ...withoutRetainedMarks(actual.metadata), ...desired.metadata };
   try {
     await session.jsm.streams.update(desired.name, { ...actual, ...desired, metadata });
   } catch (err) {
@@ -153,8 +156,8 @@ function noStorage(desired: OwnedStreamConfig, err: unknown): DependencyError {
 }
 
 async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  await deps.nats.runInTenant(scope, async (session) => {
-    for (const kind of STREAM_KINDS) await ensureStream(scope, session, kind);
+  await deps.nats.runInTenant(scope, async (session, custody) => {
+    for (const kind of STREAM_KINDS) await ensureStream(scope, session, custody, kind);
   });
   return READY;
 }
@@ -173,12 +176,11 @@ async function verifyStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Ve
 }
 
 async function removeStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
-  await deps.nats.runInTenantIfAny(scope, async (session) => {
+  await deps.nats.runInTenantIfAny(scope, async (session, custody) => {
     for (const kind of STREAM_KINDS) {
       const name = streamName(scope.code, kind);
       const actual = await info(session, name);
-      const owner = ownerOf(actual?.config.metadata);
-      if (!actual || (owner !== undefined && !isOwnOrRestored(scope, owner))) continue;
+      if (!actual || !mayActOn(scope, custody, ownerOf(actual.config.metadata))) continue;
       await deleteIfPresent(session, name);
     }
   });
@@ -193,11 +195,10 @@ async function deleteIfPresent(session: NatsSession, name: string): Promise<void
 }
 
 async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
-  const verdict = await deps.nats.runInTenantIfAny(scope, async (session) => {
+  const verdict = await deps.nats.runInTenantIfAny(scope, async (session, custody) => {
     for (const kind of STREAM_KINDS) {
       const actual = await info(session, streamName(scope.code, kind));
-      const owner = ownerOf(actual?.config.metadata);
-      if (actual && (owner === undefined || isOwnOrRestored(scope, owner))) {
+      if (actual && mayActOn(scope, custody, ownerOf(actual.config.metadata))) {
         return notReady(Reason.StreamPresent, `stream ${actual.config.name} still exists`);
       }
     }
@@ -205,6 +206,48 @@ async function verifyStreamsRemoved(scope: TenantScope, deps: NatsStepDeps): Pro
   });
   return verdict ?? READY;
 }
+
+// ---- decommissioned with its data retained (spec.dataRetention Retain) --------------------------------
+
+/**
+ * Marks one of the tenant's streams (or its seed bucket's) retained: stamped with this tenant's uid
+ * (one it restored from included) and the retained marks, the first mark's time kept on a repeat.
+ * A stream that is not the tenant's is left alone.
+ */
+export async function markRetained(scope: TenantScope, session: NatsSession, custody: Custody, name: string): Promise<void> {
+  const actual = await info(session, name);
+  if (!actual || !mayActOn(scope, custody, ownerOf(actual.config.metadata)) || isRetainedBy(scope, actual.config.metadata)) return;
+  const metadata = { ...actual.config.metadata, ...ownerMetadata(scope), ...retainedMetadata(retentionOf(scope, new Date().toISOString())) };
+  await session.jsm.streams.update(name, { ...actual.config, metadata });
+  scope.log.info({ stream: name }, 'stream marked retained');
+}
+
+/** Why one of the tenant's streams is not marked retained yet, or undefined when it is (or is not the tenant's). */
+export async function notMarkedRetained(scope: TenantScope, session: NatsSession, custody: Custody, name: string): Promise<string | undefined> {
+  const actual = await info(session, name);
+  if (!actual || !mayActOn(scope, custody, ownerOf(actual.config.metadata)) || isRetainedBy(scope, actual.config.metadata)) return undefined;
+  return `stream ${name} is not marked retained yet`;
+}
+
+async function retainStreams(scope: TenantScope, deps: NatsStepDeps): Promise<void> {
+  await deps.nats.runInTenantIfAny(scope, async (session, custody) => {
+    for (const kind of STREAM_KINDS) await markRetained(scope, session, custody, streamName(scope.code, kind));
+  });
+}
+
+async function verifyStreamsRetained(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
+  const problem = await deps.nats.runInTenantIfAny(scope, async (session, custody) => {
+    for (const kind of STREAM_KINDS) {
+      const why = await notMarkedRetained(scope, session, custody, streamName(scope.code, kind));
+      if (why !== undefined) return why;
+    }
+    return undefined;
+  });
+  return problem === undefined ? READY : notReady(Reason.RetentionPending, problem);
+}
+
+/** The streams step's remove and verifyRemoved when the tenant's data is retained. */
+export const retainedStreams: Pick<Step<NatsStepDeps>, 'remove' | 'verifyRemoved'> = { remove: retainStreams, verifyRemoved: verifyStreamsRetained };
 
 export const streamsStep: Step<NatsStepDeps> = {
   name: 'streams',

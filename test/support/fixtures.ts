@@ -15,6 +15,7 @@ import { NatsAccounts, tenantClaims } from '../../src/nats/accounts.ts';
 import { SeedCatalog } from '../../src/bundle/seeds.ts';
 import type { RecordStepDeps } from '../../src/steps/record.ts';
 import type { TenantScope } from '../../src/tenancy/scope.ts';
+import { type Custody, withRetention } from '../../src/tenancy/ownership.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,12 +90,13 @@ export class MemoryAccountKeyStore implements AccountKeyStore {
   create(name: string, owner: string, keys: AccountKeys): Promise<StoredAccountKeys> {
     const existing = this.entries.get(name);
     if (existing) return Promise.resolve(existing);
-    return Promise.resolve(this.put(name, owner, keys));
+    return Promise.resolve(this.put(name, { owner }, keys));
   }
 
-  update(name: string, stored: StoredAccountKeys, keys: AccountKeys, owner = stored.owner): Promise<StoredAccountKeys> {
+  update(name: string, stored: StoredAccountKeys, keys: AccountKeys, custody?: Custody): Promise<StoredAccountKeys> {
     if (this.entries.get(name)?.version !== stored.version) return Promise.reject(new Error(`${name} changed meanwhile`));
-    return Promise.resolve(this.put(name, owner, keys));
+    const kept = custody ?? stored;
+    return Promise.resolve(this.put(name, withRetention(kept, kept.retained), keys));
   }
 
   remove(name: string, owner: string): Promise<void> {
@@ -102,15 +104,15 @@ export class MemoryAccountKeyStore implements AccountKeyStore {
     return Promise.resolve();
   }
 
-  private put(name: string, owner: string, keys: AccountKeys): StoredAccountKeys {
-    const stored = { keys, owner, version: String(++this.version) };
+  private put(name: string, custody: Custody, keys: AccountKeys): StoredAccountKeys {
+    const stored = { keys, ...custody, version: String(++this.version) };
     this.entries.set(name, stored);
     return stored;
   }
 }
 
 /** The operator's view of a test server, with short timeouts (an unreachable server fails fast). */
-export function testAccounts(server: Pick<TestNatsServer, 'url' | 'auth'>, keys: AccountKeyStore = new MemoryAccountKeyStore()): NatsAccounts {
+export function testAccounts(server: Pick<TestNatsServer, 'url' | 'auth'>, keys: AccountKeyStore = new MemoryAccountKeyStore(), pool = new NatsPool({ idleMs: 5_000 })): NatsAccounts {
   const { jwt, seed } = parseCreds(readFileSync(server.auth.systemCredsFile, 'utf8'));
   return new NatsAccounts({
     url: server.url,
@@ -118,7 +120,7 @@ export function testAccounts(server: Pick<TestNatsServer, 'url' | 'auth'>, keys:
     systemCredentials: { jwt, seed },
     operatorSigningSeed: readFileSync(server.auth.operatorSigningKeyFile, 'utf8').trim(),
     keys,
-    pool: new NatsPool({ idleMs: 5_000 }),
+    pool,
     timings: { connectTimeoutMs: 1_000, requestTimeoutMs: 2_000 },
   });
 }

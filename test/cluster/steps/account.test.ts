@@ -22,6 +22,7 @@ import { testAccounts, testScope } from '../../support/fixtures.ts';
 import { apiKube } from '../../support/api-reads.ts';
 import { startNatsServer, type TestNatsServer } from '../../support/nats-server.ts';
 import { runLetters } from '../../support/random.ts';
+import { Crash, crashing, withParts } from '../../support/faults.ts';
 
 const runId = runLetters();
 const keysNamespace = `eva-test-keys-${runId.toLowerCase()}`;
@@ -49,30 +50,6 @@ async function tenant(options: Partial<Parameters<typeof testScope>[0]> = {}): P
 const deps = () => ({ nats, ...apiKube(kube) });
 
 // ---- fault injection ------------------------------------------------------------------------------
-
-class Crash extends Error {
-  override readonly name = 'Crash';
-}
-
-/** Wraps chosen methods so that the `at`-th call among all of them throws before it runs. */
-function crashing<T extends object>(target: T, methods: readonly (keyof T)[], plan: { at: number; calls: number }): T {
-  return new Proxy(target, {
-    get(obj, prop, receiver) {
-      const value: unknown = Reflect.get(obj, prop, receiver);
-      if (typeof value !== 'function' || !methods.includes(prop as keyof T)) return value;
-      return (...args: unknown[]) => {
-        plan.calls += 1;
-        if (plan.calls === plan.at) throw new Crash(`crash before ${String(prop)}`);
-        return (value as (...a: unknown[]) => unknown).apply(obj, args);
-      };
-    },
-  });
-}
-
-/** The object with some of its properties replaced (methods still run on the object itself). */
-function withParts<T extends object>(target: T, parts: Record<string | symbol, unknown>): T {
-  return new Proxy(target, { get: (obj, prop, receiver): unknown => (prop in parts ? parts[prop] : Reflect.get(obj, prop, receiver)) });
-}
 
 /** The step's deps where the side effects (key writes, account pushes and deletions, Secret writes) crash on cue. */
 function crashingDeps(plan: { at: number; calls: number }) {
