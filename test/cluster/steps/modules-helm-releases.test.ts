@@ -244,11 +244,18 @@ async function historyOf(namespace: string, release: string): Promise<[number, s
   return (await deps().helm.history(release, namespace)).map((e) => [e.revision, e.status, e.description]);
 }
 
-/** Another tenant's namespace with an object of its own in it: what a forged release record names. */
-async function victimObject(): Promise<{ namespace: string; name: string; yaml: string }> {
+/**
+ * Another tenant's namespace with an object of its own in it: what a forged release record names.
+ * With `release`, the object is that module's ConfigMap as the tenant's own release made it (helm's
+ * ownership label and annotations): helm 4 uninstalls delete only objects their release owns.
+ */
+async function victimObject(release?: string): Promise<{ namespace: string; name: string; yaml: string }> {
   const victim = await tenantScope('Starter');
-  const name = 'victim-data';
-  await kube.core.createNamespacedConfigMap({ namespace: victim.namespace, body: { metadata: { name }, data: { orders: '42' } } });
+  const name = release === undefined ? 'victim-data' : `${release}-config`;
+  const owned = release === undefined
+    ? {}
+    : { annotations: { 'meta.helm.sh/release-name': release, 'meta.helm.sh/release-namespace': victim.namespace }, labels: { 'app.kubernetes.io/managed-by': 'Helm' } };
+  await kube.core.createNamespacedConfigMap({ namespace: victim.namespace, body: { metadata: { name, ...owned }, data: { orders: '42' } } });
   return { namespace: victim.namespace, name, yaml: `---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: ${victim.namespace}\n` };
 }
 
@@ -260,10 +267,14 @@ const victimExists = async (victim: { namespace: string; name: string }): Promis
  * orbit-crm) decoded, made revision `version` of `release` with `status`, its manifest changed, and
  * stored as helm stores it (the operator's labels kept, so it looks like one of its releases).
  */
-async function forgeRecord(namespace: string, forged: { release: string; version: number; status: string; manifest: (real: string) => string }): Promise<string> {
+async function forgeRecord(
+  namespace: string,
+  forged: { release: string; version: number; status: string; manifest: (real: string) => string; payloadNamespace?: string },
+): Promise<string> {
   const template = await kube.core.readNamespacedSecret({ name: 'sh.helm.release.v1.orbit-crm.v1', namespace });
   const payload = asRecord(decodePayload(template.data?.['release'] ?? ''));
   payload['name'] = forged.release;
+  payload['namespace'] = forged.payloadNamespace ?? namespace;
   payload['version'] = forged.version;
   payload['info'] = { ...asRecord(payload['info']), status: forged.status };
   payload['manifest'] = forged.manifest(typeof payload['manifest'] === 'string' ? payload['manifest'] : '');
@@ -491,8 +502,9 @@ describe('modules step (real helm, real control plane)', () => {
     expect(await untilReady(scope)).toEqual({ ready: true });
     // Unlocked (revision 1 marked failed, as Flux does), then upgraded through the render guard.
     expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'deployed', version: 2 });
+    // helm's upgrade supersedes the failed revision it upgraded from; the unlock's reason stays on it.
     expect(await historyOf(scope.namespace, 'orbit-crm')).toEqual([
-      [1, 'failed', 'Release unlocked by eva-operator from stale pending-install state (an interrupted helm)'],
+      [1, 'superseded', 'Release unlocked by eva-operator from stale pending-install state (an interrupted helm)'],
       [2, 'deployed', 'Upgrade complete'],
     ]);
     expect(logLines.some((l) => l.includes('recovered a release left pending') && l.includes('"action":"unlocked"'))).toBe(true);
@@ -583,13 +595,16 @@ describe('modules step (real helm, real control plane)', () => {
 
   it('refuses a forged record of a module the tier does not have, in ensure and in remove, the other tenant\'s object kept; a plain helm uninstall of it would delete the object', async () => {
     const scope = await tenantScope('Starter');
-    const victim = await victimObject();
+    // The other tenant's own eva-forge ConfigMap; the record claims to be that tenant's release.
+    const victim = await victimObject('eva-forge');
     await step.ensure(scope, deps());
     expect(await untilReady(scope)).toEqual({ ready: true });
-    const secret = await forgeRecord(scope.namespace, { release: 'eva-forge', version: 1, status: 'deployed', manifest: () => victim.yaml });
+    const secret = await forgeRecord(scope.namespace, { release: 'eva-forge', version: 1, status: 'deployed', manifest: () => victim.yaml, payloadNamespace: victim.namespace });
     expect(await step.verify(scope, deps())).toMatchObject({ ready: false, reason: 'UndesiredRelease' });
 
-    const refused = `revision 1 (Secret ${secret}): ConfigMap/${victim.namespace}/${victim.name}: only namespace ${scope.namespace} is allowed`;
+    const refused =
+      `revision 1 (Secret ${secret}): its payload is in namespace ${victim.namespace}; ` +
+      `ConfigMap/${victim.namespace}/${victim.name}: only namespace ${scope.namespace} is allowed`;
     const err = await caught(() => step.ensure(scope, deps()));
     expect(err.reason).toBe('ReleaseRecordRefused');
     expect(err.message).toContain('release eva-forge has a record the operator did not write');
