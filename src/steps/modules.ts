@@ -100,7 +100,7 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
   assertNotShuttingDown(scope);
   const records = await checkedRecords(deps.kube, { namespace: scope.namespace, release: desired.module });
   const unlocked = await unlockRelease(deps.kube, scope.namespace, records);
-  if (unlocked !== undefined) log.warn({ status: unlocked.labels.status, revision: unlocked.labels.version, action: 'unlocked' }, 'recovered a release left pending by an interrupted helm');
+  if (unlocked !== undefined) log.warn({ status: unlocked.labels.status, revision: Number(unlocked.labels.version), action: 'unlocked' }, 'recovered a release left pending by an interrupted helm');
   assertNotShuttingDown(scope);
   using file = writeSecretValuesFile(valuesFileContent(desired.values), {
     dir: deps.config.helmSecretsDir,
