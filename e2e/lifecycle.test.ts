@@ -344,7 +344,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
       await waitActive(code);
       const ms = await changeSpec(code, { tier: 'Customer' });
       note(`tier Starter -> Customer: Active on the new generation after ${seconds(ms)}`);
-      expect(quotaHard(code)).toEqual({ 'requests.cpu': '4', 'requests.memory': '8Gi', pods: '40' });
+      expect(quotaHard(code)).toEqual({ 'requests.cpu': '4', 'requests.memory': '8Gi', pods: '40', secrets: '56', configmaps: '16', services: '10', 'services.loadbalancers': '0', 'services.nodeports': '0', persistentvolumeclaims: '0' });
       expect(await streamMaxMsgs(code, `eva-${code}-events`)).toBe(1_000_000);
       expect(await streamMaxMsgs(code, `eva-${code}-commands`)).toBe(1_000_000);
       expect(helmReleases(ns).map((r) => [r.name, r.status])).toEqual([
@@ -360,7 +360,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     it('tier Customer -> Starter: quota and streams back, the two releases uninstalled, their paths removed', async () => {
       const ms = await changeSpec(code, { tier: 'Starter' });
       note(`tier Customer -> Starter: Active on the new generation after ${seconds(ms)}`);
-      expect(quotaHard(code)).toEqual({ 'requests.cpu': '2', 'requests.memory': '4Gi', pods: '20' });
+      expect(quotaHard(code)).toEqual({ 'requests.cpu': '2', 'requests.memory': '4Gi', pods: '20', secrets: '32', configmaps: '12', services: '5', 'services.loadbalancers': '0', 'services.nodeports': '0', persistentvolumeclaims: '0' });
       expect(await streamMaxMsgs(code, `eva-${code}-events`)).toBe(100_000);
       expect(helmReleases(ns).map((r) => [r.name, r.status])).toEqual([
         ['orbit-crm', 'deployed'],

@@ -101,7 +101,7 @@ describe('Helm (stand-in binary)', () => {
     expect(env).toContain('KUBECONFIG=/k/config');
     expect(env).toContain(`GOGC=${process.env['GOGC'] ?? '200'}`);
     expect(env).not.toContain('operator-nats-secret');
-    expect(fake.calls()[0]?.args).toEqual(['uninstall', 'r', '--namespace', 'n', '--ignore-not-found', '--timeout', '300s']);
+    expect(fake.calls()[0]?.args).toEqual(['uninstall', 'r', '--namespace', 'n', '--ignore-not-found', '--no-hooks', '--timeout', '300s']);
   });
 
   it('turns a chart that does not render into an InputError with helm’s message, redacted', async () => {

@@ -184,12 +184,12 @@ function labelsArgument(labels: Readonly<Record<string, string>>): string {
     .join(',');
 }
 
-function asRecord(value: unknown): Record<string, unknown> {
+export function asRecord(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
-const str = (value: unknown): string => (typeof value === 'string' ? value : '');
-const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
+export const str = (value: unknown): string => (typeof value === 'string' ? value : '');
+export const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
 
 export function parseHistory(json: string): HistoryEntry[] {
   const parsed: unknown = JSON.parse(json);
@@ -255,17 +255,13 @@ export class Helm {
     await this.run(args, timeout, options.sensitive, options.postRenderer?.env);
   }
 
-  /** Removes the release and its resources; a release that does not exist is not an error. */
+  /**
+   * Removes the release and its resources; a release that does not exist is not an error. No hooks:
+   * the module contract has none, and a delete hook would come from the stored record, not a render.
+   */
   async uninstall(release: string, namespace: string, options: OperationOptions = {}): Promise<void> {
     const timeout = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
-    const args = ['uninstall', release, '--namespace', namespace, '--ignore-not-found', '--timeout', `${timeout}s`];
-    if (options.wait === true) args.push('--wait=watcher');
-    await this.run(args, timeout);
-  }
-
-  async rollback(release: string, namespace: string, revision: number, options: OperationOptions = {}): Promise<void> {
-    const timeout = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
-    const args = ['rollback', release, String(revision), '--namespace', namespace, '--timeout', `${timeout}s`];
+    const args = ['uninstall', release, '--namespace', namespace, '--ignore-not-found', '--no-hooks', '--timeout', `${timeout}s`];
     if (options.wait === true) args.push('--wait=watcher');
     await this.run(args, timeout);
   }

@@ -234,7 +234,6 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
   NamespaceLabelsDrifted: { area: 'namespace', meaning: 'The tenant namespace\'s labels differ from what the tenant needs (ownership, tier, Pod Security).', cause: 'Labels changed by hand or by another controller.', action: 'Nothing: the operator sets them again. If they keep changing, find the other writer.' },
   QuotaMissing: { area: 'namespace', meaning: 'The tier\'s ResourceQuota is missing from the tenant namespace.', cause: 'A new tenant, or the quota deleted by hand.', action: 'Nothing: the operator creates it again.' },
   QuotaDrifted: { area: 'namespace', meaning: 'The ResourceQuota differs from the tier.', cause: 'Edited by hand, or a tier change being applied.', action: 'Nothing: the operator restores it.' },
-  QuotaNotExpected: { area: 'namespace', meaning: 'The tier is unrestricted but a ResourceQuota exists.', cause: 'A tier change to an unrestricted tier, or a quota added by hand.', action: 'Nothing: the operator removes it.' },
   QuotaPresent: { area: 'namespace', meaning: 'In status.decommission: the ResourceQuota still exists.', cause: 'Its deletion has not completed yet.', action: WAIT_REMOVAL },
   QuotaExceeded: {
     area: 'namespace',
@@ -481,6 +480,12 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     meaning: 'A module release is in a pending state (another install, upgrade or rollback in progress).',
     cause: 'An operator stopped while helm ran; the next attempt unlocks and applies the release anew.',
     action: 'Nothing, unless someone runs helm by hand on the tenant\'s releases: do not.',
+  },
+  ReleaseRecordRefused: {
+    area: 'modules',
+    meaning: 'Stalled: a helm release record (Secret sh.helm.release.v1.<module>.v<N>) in the tenant namespace fails the render guard\'s placement rules (another namespace, a kind or name the module does not have, a hook, or another release\'s identity); helm is not run on that release, the other modules carry on.',
+    cause: 'A record the operator did not write: written by hand or by something with Secret write access in the namespace, or an operator bug.',
+    action: 'A platform administrator inspects the record the message names (a forgery is a security incident), deletes it, and the operator installs the release anew; the decommission waits on it too (ReleasesRemain).',
   },
   ReleaseMissing: { area: 'modules', meaning: 'A module of the tier has no release.', cause: 'A new tenant, a tier change, or the release uninstalled by hand.', action: 'Nothing: the operator installs it.' },
   ReleaseNotDeployed: { area: 'modules', meaning: 'A module\'s latest release revision is not deployed (failed, superseded, pending).', cause: 'A failed upgrade.', action: 'Nothing: the operator upgrades it; if it repeats, the message of the failing step says why.' },

@@ -72,7 +72,6 @@ export const Reason = {
   NamespaceLabelsDrifted: 'NamespaceLabelsDrifted',
   QuotaMissing: 'QuotaMissing',
   QuotaDrifted: 'QuotaDrifted',
-  QuotaNotExpected: 'QuotaNotExpected',
   QuotaPresent: 'QuotaPresent',
   QuotaExceeded: 'QuotaExceeded',
   LimitRangeDrifted: 'LimitRangeDrifted',
@@ -156,6 +155,12 @@ export const Reason = {
   ReleaseOutdated: 'ReleaseOutdated',
   UndesiredRelease: 'UndesiredRelease',
   ReleasesRemain: 'ReleasesRemain',
+  /**
+   * A helm release record in the tenant namespace holds what the operator did not write (an object
+   * outside the module's kinds, names or namespace, hooks, or a payload that disagrees with its labels):
+   * helm is not run on that release until a platform administrator removes the record.
+   */
+  ReleaseRecordRefused: 'ReleaseRecordRefused',
   ModuleResourcesRemain: 'ModuleResourcesRemain',
   CredentialsMissing: 'CredentialsMissing',
   CredentialsRemain: 'CredentialsRemain',

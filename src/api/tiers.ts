@@ -33,18 +33,40 @@ export const STREAM_LIMITS_BY_TIER: Readonly<Record<Tier, StreamLimits>> = {
   Platform: { ...COMMON, maxMsgs: 10_000_000, maxBytes: 1 * GIB, maxAgeSeconds: 30 * DAY_SECONDS, maxMsgSize: 1 * MIB },
 };
 
-/** Namespace quota per tier; Enterprise and Platform are unrestricted (no ResourceQuota at all). */
-export interface NamespaceQuota {
-  readonly requestsCpu: string;
-  readonly requestsMemory: string;
-  readonly pods: string;
-}
+/** Revisions helm keeps per module release (`--history-max`): one Secret each in the tenant namespace. */
+export const RELEASE_HISTORY_MAX = 5;
 
-export const QUOTA_BY_TIER: Readonly<Record<Tier, NamespaceQuota | undefined>> = {
-  Starter: { requestsCpu: '2', requestsMemory: '4Gi', pods: '20' },
-  Customer: { requestsCpu: '4', requestsMemory: '8Gi', pods: '40' },
-  Enterprise: undefined,
-  Platform: undefined,
+/** Object counts every tier's quota bounds: what a runaway writer could otherwise pile up in etcd. */
+type CountKey = 'pods' | 'secrets' | 'configmaps' | 'services' | 'services.loadbalancers' | 'services.nodeports' | 'persistentvolumeclaims';
+/** Requests only Starter and Customer bound; Enterprise and Platform CPU and memory stay unbounded by design. */
+type RequestKey = 'requests.cpu' | 'requests.memory';
+
+/** The ResourceQuota `spec.hard` of a tier, in Kubernetes' own keys. */
+export type NamespaceQuota = Readonly<Record<CountKey, string>> & Readonly<Partial<Record<RequestKey, string>>>;
+
+/**
+ * Counts a tier needs, with m modules (MODULES_BY_TIER: Starter 2, Customer 4, Enterprise and
+ * Platform 6); each limit is at least twice the need (src/api/tiers.test.ts checks it):
+ *   - secrets: per module its `<module>-credentials` and up to RELEASE_HISTORY_MAX (5) helm release
+ *     records (helm prunes before it writes the next), so 6m; plus eva-nats, the credentials Secret,
+ *     the ingress TLS Secret and cert-manager's key while it issues: 6m + 4 = 16, 28, 40.
+ *   - configmaps: per module `<module>-config`; plus kube-root-ca.crt (every namespace has it), the
+ *     alert rules (without a Prometheus Operator) and one a service mesh may add: m + 3 = 5, 7, 9.
+ *   - services: one per module (ClusterIP; the render guard refuses the other types, and the quota
+ *     allows no NodePort or LoadBalancer either): m = 2, 4, 6.
+ *   - persistentvolumeclaims: no module chart has one: 0.
+ *   - pods: replicas at the tier's bound (MODULE_BOUNDS_BY_TIER.maxReplicas) plus the rolling update's
+ *     surge (25%, rounded up) per module: Starter 2 x (2 + 1) = 6, Customer 4 x (3 + 1) = 16,
+ *     Enterprise 6 x (10 + 3) = 78, Platform 6 x (20 + 5) = 150. Seed data is loaded by the module
+ *     pods' init containers (seed-init-containers.ts): no pods of its own.
+ */
+const COUNTS = { 'services.loadbalancers': '0', 'services.nodeports': '0', persistentvolumeclaims: '0' } as const;
+
+export const QUOTA_BY_TIER: Readonly<Record<Tier, NamespaceQuota>> = {
+  Starter: { ...COUNTS, 'requests.cpu': '2', 'requests.memory': '4Gi', pods: '20', secrets: '32', configmaps: '12', services: '5' },
+  Customer: { ...COUNTS, 'requests.cpu': '4', 'requests.memory': '8Gi', pods: '40', secrets: '56', configmaps: '16', services: '10' },
+  Enterprise: { ...COUNTS, pods: '160', secrets: '80', configmaps: '20', services: '15' },
+  Platform: { ...COUNTS, pods: '300', secrets: '80', configmaps: '20', services: '15' },
 };
 
 /** LimitRange container defaults, for every tier: containers that omit resources still get bounds. */

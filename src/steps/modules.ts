@@ -15,10 +15,12 @@ import { Reason } from '../api/reasons.ts';
 import { createHash } from 'node:crypto';
 import type { V1Deployment } from '@kubernetes/client-node';
 import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
+import { RELEASE_HISTORY_MAX } from '../api/tiers.ts';
 import type { ModuleName } from '../api/modules.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
-import { actionFor, isOurs, recoverPendingRelease, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
+import { actionFor, isOurs, releaseProblems, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
+import { checkedRecords, unlockRelease } from './release-records.ts';
 import type { Bundle } from '../bundle/bundle.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
@@ -91,14 +93,17 @@ function assertNotShuttingDown(scope: TenantScope): void {
   if (scope.signal.aborted) throw new DependencyError(Reason.ShuttingDown, 'the operator is shutting down; helm was not started');
 }
 
-/** Runs helm for a release whose state calls for it (see release-state.ts). */
-async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: DesiredRelease, current: ReleaseRecord | undefined, state: ReleaseState): Promise<void> {
+/**
+ * Runs helm for a release whose state calls for it (see release-state.ts), once its stored records
+ * passed the check (release-records.ts): read from the API server, not the labels the state came
+ * from, since helm acts on every record of the name, ours or not. A pending one is unlocked first.
+ */
+async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: DesiredRelease, current: ReleaseRecord | undefined): Promise<void> {
   const log = scope.log.child({ module: desired.module });
-  if (actionFor(state) === 'unlock-then-upgrade' && current !== undefined) {
-    assertNotShuttingDown(scope);
-    const recovery = await recoverPendingRelease(deps.helm, scope.namespace, current);
-    log.warn({ status: current.status, revision: current.version, action: recovery }, 'recovered a release left pending by an interrupted helm');
-  }
+  assertNotShuttingDown(scope);
+  const records = await checkedRecords(deps.kube, { namespace: scope.namespace, release: desired.module });
+  const unlocked = await unlockRelease(deps.kube, scope.namespace, records);
+  if (unlocked !== undefined) log.warn({ status: unlocked.labels.status, revision: Number(unlocked.labels.version), action: 'unlocked' }, 'recovered a release left pending by an interrupted helm');
   assertNotShuttingDown(scope);
   using file = writeSecretValuesFile(valuesFileContent(desired.values), {
     dir: deps.config.helmSecretsDir,
@@ -121,13 +126,17 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
       [VALUES_HASH_LABEL]: desired.hash,
     },
     timeoutSeconds: HELM_TIMEOUT_SECONDS,
+    historyMax: RELEASE_HISTORY_MAX,
     sensitive: secretStrings(desired.values),
     postRenderer,
   }));
   log.info({ previousRevision: current?.version, ms: Date.now() - started, guardMs: guard?.ms, guardCpuMs: guard?.cpuMs }, current === undefined ? 'module installed' : 'module upgraded');
 }
 
+/** Uninstalls a release once its records passed the check: helm deletes what the newest one lists. */
 async function uninstallRelease(scope: TenantScope, deps: ModuleStepDeps, release: ReleaseRecord): Promise<void> {
+  assertNotShuttingDown(scope);
+  await checkedRecords(deps.kube, { namespace: scope.namespace, release: release.name });
   assertNotShuttingDown(scope);
   await deps.helm.uninstall(release.name, scope.namespace, { timeoutSeconds: HELM_TIMEOUT_SECONDS });
   scope.log.info({ module: release.name, revision: release.version }, 'module uninstalled');
@@ -180,7 +189,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   for (const release of desired.values()) {
     const state = releaseState(release.hash, byName.get(release.module), deployed.has(release.module));
     if (actionFor(state) === 'none') continue;
-    jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module), state) });
+    jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module)) });
   }
   for (const release of undesiredReleases(new Set<string>(scope.modules), releases)) {
     jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });

@@ -1,6 +1,7 @@
 /**
- * NamespaceReady, part 2: the tier's ResourceQuota and the LimitRange with container defaults.
- * Enterprise and Platform have no quota: a quota left over from a lower tier is removed.
+ * NamespaceReady, part 2: the tier's ResourceQuota and the LimitRange with container defaults. Every
+ * tier's quota bounds object counts (Secrets, ConfigMaps, Services, PVCs, pods); Enterprise and
+ * Platform bound no CPU or memory (src/api/tiers.ts).
  */
 import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
@@ -19,10 +20,8 @@ function labels(scope: TenantScope): Record<string, string> {
   return { [LABELS.capsuleCode]: scope.code, [LABELS.tier]: scope.tenant.spec.tier, [LABELS.managedBy]: MANAGED_BY };
 }
 
-function desiredQuotaHard(scope: TenantScope): Record<string, string> | undefined {
-  const quota = QUOTA_BY_TIER[scope.tenant.spec.tier];
-  if (!quota) return undefined;
-  return { 'requests.cpu': quota.requestsCpu, 'requests.memory': quota.requestsMemory, pods: quota.pods };
+function desiredQuotaHard(scope: TenantScope): Record<string, string> {
+  return { ...QUOTA_BY_TIER[scope.tenant.spec.tier] };
 }
 
 function desiredQuota(scope: TenantScope, hard: Record<string, string>): V1ResourceQuota {
@@ -56,9 +55,8 @@ function limitRangeMatches(lr: V1LimitRange | undefined): boolean {
 async function verify(scope: TenantScope, { reads }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
   const quota = await readQuota(reads, scope.namespace);
-  if (hard && !quota) return notReady(Reason.QuotaMissing, `ResourceQuota ${QUOTA_NAME} is missing`);
-  if (hard && !sameMap(quota?.spec?.hard, hard)) return notReady(Reason.QuotaDrifted, `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
-  if (!hard && quota) return notReady(Reason.QuotaNotExpected, `the ${scope.tenant.spec.tier} tier is unrestricted but ResourceQuota ${QUOTA_NAME} exists`);
+  if (!quota) return notReady(Reason.QuotaMissing, `ResourceQuota ${QUOTA_NAME} is missing`);
+  if (!sameMap(quota.spec?.hard, hard)) return notReady(Reason.QuotaDrifted, `ResourceQuota ${QUOTA_NAME} differs from the ${scope.tenant.spec.tier} tier`);
   if (!limitRangeMatches(await readLimitRange(reads, scope.namespace))) {
     return notReady(Reason.LimitRangeDrifted, `LimitRange ${LIMIT_RANGE_NAME} is missing or differs`);
   }
@@ -68,8 +66,7 @@ async function verify(scope: TenantScope, { reads }: KubeStepDeps): Promise<Verd
 async function ensure(scope: TenantScope, { kube, reads }: KubeStepDeps): Promise<Verdict> {
   const hard = desiredQuotaHard(scope);
   const quota = await readQuota(reads, scope.namespace);
-  if (hard && !sameMap(quota?.spec?.hard, hard)) await kube.apply(desiredQuota(scope, hard));
-  if (!hard && quota) await kube.core.deleteNamespacedResourceQuota({ name: QUOTA_NAME, namespace: scope.namespace });
+  if (!sameMap(quota?.spec?.hard, hard)) await kube.apply(desiredQuota(scope, hard));
   if (!limitRangeMatches(await readLimitRange(reads, scope.namespace))) await kube.apply(desiredLimitRange(scope));
   return READY;
 }

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fakeHelm } from '../../test/support/fake-helm.ts';
-import { Helm, type ReleaseRecord } from '../adapters/helm.ts';
-import { actionFor, lastGoodRevision, problemFor, recoverPendingRelease, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
+import type { ReleaseRecord } from '../adapters/helm.ts';
+import { actionFor, problemFor, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
 
 const release = (status: string, hash = 'h1', version = 3): ReleaseRecord => ({ name: 'orbit-crm', version, status, labels: { [VALUES_HASH_LABEL]: hash } });
 
@@ -26,41 +25,6 @@ describe('releaseState, and what ensure and verify make of it (the decision tabl
 
   it('names the module and revision in what verify reports', () => {
     expect(problemFor('orbit-crm', releaseState('h1', release('pending-upgrade', 'h1', 7), true))?.message).toBe('orbit-crm revision 7 is pending-upgrade');
-  });
-});
-
-describe('unlocking a release a dead helm left pending', () => {
-  const history = (statuses: string[]): string =>
-    JSON.stringify(statuses.map((status, i) => ({ revision: i + 1, status, chart: 'c-1.0.0', app_version: '1', description: '' })));
-  const pending = (status: string, version: number): ReleaseRecord => ({ name: 'r', version, status, labels: {} });
-
-  it('uninstalls a release stuck in pending-install', async () => {
-    const fake = fakeHelm();
-    expect(await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', pending('pending-install', 1))).toBe('uninstalled');
-    expect(fake.calls().map((c) => c.args[0])).toEqual(['uninstall']);
-  });
-
-  it('rolls a pending upgrade back to the deployed revision', async () => {
-    const fake = fakeHelm({ history: { stdout: history(['superseded', 'deployed', 'failed', 'pending-upgrade']) } });
-    expect(await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', pending('pending-upgrade', 4))).toBe('rolled-back');
-    expect(fake.calls().map((c) => c.args.slice(0, 3))).toEqual([['history', 'r', '--namespace'], ['rollback', 'r', '2']]);
-  });
-
-  it('uninstalls a pending rollback with no good revision to return to', async () => {
-    const fake = fakeHelm({ history: { stdout: history(['failed', 'pending-rollback']) } });
-    expect(await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', pending('pending-rollback', 2))).toBe('uninstalled');
-  });
-
-  it('leaves a settled release alone', async () => {
-    const fake = fakeHelm();
-    expect(await recoverPendingRelease(new Helm({ binary: fake.binary }), 'n', pending('deployed', 3))).toBe('none');
-  });
-
-  it('finds the last good revision before a pending one', () => {
-    const entries = (statuses: string[]) => statuses.map((status, i) => ({ revision: i + 1, status, chart: '', appVersion: '', description: '' }));
-    expect(lastGoodRevision(entries(['superseded', 'deployed', 'pending-upgrade']), 3)).toBe(2);
-    expect(lastGoodRevision(entries(['superseded', 'superseded', 'failed', 'pending-upgrade']), 4)).toBe(2);
-    expect(lastGoodRevision(entries(['failed', 'pending-upgrade']), 2)).toBeUndefined();
   });
 });
 

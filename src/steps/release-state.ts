@@ -3,19 +3,19 @@
  * looks like against what the tenant wants is one closed state, from which both the action ensure takes
  * and the problem verify reports follow. Pure, so the decision table is tested as a table.
  *
- * Also the policy for releases a dead helm left locked ("another operation is in progress"): helm.ts
- * only runs helm; when to uninstall or roll back is decided here.
+ * A release a dead helm left locked ("another operation is in progress") is unlocked, then upgraded
+ * through the render guard (release-records.ts); nothing is ever rolled back to a stored manifest.
  */
 import { GROUP, LABELS, MANAGED_BY } from '../api/constants.ts';
 import { isModuleName, type ModuleName } from '../api/modules.ts';
 import { Reason } from '../api/reasons.ts';
-import type { Helm, HistoryEntry, ReleaseRecord } from '../adapters/helm.ts';
+import type { ReleaseRecord } from '../adapters/helm.ts';
 
 /** The release label that says "this release has exactly these values on exactly this chart". */
 export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;
 
 const PENDING_STATUSES: ReadonlySet<string> = new Set(['pending-install', 'pending-upgrade', 'pending-rollback']);
-const isPending = (status: string): boolean => PENDING_STATUSES.has(status);
+export const isPending = (status: string): boolean => PENDING_STATUSES.has(status);
 
 export type ReleaseState =
   /** No release: install it. */
@@ -97,36 +97,4 @@ export const isOurs = (release: ReleaseRecord): boolean =>
 /** Releases this operator installed for modules the tenant no longer has (e.g. after a tier downgrade). */
 export function undesiredReleases(desired: ReadonlyMap<ModuleName, string> | ReadonlySet<string>, releases: readonly ReleaseRecord[]): ReleaseRecord[] {
   return releases.filter((r) => isOurs(r) && !desired.has(r.name as ModuleName));
-}
-
-// ---- unlocking a release a dead helm left pending -------------------------------------------------------
-
-export type Recovery = 'none' | 'uninstalled' | 'rolled-back';
-
-/** The revision to return to: the deployed one, else the newest superseded, older than `before`. */
-export function lastGoodRevision(history: readonly HistoryEntry[], before: number): number | undefined {
-  const older = history.filter((entry) => entry.revision < before);
-  const pick = (status: string): number | undefined =>
-    older.filter((entry) => entry.status === status).reduce<number | undefined>((max, e) => Math.max(max ?? 0, e.revision), undefined);
-  return pick('deployed') ?? pick('superseded');
-}
-
-/**
- * Unsticks a release left pending by a helm process that died (killed, OOM, node lost): helm refuses
- * every later operation with "another operation (install/upgrade/rollback) is in progress". Only the
- * operator runs helm for its tenants and a restarted operator has no helm child left, so a pending
- * state seen at the start of a step is stale. pending-install: uninstall (the caller installs again);
- * pending-upgrade/rollback: roll back to the last good revision, or uninstall when there is none.
- */
-export async function recoverPendingRelease(helm: Helm, namespace: string, release: ReleaseRecord): Promise<Recovery> {
-  if (!isPending(release.status)) return 'none';
-  if (release.status !== 'pending-install') {
-    const target = lastGoodRevision(await helm.history(release.name, namespace), release.version);
-    if (target !== undefined) {
-      await helm.rollback(release.name, namespace, target);
-      return 'rolled-back';
-    }
-  }
-  await helm.uninstall(release.name, namespace);
-  return 'uninstalled';
 }

@@ -58,13 +58,16 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 const field = (value: unknown, ...path: string[]): unknown => path.reduce<unknown>((v, key) => (isObject(v) ? v[key] : undefined), value);
 
+/** `apiVersion kind`, the key of OWNED_KINDS. */
+const kindOf = (object: Json): string => `${text(object['apiVersion'])} ${text(object['kind'])}`;
+const isOwnedKind = (object: Json): boolean => OWNED_KINDS[kindOf(object)] !== undefined;
+
 /**
  * kind/namespace/name as helm would apply the object: an owned kind without a namespace goes to the
  * release's; any other kind is named as written (kind/name when it has none: it may be cluster-scoped).
  */
 function describe(object: Json, policy: RenderPolicy): string {
-  const owned = OWNED_KINDS[`${text(object['apiVersion'])} ${text(object['kind'])}`] !== undefined;
-  const namespace = text(field(object, 'metadata', 'namespace')) || (owned ? policy.namespace : '');
+  const namespace = text(field(object, 'metadata', 'namespace')) || (isOwnedKind(object) ? policy.namespace : '');
   return [text(object['kind']) || '<no kind>', namespace, text(field(object, 'metadata', 'name')) || '<no name>'].filter((part) => part !== '').join('/');
 }
 
@@ -99,12 +102,10 @@ function contentProblems(object: Json, policy: RenderPolicy): string[] {
   return problems;
 }
 
-/** Why one object may not be applied, or an empty list. */
+/** Why one object may not be applied, or an empty list: where it goes and what it is, then what it runs and exposes. */
 export function objectProblems(object: Json, policy: RenderPolicy): string[] {
-  const kind = `${text(object['apiVersion'])} ${text(object['kind'])}`;
-  const expectedName = OWNED_KINDS[kind];
-  if (expectedName === undefined) return [`${kind.trim() || 'an object without apiVersion/kind'} is not a kind a module may own (${Object.keys(OWNED_KINDS).join(', ')})`];
-  return [...placementProblems(object, policy, expectedName(policy.release)), ...contentProblems(object, policy)];
+  const problems = storedObjectProblems(object, policy);
+  return isOwnedKind(object) ? [...problems, ...contentProblems(object, policy)] : problems;
 }
 
 /** A YAML integer beyond 2^53 would change when printed back as JSON: refused rather than altered. */
@@ -116,8 +117,22 @@ function jsonOf(value: unknown): string {
   });
 }
 
-/** Checks a rendered manifest stream against the policy; allowed objects come back as JSON documents. */
-export function checkRender(manifests: string, policy: RenderPolicy): GuardVerdict {
+/**
+ * Why an object of a stored release record (steps/release-records.ts) may not be acted on: helm
+ * deletes such objects (uninstall, or an upgrade that no longer renders them) and diffs an upgrade
+ * against them, but never applies them again, so where they are and what they are is what matters:
+ * the kinds and names a module owns, in the tenant's namespace, no hooks. What they run or expose
+ * (images, Service type) is not judged: a record an older catalogue made stays acceptable.
+ */
+export function storedObjectProblems(object: Json, policy: RenderPolicy): string[] {
+  const kind = kindOf(object);
+  const expectedName = OWNED_KINDS[kind];
+  if (expectedName === undefined) return [`${kind.trim() || 'an object without apiVersion/kind'} is not a kind a module may own (${Object.keys(OWNED_KINDS).join(', ')})`];
+  return placementProblems(object, policy, expectedName(policy.release));
+}
+
+/** Judges every document of a manifest stream with `rule`; `accept` turns an object that passed into its output (or throws why not). */
+function judge(manifests: string, policy: RenderPolicy, rule: (object: Json, policy: RenderPolicy) => string[], accept: (object: Json) => string): { refusals: Refusal[]; allowed: string[] } {
   const refusals: Refusal[] = [];
   const allowed: string[] = [];
   parseAllDocuments(manifests, { intAsBigInt: true, uniqueKeys: true, merge: true }).forEach((document, index) => {
@@ -138,17 +153,26 @@ export function checkRender(manifests: string, policy: RenderPolicy): GuardVerdi
       refusals.push({ object: where, message: 'not a Kubernetes object' });
       return;
     }
-    const problems = objectProblems(object, policy);
+    const problems = rule(object, policy);
     try {
-      if (problems.length === 0) allowed.push(jsonOf(object));
+      if (problems.length === 0) allowed.push(accept(object));
     } catch (err) {
       problems.push((err as Error).message);
     }
     if (problems.length > 0) refusals.push({ object: describe(object, policy), message: problems.join('; ') });
   });
+  return { refusals, allowed };
+}
+
+/** Checks a rendered manifest stream against the policy; allowed objects come back as JSON documents. */
+export function checkRender(manifests: string, policy: RenderPolicy): GuardVerdict {
+  const { refusals, allowed } = judge(manifests, policy, objectProblems, jsonOf);
   if (refusals.length > 0) return { allowed: false, refusals };
   return { allowed: true, output: allowed.map((json) => `---\n${json}\n`).join('') };
 }
+
+/** What in a stored release's manifest may not be deleted or diffed against (storedObjectProblems), or nothing. */
+export const checkStoredManifest = (manifest: string, policy: RenderPolicy): Refusal[] => judge(manifest, policy, storedObjectProblems, () => '').refusals;
 
 /** One line for a condition: every refused object with why. */
 export const refusalMessage = (refusals: readonly Refusal[]): string =>

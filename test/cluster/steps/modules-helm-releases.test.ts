@@ -4,14 +4,15 @@
  * pending by a killed helm, tier downgrades, removal, and secret hygiene (tmpfs files removed after
  * every call, no secret in any helm argument or log line).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Tier } from '../../../src/api/constants.ts';
 import type { EvaTenantSpec } from '../../../src/api/evatenant.ts';
-import { Helm, readReleases, type ReleaseRecord } from '../../../src/adapters/helm.ts';
+import { asRecord, Helm, readReleases, type ReleaseRecord } from '../../../src/adapters/helm.ts';
+import { decodePayload, encodePayload } from '../../../src/adapters/helm-storage.ts';
 import { type Bundle, loadBundle } from '../../../src/bundle/bundle.ts';
 import { ChartCatalog } from '../../../src/bundle/charts.ts';
 import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
@@ -232,6 +233,57 @@ async function helmKilledWhile(scope: TenantScope, status: string, valuesText: s
   await new Promise((resolve) => helm.once('exit', resolve));
 }
 
+/** The pinned helm itself, as a human (or the operator before it checked records) would run it. */
+function helmCli(args: readonly string[]): { status: number | null; stdout: string; stderr: string } {
+  const out = spawnSync(tool('helm'), args, { encoding: 'utf8', env: process.env });
+  return { status: out.status, stdout: out.stdout, stderr: out.stderr };
+}
+
+/** `helm history` as [revision, status, description]. */
+async function historyOf(namespace: string, release: string): Promise<[number, string, string][]> {
+  return (await deps().helm.history(release, namespace)).map((e) => [e.revision, e.status, e.description]);
+}
+
+/**
+ * Another tenant's namespace with an object of its own in it: what a forged release record names.
+ * With `release`, the object is that module's ConfigMap as the tenant's own release made it (helm's
+ * ownership label and annotations): helm 4 uninstalls delete only objects their release owns.
+ */
+async function victimObject(release?: string): Promise<{ namespace: string; name: string; yaml: string }> {
+  const victim = await tenantScope('Starter');
+  const name = release === undefined ? 'victim-data' : `${release}-config`;
+  const owned = release === undefined
+    ? {}
+    : { annotations: { 'meta.helm.sh/release-name': release, 'meta.helm.sh/release-namespace': victim.namespace }, labels: { 'app.kubernetes.io/managed-by': 'Helm' } };
+  await kube.core.createNamespacedConfigMap({ namespace: victim.namespace, body: { metadata: { name, ...owned }, data: { orders: '42' } } });
+  return { namespace: victim.namespace, name, yaml: `---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: ${victim.namespace}\n` };
+}
+
+const victimExists = async (victim: { namespace: string; name: string }): Promise<boolean> =>
+  (await apiKube(kube).reads.get('ConfigMap', victim.namespace, victim.name)) !== undefined;
+
+/**
+ * Writes a release record the operator did not write: a real record of the namespace (revision 1 of
+ * orbit-crm) decoded, made revision `version` of `release` with `status`, its manifest changed, and
+ * stored as helm stores it (the operator's labels kept, so it looks like one of its releases).
+ */
+async function forgeRecord(
+  namespace: string,
+  forged: { release: string; version: number; status: string; manifest: (real: string) => string; payloadNamespace?: string },
+): Promise<string> {
+  const template = await kube.core.readNamespacedSecret({ name: 'sh.helm.release.v1.orbit-crm.v1', namespace });
+  const payload = asRecord(decodePayload(template.data?.['release'] ?? ''));
+  payload['name'] = forged.release;
+  payload['namespace'] = forged.payloadNamespace ?? namespace;
+  payload['version'] = forged.version;
+  payload['info'] = { ...asRecord(payload['info']), status: forged.status };
+  payload['manifest'] = forged.manifest(typeof payload['manifest'] === 'string' ? payload['manifest'] : '');
+  const name = `sh.helm.release.v1.${forged.release}.v${String(forged.version)}`;
+  const labels = { ...template.metadata?.labels, name: forged.release, version: String(forged.version), status: forged.status };
+  await kube.core.createNamespacedSecret({ namespace, body: { metadata: { name, labels }, type: template.type, data: { release: encodePayload(payload) } } });
+  return name;
+}
+
 /** Leaves orbit-crm pending-install: a helm killed mid-install, like an operator that was OOM-killed (a pod quota of 0 stays behind). */
 async function killedMidInstall(scope: TenantScope): Promise<void> {
   // No pod may start, so `helm --wait` waits; kill it mid-install.
@@ -448,11 +500,17 @@ describe('modules step (real helm, real control plane)', () => {
 
     await step.ensure(scope, deps());
     expect(await untilReady(scope)).toEqual({ ready: true });
-    expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'deployed', version: 1 });
-    expect(logLines.some((l) => l.includes('recovered a release left pending') && l.includes('"action":"uninstalled"'))).toBe(true);
+    // Unlocked (revision 1 marked failed, as Flux does), then upgraded through the render guard.
+    expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'deployed', version: 2 });
+    // helm's upgrade supersedes the failed revision it upgraded from; the unlock's reason stays on it.
+    expect(await historyOf(scope.namespace, 'orbit-crm')).toEqual([
+      [1, 'superseded', 'Release unlocked by eva-operator from stale pending-install state (an interrupted helm)'],
+      [2, 'deployed', 'Upgrade complete'],
+    ]);
+    expect(logLines.some((l) => l.includes('recovered a release left pending') && l.includes('"action":"unlocked"'))).toBe(true);
   });
 
-  it('recovers a release left pending-upgrade by a killed helm, by rolling back then upgrading', async () => {
+  it('recovers a release left pending-upgrade by a killed helm: unlocked, then upgraded through the guard, never rolled back', async () => {
     const scope = await tenantScope('Starter');
     await step.ensure(scope, deps());
     expect(await untilReady(scope)).toEqual({ ready: true });
@@ -463,14 +521,22 @@ describe('modules step (real helm, real control plane)', () => {
     expect(await step.verify(scope, deps())).toMatchObject({ ready: false, reason: 'ReleaseNotDeployed' });
     await kube.core.deleteNamespacedResourceQuota({ name: 'pods', namespace: scope.namespace });
 
+    const before = spawned.length;
     await step.ensure(scope, deps());
     expect(await untilReady(scope)).toEqual({ ready: true });
-    // 3 is the rollback to 1 (helm copies revision 1's labels with it), 4 the upgrade that always
-    // follows a recovery so the release ends on the desired values whatever the rollback restored.
+    // 2 is marked failed (no helm process), 3 the upgrade through the render guard.
     const crm = (await releasesOf(scope.namespace)).get('orbit-crm');
-    expect(crm).toMatchObject({ status: 'deployed', version: 4 });
+    expect(crm).toMatchObject({ status: 'deployed', version: 3 });
     expect(crm?.labels[VALUES_HASH_LABEL]).toBe(desiredHash);
-    expect(logLines.some((l) => l.includes('recovered a release left pending') && l.includes('"action":"rolled-back"'))).toBe(true);
+    expect(spawned.slice(before).map((args) => args.slice(0, 2))).toEqual([['upgrade', 'orbit-crm']]);
+    expect(spawned.slice(before)[0]).toContain('--post-renderer');
+    expect(await historyOf(scope.namespace, 'orbit-crm')).toEqual([
+      [1, 'superseded', 'Install complete'],
+      [2, 'failed', 'Release unlocked by eva-operator from stale pending-upgrade state (an interrupted helm)'],
+      [3, 'deployed', 'Upgrade complete'],
+    ]);
+    expect(helmCli(['list', '-n', scope.namespace, '--pending', '-o', 'json']).stdout.trim()).toBe('[]');
+    expect(logLines.some((l) => l.includes('recovered a release left pending') && l.includes('"action":"unlocked"'))).toBe(true);
   });
 
   it('a crash between render check and apply converges without applying anything unchecked: unlocked, then checked anew, every time', async () => {
@@ -487,8 +553,8 @@ describe('modules step (real helm, real control plane)', () => {
         expect(err, `attempt ${String(attempt)}`).toBeInstanceOf(InputError);
         expect(err.reason).toBe('RenderRejected');
         expect(err.message).toContain(`ConfigMap/kube-system/${probe}`);
-        // The pending release was uninstalled (attempt 1) and the refused install stored nothing.
-        expect((await releasesOf(scope.namespace)).get('orbit-crm')).toBeUndefined();
+        // The pending release was unlocked (attempt 1) and the refused upgrade stored nothing.
+        expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'failed', version: 1 });
         expect(await apiKube(kube).reads.get('ConfigMap', 'kube-system', probe)).toBeUndefined();
       }
     } finally {
@@ -496,7 +562,67 @@ describe('modules step (real helm, real control plane)', () => {
     }
     await step.ensure(scope, deps());
     expect(await untilReady(scope)).toEqual({ ready: true });
-    expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'deployed', version: 1 });
+    expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'deployed', version: 2 });
+  });
+
+  it('refuses a forged pending-upgrade record that names another tenant\'s object: no helm on it, the object kept; a plain helm rollback of it would delete the object', async () => {
+    const scope = await tenantScope('Starter');
+    const victim = await victimObject();
+    await step.ensure(scope, deps());
+    expect(await untilReady(scope)).toEqual({ ready: true });
+    const secret = await forgeRecord(scope.namespace, { release: 'orbit-crm', version: 2, status: 'pending-upgrade', manifest: (real) => real + victim.yaml });
+    expect(await step.verify(scope, deps())).toMatchObject({ ready: false, reason: 'ReleaseNotDeployed' });
+
+    const before = spawned.length;
+    const err = await caught(() => step.ensure(scope, deps()));
+    expect(err).toBeInstanceOf(InputError);
+    expect(err.reason).toBe('ReleaseRecordRefused');
+    expect(err.message).toContain(`release orbit-crm has a record the operator did not write`);
+    expect(err.message).toContain(`revision 2 (Secret ${secret}): ConfigMap/${victim.namespace}/${victim.name}: only namespace ${scope.namespace} is allowed`);
+    // Left alone: no helm process for it, the record as forged, the other tenant's object in place.
+    expect(spawned.slice(before)).toEqual([]);
+    expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'pending-upgrade', version: 2 });
+    expect(await victimExists(victim)).toBe(true);
+    expect((await caught(() => step.ensure(scope, deps()))).reason).toBe('ReleaseRecordRefused');
+    expect(await victimExists(victim)).toBe(true);
+
+    // Positive control: what the operator ran before it checked records (a rollback to the deployed
+    // revision) deletes what the forged record lists, in the other tenant's namespace.
+    const rollback = helmCli(['rollback', 'orbit-crm', '1', '-n', scope.namespace]);
+    expect(rollback.status, rollback.stderr).toBe(0);
+    expect(await victimExists(victim)).toBe(false);
+  });
+
+  it('refuses a forged record of a module the tier does not have, in ensure and in remove, the other tenant\'s object kept; a plain helm uninstall of it would delete the object', async () => {
+    const scope = await tenantScope('Starter');
+    // The other tenant's own eva-forge ConfigMap; the record claims to be that tenant's release.
+    const victim = await victimObject('eva-forge');
+    await step.ensure(scope, deps());
+    expect(await untilReady(scope)).toEqual({ ready: true });
+    const secret = await forgeRecord(scope.namespace, { release: 'eva-forge', version: 1, status: 'deployed', manifest: () => victim.yaml, payloadNamespace: victim.namespace });
+    expect(await step.verify(scope, deps())).toMatchObject({ ready: false, reason: 'UndesiredRelease' });
+
+    const refused =
+      `revision 1 (Secret ${secret}): its payload is in namespace ${victim.namespace}; ` +
+      `ConfigMap/${victim.namespace}/${victim.name}: only namespace ${scope.namespace} is allowed`;
+    const err = await caught(() => step.ensure(scope, deps()));
+    expect(err.reason).toBe('ReleaseRecordRefused');
+    expect(err.message).toContain('release eva-forge has a record the operator did not write');
+    expect(err.message).toContain(refused);
+    expect(await victimExists(victim)).toBe(true);
+
+    // The decommission refuses it too: the tier's own releases go, the forged one stays, reported.
+    const removal = await caught(() => step.remove(scope, deps()));
+    expect(removal.reason).toBe('ReleaseRecordRefused');
+    expect(removal.message).toContain(refused);
+    expect(await victimExists(victim)).toBe(true);
+    expect([...(await releasesOf(scope.namespace)).keys()]).toEqual(['eva-forge']);
+    expect(await step.verifyRemoved(scope, deps())).toMatchObject({ ready: false, reason: 'ReleasesRemain', message: 'releases remain: eva-forge' });
+
+    // Positive control: a plain uninstall of that record (what remove ran before) deletes the object.
+    const uninstall = helmCli(['uninstall', 'eva-forge', '-n', scope.namespace]);
+    expect(uninstall.status, uninstall.stderr).toBe(0);
+    expect(await victimExists(victim)).toBe(false);
   });
 
   it('removes the modules a downgraded tier no longer has, and remove leaves nothing behind', async () => {
