@@ -14,7 +14,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import type { V1Secret } from '@kubernetes/client-node';
 import { isConflict, type Kube, MERGE_PATCH } from './kube.ts';
 import { Reason } from '../api/reasons.ts';
-import { DependencyError, messageOf } from '../errors.ts';
+import { DependencyError } from '../errors.ts';
 import { asRecord, num, str } from './helm.ts';
 
 /** One revision as stored: its Secret's labels beside what its payload says (they may disagree). */
@@ -42,13 +42,18 @@ export interface StoredBody {
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b];
+/**
+ * The most a stored release may expand to: a Secret holds at most 1 MiB, but gzip expands a forged one
+ * a thousandfold; helm's own records of the module charts are a few hundred KiB at most.
+ */
+export const MAX_RELEASE_PAYLOAD_BYTES = 8 * 1024 * 1024;
 /** What helm writes into a record it leaves failed; the description says who unlocked it and why. */
 const FAILED = 'failed';
 
 /** helm's encoding of a release (base64 of gzipped JSON; plain JSON before helm 2.x compressed it). */
 export function decodePayload(data: string): unknown {
   const bytes = Buffer.from(Buffer.from(data, 'base64').toString('latin1'), 'base64');
-  const json = bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1] ? gunzipSync(bytes) : bytes;
+  const json = bytes[0] === GZIP_MAGIC[0] && bytes[1] === GZIP_MAGIC[1] ? gunzipSync(bytes, { maxOutputLength: MAX_RELEASE_PAYLOAD_BYTES }) : bytes;
   return JSON.parse(json.toString('utf8')) as unknown;
 }
 
@@ -75,8 +80,9 @@ function readBody(data: string | undefined): Pick<StoredRelease, 'body' | 'unrea
   if (data === undefined) return { body: undefined, unreadable: 'it has no data.release' };
   try {
     return { body: bodyOf(asRecord(decodePayload(data))) };
-  } catch (err) {
-    return { body: undefined, unreadable: `its data.release is not a helm release (${messageOf(err)})` };
+  } catch {
+    // The parser's message would quote the payload, and a genuine record holds values from Secrets.
+    return { body: undefined, unreadable: `its data.release is not a helm release (not base64 of gzipped JSON, or over ${MAX_RELEASE_PAYLOAD_BYTES / 1024 / 1024} MiB expanded)` };
   }
 }
 

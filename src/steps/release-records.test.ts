@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { encodePayload, parseStoredRelease, type StoredRelease } from '../adapters/helm-storage.ts';
+import { gzipSync } from 'node:zlib';
+import { encodePayload, MAX_RELEASE_PAYLOAD_BYTES, parseStoredRelease, type StoredRelease } from '../adapters/helm-storage.ts';
 import { recordProblems, refusalOf } from './release-records.ts';
 
 const NS = 'eva-tenant-abcdef';
@@ -36,6 +37,29 @@ describe('helm storage records', () => {
     const broken = parseStoredRelease({ metadata: { name: 'sh.helm.release.v1.orbit-crm.v1', labels: { name: 'orbit-crm', version: '1', status: 'deployed' } }, data: { release: 'bm90IGJhc2U2NA==' } });
     expect(broken.body).toBeUndefined();
     expect(broken.unreadable).toMatch(/^its data\.release is not a helm release/);
+  });
+
+  it('a forged record that would expand past the limit (a gzip bomb) is unreadable, not read into memory', () => {
+    const bomb = gzipSync(Buffer.alloc(MAX_RELEASE_PAYLOAD_BYTES + 1, 0x20));
+    const forged = parseStoredRelease({ metadata: { name: 'sh.helm.release.v1.orbit-crm.v1', labels: { name: 'orbit-crm', version: '1', status: 'deployed' } }, data: { release: Buffer.from(bomb.toString('base64'), 'latin1').toString('base64') } });
+    expect(forged.body).toBeUndefined();
+    expect(recordProblems(forged, EXPECTED)).toEqual([expect.stringMatching(/over 8 MiB expanded/)]);
+    // Positive control: the same size just under the limit is decoded (and is no release).
+    const small = gzipSync(Buffer.from('{"name":"orbit-crm"}'));
+    expect(parseStoredRelease({ metadata: { name: 'x' }, data: { release: Buffer.from(small.toString('base64'), 'latin1').toString('base64') } }).body?.name).toBe('orbit-crm');
+  });
+
+  it('a stored manifest nested past the limit is refused before the parser builds it, and no parser text is passed on', () => {
+    const deep = record(1, 'deployed', (release) => {
+      release['manifest'] = `---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: orbit-crm-config}\ndata: ${'['.repeat(20_000)}`;
+    });
+    expect(recordProblems(deep, EXPECTED).join('; ')).toMatch(/nested deeper than 64 levels/);
+    const broken = record(1, 'deployed', (release) => {
+      release['manifest'] = '---\nkind: ConfigMap\nmetadata: {name: "secret-value-here\n';
+    });
+    const problems = recordProblems(broken, EXPECTED).join('; ');
+    expect(problems).toMatch(/not valid YAML/);
+    expect(problems).not.toContain('secret-value-here');
   });
 });
 

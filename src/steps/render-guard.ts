@@ -21,6 +21,7 @@
  * (`<<`) are resolved as helm's YAML reader resolves them, then printed as plain keys.
  */
 import { parseAllDocuments } from 'yaml';
+import { MAX_YAML_DEPTH, syntaxDepth } from './tenant-yaml.ts';
 
 /** What the operator allows one release to render; set by the operator, never from an EvaTenant. */
 export interface RenderPolicy {
@@ -172,7 +173,15 @@ export function checkRender(manifests: string, policy: RenderPolicy): GuardVerdi
 }
 
 /** What in a stored release's manifest may not be deleted or diffed against (storedObjectProblems), or nothing. */
-export const checkStoredManifest = (manifest: string, policy: RenderPolicy): Refusal[] => judge(manifest, policy, storedObjectProblems, () => '').refusals;
+/**
+ * A stored manifest comes from a Secret anyone with write access to the namespace could have forged: its
+ * nesting is measured before the parser builds it (thousands of `[` overflow the parser's stack), and
+ * the parser's own words (they quote the text, a genuine record's values included) are never passed on.
+ */
+export function checkStoredManifest(manifest: string, policy: RenderPolicy): Refusal[] {
+  if (syntaxDepth(manifest, MAX_YAML_DEPTH) > MAX_YAML_DEPTH) return [{ object: 'the stored manifest', message: `nested deeper than ${MAX_YAML_DEPTH} levels: not a module's objects` }];
+  return judge(manifest, policy, storedObjectProblems, () => '').refusals.map((r) => (r.message.startsWith('not valid YAML') ? { ...r, message: 'not valid YAML' } : r));
+}
 
 /** One line for a condition: every refused object with why. */
 export const refusalMessage = (refusals: readonly Refusal[]): string =>
