@@ -244,8 +244,8 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     // Pre-staged for a capsule code under another tenant's name; and one for no tenant at all.
     applySource('Secret', OPERATOR_NS, others, { seed: CANARY.signing }, { [LABEL]: 'true', 'eva.aidonow.com/capsule-code': ATTACK.code, [TENANT_LABEL]: MAIN.name });
     applySource('Secret', OPERATOR_NS, shared, { seed: CANARY.signing });
-    applySource('Secret', OPERATOR_NS, mine, { seed: 'mine-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name });
-    applySource('Secret', OPERATOR_NS, unused, { seed: 'unused-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name });
+    applySource('Secret', OPERATOR_NS, mine, { seed: 'mine-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name, 'eva.aidonow.com/capsule-code': ATTACK.code });
+    applySource('Secret', OPERATOR_NS, unused, { seed: 'unused-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name, 'eva.aidonow.com/capsule-code': ATTACK.code });
     // Another tenant's namespace cannot even be named: the API server refuses it (positive control: Tenant).
     const named = (namespace: string) => kubectl(['apply', '--dry-run=server', '-f', '-'], tenantManifest(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': [{ kind: 'Secret', name: 'crm-sso', namespace }] })));
     expect(named(MAIN.namespace).stderr).toContain('Unsupported value');
@@ -261,7 +261,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
     patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(others), 'orbit-itsm': read(shared) } });
     const refused = await waitForTenant(ATTACK.name, 'refused as not bound', stalled('ValuesFromUnbound', `Secret ${OPERATOR_NS}/${others}`, `Secret ${OPERATOR_NS}/${shared}`), CASE_MS);
     expect(refused.tenant.conditions['Stalled']?.message).toContain(`serves only the EvaTenant it is bound to, and this one is labelled ${TENANT_LABEL} for another EvaTenant`);
-    expect(refused.tenant.conditions['Stalled']?.message).toContain(`labelled ${TENANT_LABEL}=${ATTACK.name} (the operator binds it`);
+    expect(refused.tenant.conditions['Stalled']?.message).toContain(`labelled ${TENANT_LABEL}=${ATTACK.name} and eva.aidonow.com/capsule-code=${ATTACK.code} (the operator binds it`);
 
     patchTenantSpec(ATTACK.name, { valuesFrom: { 'orbit-crm': read(mine), 'orbit-itsm': null } });
     await waitForTenant(ATTACK.name, 'Active', isActive, CASE_MS);
@@ -330,7 +330,7 @@ describe('values from Secrets and ConfigMaps (real API server, operator, helm)',
       expect(meta.annotations?.['eva.aidonow.com/retired-from'], name).toBe(uid);
     }
     // As someone might stage it by hand, or as an earlier tenant's binding would look: bound to another uid.
-    applySource('Secret', OPERATOR_NS, forged, { seed: 'forged-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name, [UID_LABEL]: uid });
+    applySource('Secret', OPERATOR_NS, forged, { seed: 'forged-value' }, { [LABEL]: 'true', [TENANT_LABEL]: ATTACK.name, 'eva.aidonow.com/capsule-code': ATTACK.code, [UID_LABEL]: uid });
     const at = Date.now();
     const read = (name: string) => [{ kind: 'Secret', name, namespace: 'Operator', valuesKey: 'seed', targetPath: 'secretConfig.leak' }];
     applyTenant(ATTACK.name, spec(ATTACK.code, { 'orbit-crm': read(mine), 'orbit-itsm': read(unused) }));

@@ -40,7 +40,7 @@ export interface MetadataKey {
 
 /** Every eva.aidonow.com/ key, without its prefix. */
 export const METADATA_KEYS: Readonly<Record<string, MetadataKey>> = {
-  'capsule-code': { kind: 'label', on: 'every object the tenant owns; values-source objects in the operator namespace', meaning: "The tenant's capsule code. On a values source in the operator's namespace: if present, must be the bound tenant's code." },
+  'capsule-code': { kind: 'label', on: 'every object the tenant owns; values-source objects in the operator namespace', meaning: "The tenant's capsule code. On a values source in the operator's namespace (set by you): with eva.aidonow.com/tenant, names the one tenant that may read it." },
   tier: { kind: 'label', on: 'the tenant namespace and objects', meaning: "The tenant's tier." },
   wave: { kind: 'label', on: 'EvaTenant, tenant namespace', meaning: 'Mirrors spec.wave (kubectl get evt -l eva.aidonow.com/wave=1); written by the operator.' },
   'tenant-uid': { kind: 'label', on: 'every object the tenant owns (and NATS stream metadata); values sources in the operator namespace (written by the operator)', meaning: 'The uid of the EvaTenant that owns the object: what tells two tenants with the same code apart. On a values source: the EvaTenant it is bound to, written on first use and never changed.' },

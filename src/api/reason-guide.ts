@@ -435,8 +435,8 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
   ValuesFromUnbound: {
     area: 'modules',
     meaning: 'Stalled: a spec.valuesFrom reference into the operator\'s namespace names a source that is not bound to this EvaTenant; the module waits.',
-    cause: 'The source has no eva.aidonow.com/tenant label, is labelled for another EvaTenant name or capsule code, or was bound (eva.aidonow.com/tenant-uid) to another EvaTenant, e.g. a deleted one of the same name.',
-    action: 'A platform engineer stages a new source labelled eva.aidonow.com/tenant: <this EvaTenant\'s name> (docs/values-from.md); a source bound to another uid is never re-bound.',
+    cause: 'The source lacks the eva.aidonow.com/tenant or eva.aidonow.com/capsule-code label, is labelled for another EvaTenant name or capsule code, or was bound (eva.aidonow.com/tenant-uid) to another EvaTenant, e.g. a deleted one of the same name.',
+    action: 'A platform engineer stages a new source labelled eva.aidonow.com/tenant: <this EvaTenant\'s name> and eva.aidonow.com/capsule-code: <its code> (docs/values-from.md); a source bound to another uid is never re-bound.',
   },
   ValuesSourcesNotRetired: {
     area: 'modules',

@@ -103,16 +103,17 @@ describe('spec.valuesFrom', () => {
       source('Secret', OPERATOR_NS, 'others', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/tenant': 'other' })),
       source('Secret', OPERATOR_NS, 'other-code', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/capsule-code': 'OTHERS' })),
       source('Secret', OPERATOR_NS, 'bound-elsewhere', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/tenant-uid': 'uid-of-an-earlier-acmeco' })),
-      source('Secret', OPERATOR_NS, 'named', { 'values.yaml': 'secretConfig: {named: yes}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco' })),
+      source('Secret', OPERATOR_NS, 'name-only', { 'values.yaml': 'config: {k: v}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco' })),
+      source('Secret', OPERATOR_NS, 'named', { 'values.yaml': 'secretConfig: {named: yes}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/capsule-code': 'ACMECO' })),
       source('ConfigMap', OPERATOR_NS, 'bound', { 'values.yaml': 'config: {bound: yes}' }, forTenant({ 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/tenant-uid': 'uid-ACMECO' })),
     );
     const refused = await load([{ kind: 'Secret', name: 'nats-signing-key', namespace: 'Operator' }], reads);
     expect((refused.valuesFrom.get('orbit-crm') as InputError).reason).toBe('ValuesFromNotFound');
-    for (const [name, why] of [['shared', 'has no label eva.aidonow.com/tenant naming one'], ['code-only', 'has no label'], ['others', 'is labelled eva.aidonow.com/tenant for another EvaTenant'], ['other-code', 'is labelled eva.aidonow.com/capsule-code for another capsule code'], ['bound-elsewhere', 'is bound to another EvaTenant']] as const) {
+    for (const [name, why] of [['shared', 'has no label eva.aidonow.com/tenant naming one'], ['code-only', 'has no label'], ['others', 'is labelled eva.aidonow.com/tenant for another EvaTenant'], ['other-code', 'is labelled eva.aidonow.com/capsule-code for another capsule code'], ['name-only', 'has no label eva.aidonow.com/capsule-code naming its capsule code'], ['bound-elsewhere', 'is bound to another EvaTenant']] as const) {
       const unbound = (await load([{ kind: 'Secret', name, namespace: 'Operator' }], reads)).valuesFrom.get('orbit-crm') as InputError;
       expect(unbound.reason, name).toBe('ValuesFromUnbound');
       expect(unbound.message, name).toContain(`(Secret ${OPERATOR_NS}/${name} (key values.yaml)): in the operator's namespace a values source serves only the EvaTenant it is bound to, and this one ${why}`);
-      expect(unbound.message, name).toContain('labelled eva.aidonow.com/tenant=acmeco (the operator binds it to this EvaTenant\'s uid on first use), or put it in the tenant\'s namespace');
+      expect(unbound.message, name).toContain('labelled eva.aidonow.com/tenant=acmeco and eva.aidonow.com/capsule-code=ACMECO (the operator binds it to this EvaTenant\'s uid on first use), or put it in the tenant\'s namespace');
       expect(unbound.message, name).not.toContain('uid-of-an-earlier-acmeco');
     }
     // Optional or not: a source that exists but is not this tenant's is refused, never silently skipped.
@@ -123,7 +124,7 @@ describe('spec.valuesFrom', () => {
   });
 
   it('binds a source named for the tenant to its uid in ensure only (bindings given), once; a concurrent change is retried', async () => {
-    const named = source('Secret', OPERATOR_NS, 'named', { 'values.yaml': 'secretConfig: {named: yes}' }, { ...LABELLED, 'eva.aidonow.com/tenant': 'acmeco' });
+    const named = source('Secret', OPERATOR_NS, 'named', { 'values.yaml': 'secretConfig: {named: yes}' }, { ...LABELLED, 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/capsule-code': 'ACMECO' });
     const bound = source('ConfigMap', OPERATOR_NS, 'bound', { 'values.yaml': 'config: {bound: yes}' }, { ...LABELLED, 'eva.aidonow.com/tenant': 'acmeco', 'eva.aidonow.com/tenant-uid': 'uid-ACMECO' });
     const own = source('ConfigMap', TENANT_NS, 'own', { 'values.yaml': 'config: {own: yes}' });
     const calls: string[] = [];

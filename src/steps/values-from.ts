@@ -74,7 +74,7 @@ const USABLE: Binding = { kind: 'usable' };
 const UNBOUND: Binding = { kind: 'unbound' };
 
 function refusedBinding(what: string, scope: TenantScope): Binding {
-  const remedy = `stage a source of its own labelled ${VALUES_SOURCE_TENANT_LABEL}=${scope.tenant.metadata.name} (the operator binds it to this EvaTenant's uid on first use), or put it in the tenant's namespace`;
+  const remedy = `stage a source of its own labelled ${VALUES_SOURCE_TENANT_LABEL}=${scope.tenant.metadata.name} and ${LABELS.capsuleCode}=${scope.code} (the operator binds it to this EvaTenant's uid on first use), or put it in the tenant's namespace`;
   return { kind: 'refused', why: `in the operator's namespace a values source serves only the EvaTenant it is bound to, and this one ${what}; ${remedy}` };
 }
 
@@ -86,8 +86,10 @@ export function bindingOf(source: ValuesSourceObject, scope: TenantScope, operat
   const named = source.labels[VALUES_SOURCE_TENANT_LABEL];
   if (named === undefined) return refusedBinding(`has no label ${VALUES_SOURCE_TENANT_LABEL} naming one`, scope);
   if (named !== scope.tenant.metadata.name) return refusedBinding(`is labelled ${VALUES_SOURCE_TENANT_LABEL} for another EvaTenant`, scope);
+  // Name and code both: the portal chooses names, so a name alone would go to whoever asks for it first.
   const code = source.labels[LABELS.capsuleCode];
-  if (code !== undefined && code !== scope.code) return refusedBinding(`is labelled ${LABELS.capsuleCode} for another capsule code`, scope);
+  if (code === undefined) return refusedBinding(`has no label ${LABELS.capsuleCode} naming its capsule code`, scope);
+  if (code !== scope.code) return refusedBinding(`is labelled ${LABELS.capsuleCode} for another capsule code`, scope);
   return UNBOUND;
 }
 
