@@ -51,8 +51,9 @@ const secretJson = (name: string, namespace: string): { metadata: { resourceVers
 };
 const refusedWith = (reason: string) => (t: TenantView): boolean => Object.values(t.conditions).some((c) => c.status === 'False' && c.reason === reason);
 const conditionMessages = (name: string): string => JSON.stringify(kubectlOk(['get', 'evt', name, '-o', 'jsonpath={.status.conditions}']));
-const warnings = (uid: string, reason: string): string =>
-  kubectlOk(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.uid=${uid},reason=${reason},type=Warning`, '-o', 'jsonpath={.items[*].message}']);
+const eventMessages = (uid: string, reason: string, type: 'Normal' | 'Warning'): string =>
+  kubectlOk(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.uid=${uid},reason=${reason},type=${type}`, '-o', 'jsonpath={.items[*].message}']);
+const warnings = (uid: string, reason: string): string => eventMessages(uid, reason, 'Warning');
 
 /** Deletes a tenant of ours, whoever made it, with its data (Delete) and no protection. */
 function deleteOurs(name: string): void {
@@ -111,8 +112,13 @@ describe('tenant against tenant: NATS data by proof, force-decommission that rem
 
     tenant('attacker', VICTIM, {}, { [RESTORE_FROM_ANNOTATION]: victimUid });
     await waitForTenant('attacker', 'refused (CapsuleCodeInUse)', refusedWith('CapsuleCodeInUse'), ACTIVE_MS);
+    const attackerUid = uidOf('attacker');
     kubectlOk(['delete', 'evt', 'attacker', '--wait=false']);
     expect(await waitForGone('attacker', ACTIVE_MS), 'the attacker was not deleted').toBe(true);
+    // Its DeprovisionComplete says it held nothing of the code, never that the code's resources are gone.
+    const complete = eventMessages(attackerUid, 'DeprovisionComplete', 'Normal');
+    expect(complete).toContain('belongs to another EvaTenant and was left untouched');
+    expect(complete).not.toContain(`every resource of tenant ${VICTIM} is gone`);
 
     expect(secretJson(keysSecret(VICTIM), operatorNamespace())?.metadata.resourceVersion).toBe(before.keys);
     expect(secretJson('eva-nats', nsOf(VICTIM))?.metadata.resourceVersion).toBe(before.creds);

@@ -60,6 +60,8 @@ export interface DecommissionResult {
   complete: boolean;
   /** Per forced step that ran: what its remove reported (FORCED_REMOVE_RAN, or its failure). */
   forced: Record<string, string>;
+  /** The code's namespace belongs to another EvaTenant: its steps were left alone (nothing there was this tenant's). */
+  namespaceOfAnother: boolean;
 }
 
 function describe(err: unknown): string {
@@ -132,5 +134,5 @@ export async function decommission(scope: TenantScope, deps: OperatorDeps, force
     }
   }
   const complete = Object.values(states).every((s) => s.startsWith(REMOVED) || s.startsWith(RETAINED));
-  return { states, complete, forced: reports };
+  return { states, complete, forced: reports, namespaceOfAnother: foreign !== undefined && foreign.startsWith(REMOVED) };
 }

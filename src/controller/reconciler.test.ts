@@ -39,7 +39,7 @@ function fakeSteps(outcome: (step: StepName) => StepOutcome | Error = () => ({ k
     checkDrift: () => Promise.resolve({ inSync: true }),
     decommission: () => {
       steps.decommissioned += 1;
-      return Promise.resolve({ states: { namespace: decommissionComplete ? 'Removed' : 'NamespaceTerminating: still there' }, complete: decommissionComplete, forced: {} });
+      return Promise.resolve({ states: { namespace: decommissionComplete ? 'Removed' : 'NamespaceTerminating: still there' }, complete: decommissionComplete, forced: {}, namespaceOfAnother: false });
     },
     afterActive: () => Promise.resolve(),
     isWatched: () => false,

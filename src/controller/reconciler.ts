@@ -151,6 +151,8 @@ export class TenantReconciler {
 /** What DeprovisionComplete says; with retained data, how to get it back (the uid is the key to it). */
 function completeMessage(scope: TenantScope, result: DecommissionResult): string {
   const unverified = Object.keys(result.forced);
+  // A tenant refused for a code in use held nothing: say so, never "every resource of <code> is gone".
+  if (result.namespaceOfAnother) return `tenant ${scope.tenant.metadata.name} is decommissioned: capsule code ${scope.code}'s namespace belongs to another EvaTenant and was left untouched, as was every NATS object not in this tenant's custody; what this one made of its own is gone`;
   if (unverified.length > 0) return `tenant ${scope.code} is decommissioned; forced past the verification of ${unverified.join(', ')} (see the ${Reason.DecommissionForced} event): residue is possible there`;
   if (!retainsData(scope)) return `every resource of tenant ${scope.code} is gone`;
   const uid = scope.tenant.metadata.uid ?? '';
