@@ -43,18 +43,15 @@ export function valuesPolicyTemplate(): string {
   const validations = valuesPolicyValidations()
     .map((v) => `    - expression: ${q(v.expression)}\n      message: ${q(v.message)}\n${v.messageExpression === undefined ? '' : `      messageExpression: ${q(v.messageExpression)}\n`}      reason: ${v.reason}`)
     .join('\n');
-  const labels = '  labels:\n    app.kubernetes.io/name: eva-operator\n    app.kubernetes.io/component: tenant-values';
+  // Cluster-wide, serving every release: uninstalling the release that installed it must not lift it.
+  const labels = '  labels:\n    app.kubernetes.io/name: eva-operator\n    app.kubernetes.io/component: tenant-values\n  annotations:\n    helm.sh/resource-policy: keep';
   return `# Generated from src/api/module-values-cel.ts by \`npm run charts:schema\`; do not edit (a test compares).
 # The module values contract at apply time: operator-owned keys in spec.helmValues, keys outside the
 # contract and values above the tier's bounds are refused by the API server, naming the key or the bound. A policy, not CRD rules:
 # it judges a create and an update that changes the spec, never a write of status or metadata, so a
 # tenant stored before the contract stays writable and the operator reports it (InvalidHelmValues).
 # Installed by the chart, and rendered from here by scripts/dev-cluster.sh up (quickstart --local too).
-{{- $existing := lookup "admissionregistration.k8s.io/v1" "ValidatingAdmissionPolicy" "" ${q(VALUES_POLICY_NAME)} }}
-{{- $owner := dig "metadata" "annotations" "meta.helm.sh/release-name" "" $existing }}
-{{- $ownerNamespace := dig "metadata" "annotations" "meta.helm.sh/release-namespace" "" $existing }}
-{{- $ours := or (not $existing) (and (eq $owner .Release.Name) (eq $ownerNamespace .Release.Namespace)) }}
-{{- if and .Values.tenantValuesPolicy $ours }}
+{{- if and .Values.tenantValuesPolicy (include "eva-operator.ownsClusterPolicy" (list $ ${q(VALUES_POLICY_NAME)})) }}
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata:

@@ -253,6 +253,12 @@ describe('helm template: defaults', () => {
     );
   });
 
+  it('keeps the cluster-wide policies on uninstall (they serve every release), and only them', async () => {
+    const kept = (await render()).filter((o) => o.metadata.annotations?.['helm.sh/resource-policy'] === 'keep').map((o) => `${o.kind}/${o.metadata.name}`);
+    const clusterWide = ['eva-tenant-deletion-protection', 'eva-tenant-values', 'eva-tenant-platform-controls'];
+    expect(kept.sort()).toEqual(clusterWide.flatMap((name) => [`ValidatingAdmissionPolicy/${name}`, `ValidatingAdmissionPolicyBinding/${name}`]).sort());
+  });
+
   it('runs 2 replicas of the chart appVersion image as the ServiceAccount, NATS_URL from nats.url', async () => {
     const objects = await render();
     const deployment = deploymentOf(objects);

@@ -42,6 +42,8 @@ const NOT_RUN: Record<string, string> = {
   'kubectl delete evt --all --wait=true --timeout=10m':
     'uninstall: deletes every tenant of the cluster it runs in; test/cluster/charts/operator-chart.test.ts uninstalls the chart and checks what goes and what stays',
   'kubectl get evt': 'uninstall: deletes the CRD of the cluster it runs in, and with it every tenant of every other test',
+  'kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding eva-tenant-deletion-protection eva-tenant-values eva-tenant-platform-controls':
+    'uninstall: lifts the cluster-wide policies every other test relies on; test/cluster/charts/operator-chart.test.ts checks the chart keeps them on uninstall',
 };
 
 describe('README and docs command blocks', () => {
