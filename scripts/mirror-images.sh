@@ -11,7 +11,12 @@
 # Usage: scripts/mirror-images.sh --registry HOST[:PORT][/PREFIX] [options]       mirror, online
 #        scripts/mirror-images.sh --archive FILE [options]                        write every image to FILE
 #        scripts/mirror-images.sh --from-archive FILE --registry ... [options]    push FILE's images
-#   --images FILE            the images file (default: images.txt of this checkout)
+#   --images FILE            the images file (default: images.txt of this checkout, or with --chart the
+#                            images.txt packaged in that chart)
+#   --chart REF              also mirror a released operator chart, oci://HOST[:PORT]/PATH:VERSION (as
+#                            scripts/release.sh pushes it), by digest, to <registry>/PATH:VERSION; then
+#                            `helm install ... oci://<registry>/PATH --set airGapRegistry=<registry>`
+#                            needs nothing but the mirror. Reading the chart's images.txt needs helm
 #   --registry R             the destination registry, HOST[:PORT] with an optional /PREFIX
 #   --archive FILE           write all images into ONE tar file (one `skopeo dir:` copy per image, which
 #                            keeps every manifest byte for byte, plus images.txt naming them) for a
@@ -31,6 +36,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=lib/eva-cli.sh
 source "$root/scripts/lib/eva-cli.sh"
 images_file="$root/images.txt"
+images_given=false
+chart=""
 registry=""
 archive=""
 from_archive=""
@@ -47,10 +54,12 @@ bool_arg() { # <flag> <value>: prints true/false
 
 while (($#)); do
   case "$1" in
-    --images | --file) images_file=${2:?$1 needs a file}; shift ;;
-    --images=* | --file=*) images_file=${1#*=} ;;
+    --images | --file) images_file=${2:?$1 needs a file}; images_given=true; shift ;;
+    --images=* | --file=*) images_file=${1#*=}; images_given=true ;;
     --registry) registry=${2:?--registry needs HOST[:PORT][/PREFIX]}; shift ;;
     --registry=*) registry=${1#*=} ;;
+    --chart) chart=${2:?--chart needs oci://HOST[:PORT]/PATH:VERSION}; shift ;;
+    --chart=*) chart=${1#*=} ;;
     --archive) archive=${2:?--archive needs a file}; shift ;;
     --archive=*) archive=${1#*=} ;;
     --from-archive) from_archive=${2:?--from-archive needs a file}; shift ;;
@@ -67,13 +76,14 @@ while (($#)); do
       if [[ $1 == --src-tls-verify ]]; then src_tls=$value; else dest_tls=$value; fi ;;
     --strict | --release) strict=true ;;
     --dry-run) dry_run=true ;;
-    -h | --help) sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage_error "unknown argument \"$1\"" ;;
   esac
   shift
 done
 
 [[ -n $archive && -n $from_archive ]] && usage_error "--archive and --from-archive exclude each other"
+[[ -n $chart && -n $from_archive ]] && usage_error "--from-archive pushes the chart the archive holds (written with --archive --chart): drop --chart"
 [[ -n $archive && -n $registry ]] && usage_error "--archive writes a file, not a registry: drop --registry"
 [[ -z $archive && -z $registry ]] && usage_error "--registry is required (or --archive FILE)"
 if [[ -n $registry ]]; then
@@ -218,7 +228,34 @@ if [[ -n $from_archive ]]; then
   exit 0
 fi
 
+# ---- the chart ---------------------------------------------------------------------------------------
+# One more artifact to copy by digest (skopeo copies an OCI chart as it copies an image, digest kept);
+# its images.txt, without --images, is the list to mirror.
+if [[ -n $chart ]]; then
+  [[ $chart =~ ^oci://([A-Za-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+):([A-Za-z0-9_][A-Za-z0-9_.+-]*)$ ]] ||
+    usage_error "--chart must be oci://HOST[:PORT]/PATH:VERSION, got \"$chart\""
+  chart_repo=${BASH_REMATCH[1]} chart_version=${BASH_REMATCH[3]}
+  if ! $images_given && ! $dry_run; then
+    command -v helm >/dev/null 2>&1 || { echo "mirror-images: --chart without --images reads the chart's images.txt with helm: not found on PATH" >&2; exit 2; }
+    plain_http=()
+    $src_tls || plain_http=(--plain-http)
+    mkdir "$work/chart"
+    helm pull "oci://$chart_repo" --version "$chart_version" --destination "$work/chart" "${plain_http[@]}" >"$work/pull.log" 2>&1 ||
+      { echo "mirror-images: cannot pull $chart: $(tr '\n' ' ' <"$work/pull.log")" >&2; exit 1; }
+    tar -xzf "$work"/chart/*.tgz -C "$work/chart" --no-same-owner
+    images_file=$(find "$work/chart" -mindepth 2 -maxdepth 2 -name images.txt | head -n 1)
+    [[ -n $images_file ]] || { echo "mirror-images: $chart carries no images.txt (not a chart scripts/release.sh published)" >&2; exit 1; }
+  fi
+fi
+
 read_images "$images_file" "$(basename "$images_file")"
+if [[ -n $chart ]]; then
+  if $dry_run; then chart_digest="sha256:(read at copy time)"
+  elif ! chart_digest=$(manifest_digest "docker://$chart_repo:$chart_version" "$src_tls" 2>"$work/chart.err"); then
+    echo "mirror-images: cannot read $chart: $(tr '\n' ' ' <"$work/chart.err")" >&2; exit 1
+  fi
+  sources+=("$chart_repo:$chart_version") digests+=("$chart_digest") paths+=("${chart_repo#*/}:$chart_version")
+fi
 
 # ---- into an archive -------------------------------------------------------------------------------
 if [[ -n $archive ]]; then

@@ -101,6 +101,15 @@ export class ImageCatalogError extends Error {
   override readonly name = 'ImageCatalogError';
 }
 
+/** A registry images are mirrored into: a host, an optional port, an optional lowercase path prefix. */
+const MIRROR_REGISTRY = /^[A-Za-z0-9.-]+(:[0-9]+)?(\/[a-z0-9._/-]*[a-z0-9])?$/;
+
+export function mirrorRegistry(registry: string): string {
+  const trimmed = registry.replace(/\/+$/, '');
+  if (!MIRROR_REGISTRY.test(trimmed)) throw new ImageCatalogError(`a registry is HOST[:PORT][/PREFIX], got "${registry}"`);
+  return trimmed;
+}
+
 /** A first path part with a dot or a port, or `localhost`, is a registry host (Docker's rule). */
 export function splitRegistry(repository: string): { registry?: string; path: string } {
   const slash = repository.indexOf('/');

@@ -11,15 +11,17 @@
  *   semver valid <version> / semver compare <a> <b>   exit 0 or 1 / prints -1, 0 or 1
  *   tenant-manifest --name --code --tier --wave --operator-version   an EvaTenant as YAML (tenant-manifest.ts)
  *   manifests images|value|section   what scripts read from YAML and JSON (manifests.ts)
+ *   release images|stage-chart|verify-chart|manifest   what scripts/release.sh decides (publish-commands.ts)
  * Exit status: 0 done, 1 the check found problems (or a version is not semver), 2 a usage or input error.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { DIGEST_PLACEHOLDER, OWN_PREFIX, parseReference, type PinnedParts, pinnedPartsOrProblem, readImageLines, splitRegistry } from '../bundle/images.ts';
+import { DIGEST_PLACEHOLDER, ImageCatalogError, mirrorRegistry, OWN_PREFIX, parseReference, type PinnedParts, pinnedPartsOrProblem, readImageLines, splitRegistry } from '../bundle/images.ts';
 import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';
 import { manifestsCommand, readInput } from './manifests.ts';
+import { publishCommand } from './publish-commands.ts';
 import { tenantManifestCommand } from './tenant-manifest.ts';
 
 class InputProblem extends Error {
@@ -132,15 +134,6 @@ export const archiveHeader = (writer: string): string =>
   `# Written by ${writer}: line N (counting image lines from 0) is images/N,\n` +
   '# a skopeo dir: copy. Push with scripts/mirror-images.sh --from-archive <this file> --registry ...\n';
 
-/** A registry images are mirrored into: a host, an optional port, an optional lowercase path prefix. */
-const MIRROR_REGISTRY = /^[A-Za-z0-9.-]+(:[0-9]+)?(\/[a-z0-9._/-]*[a-z0-9])?$/;
-
-export function mirrorRegistry(registry: string): string {
-  const trimmed = registry.replace(/\/+$/, '');
-  if (!MIRROR_REGISTRY.test(trimmed)) throw new InputProblem(`a registry is HOST[:PORT][/PREFIX], got "${registry}"`);
-  return trimmed;
-}
-
 function writeDigests(file: string, pairs: string): void {
   const lines = readFileSync(file, 'utf8').split('\n');
   for (const pair of pairs.split('\n').filter((l) => l.trim() !== '')) {
@@ -160,6 +153,7 @@ function guarded(action: () => void): void {
     action();
   } catch (err) {
     if (err instanceof InputProblem) fail('', err.message, 2);
+    if (err instanceof ImageCatalogError) fail('', err.message, 2);
     if (err instanceof Error && 'code' in err && err.code === 'ENOENT') fail('', err.message, 2);
     throw err;
   }
@@ -182,4 +176,4 @@ function semverCommand(): Command {
   return semver;
 }
 
-export const releaseCommands = (): Command[] => [imagesCommand(), semverCommand(), tenantManifestCommand(), manifestsCommand()];
+export const releaseCommands = (): Command[] => [imagesCommand(), semverCommand(), tenantManifestCommand(), manifestsCommand(), publishCommand()];

@@ -62,8 +62,25 @@ come from here, so they cannot disagree. Must be semver (the operator refuses to
 {{- end -}}
 {{- end -}}
 
+{{/* The operator's image; with airGapRegistry, from the mirror (<registry>/<path>, the path as scripts/mirror-images.sh and the operator name it: the repository without its registry host) unless image.repository already points there. */}}
 {{- define "eva-operator.image" -}}
-{{- include "eva-operator.imageRef" (list .Values.image .Chart.AppVersion "image") -}}
+{{- $image := deepCopy .Values.image -}}
+{{- with .Values.airGapRegistry -}}
+{{- $mirror := trimSuffix "/" . -}}
+{{- if not (hasPrefix (printf "%s/" $mirror) $image.repository) -}}
+{{- $_ := set $image "repository" (printf "%s/%s" $mirror (regexReplaceAll "^([^/]*[.:][^/]*|localhost)/" $image.repository "")) -}}
+{{- end -}}
+{{- end -}}
+{{- include "eva-operator.imageRef" (list $image .Chart.AppVersion "image") -}}
+{{- end -}}
+
+{{/* The ConfigMap the operator reads images.txt from: imagesConfigMap, else the chart's own when a release packaged one (scripts/release.sh), else none (the image's /etc/eva-operator/images.txt). */}}
+{{- define "eva-operator.imagesConfigMap" -}}
+{{- if .Values.imagesConfigMap -}}
+{{- .Values.imagesConfigMap -}}
+{{- else if .Files.Get "images.txt" -}}
+{{- printf "%s-images" (include "eva-operator.fullname" .) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "eva-operator.natsImage" -}}
