@@ -71,7 +71,7 @@ program
   });
 program
   .command('version')
-  .description('print the operator version (OPERATOR_VERSION)')
+  .description('print the operator version (OPERATOR_VERSION, else the version it was built as)')
   .action(() => {
     process.stdout.write(`${operatorVersionOf()}\n`);
   });

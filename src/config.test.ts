@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, operatorVersionOf } from './config.ts';
 import { formatCreds, newSeed, publicKeyOf, signUser } from './adapters/nats-jwt.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'eva-config-'));
@@ -125,5 +125,14 @@ describe('loadConfig', () => {
     expect(problems({ ...minimal, INGRESS_ANNOTATIONS: '{"a b":"x"}' })[0]).toMatch(/not valid: a b$/);
     expect(problems({ ...minimal, INGRESS_ANNOTATIONS: '{"ok/x":1}' })[0]).toMatch(/not valid: ok\/x$/);
     expect(problems({ ...minimal, INGRESS_ANNOTATIONS: '{"cert-manager.io/cluster-issuer":"x"}' })).toEqual(['INGRESS_ANNOTATIONS must not set cert-manager.io/cluster-issuer: use INGRESS_TLS_ISSUER']);
+  });
+});
+
+describe('operatorVersionOf', () => {
+  it('is OPERATOR_VERSION when set, else the version this build was made as (package.json), never "unknown"', () => {
+    const built = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    expect(operatorVersionOf({ OPERATOR_VERSION: '9.9.9' })).toBe('9.9.9');
+    expect(operatorVersionOf({})).toBe(built);
+    expect(built).toMatch(/^\d+\.\d+\.\d+/);
   });
 });

@@ -92,8 +92,18 @@ export function renderGuardSettings(): RenderGuardSettings {
 const SHARD_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 /** What `eva-operator version` prints: OPERATOR_VERSION as set, without the rest of the operator's configuration. */
+/** OPERATOR_VERSION (the chart sets it), else the version this build was made as: its package.json, next to src/ or dist/. */
 export function operatorVersionOf(environment: Env = process.env): string {
-  return environment['OPERATOR_VERSION'] ?? 'unknown';
+  return environment['OPERATOR_VERSION'] ?? builtVersion();
+}
+
+function builtVersion(): string {
+  try {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+    return typeof version === 'string' ? version : 'unknown';
+  } catch {
+    return 'unknown';
+  }
 }
 
 /** The helm binary the release subcommands run (HELM, as the scripts set it; the operator's own is HELM_BINARY). */
