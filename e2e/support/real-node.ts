@@ -120,12 +120,20 @@ export interface OperatorSetup {
  * A fresh real node with the operator chart installed from the images this checkout builds, pulled
  * from the node's registry by digest; records the seconds each stage took in `times`.
  */
-export async function nodeWithOperator(times: Record<string, number>, setup: OperatorSetup = {}): Promise<void> {
+/** A fresh real node (the images this checkout builds are built first, outside it); seconds in `times`. */
+export async function freshNode(times: Record<string, number>): Promise<void> {
   if (process.getuid?.() !== 0) throw new Error('the real-node tests need root (network/mount/PID namespaces, cgroups): run the suite as root, as CI does');
   times['image build'] = await runScript('scripts/build-image.sh', [], 1_500_000);
   await runScript('scripts/lib/real-node.sh', ['down'], 120_000);
   times['node up'] = await runScript('scripts/lib/real-node.sh', ['up'], 600_000);
   for (const part of ['enforcer', 'ingress']) times[`node up: ${part}`] = Number(readFileSync(join(realNodeState, `run/${part}-seconds`), 'utf8'));
+}
+
+/** The files of the operator's NATS Secret (system user, signing key), as `nats-bootstrap` leaves them, 0600 on the node. */
+export const natsAuthFiles = [`system.creds=${realNodeState}/nats-auth/system.creds`, `operator-signing-key.nk=${realNodeState}/nats-auth/operator-signing-key.nk`] as const;
+
+export async function nodeWithOperator(times: Record<string, number>, setup: OperatorSetup = {}): Promise<void> {
+  await freshNode(times);
   times['images to registry'] = await runScript('scripts/lib/real-node.sh', ['load-images', join(imagesDir, 'images.tar')], 300_000);
   const operatorDigest = builtDigests().get('ghcr.io/aidonow/eva-operator');
   if (operatorDigest === undefined) throw new Error(`${imagesDir}/images.txt names no operator image`);
@@ -136,8 +144,7 @@ export async function nodeWithOperator(times: Record<string, number>, setup: Ope
   kubeOk(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'eva-images', namespace: OPERATOR_NS }, data: { 'images.txt': images } }));
   kubeOk(['label', 'namespace', OPERATOR_NS, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/enforce-version=latest']);
   // The operator's NATS files, from the node's nats-auth folder (0600) straight into the Secret.
-  inNodeOk(['kubectl', 'create', 'secret', 'generic', 'eva-operator-nats', '-n', OPERATOR_NS,
-    `--from-file=system.creds=${realNodeState}/nats-auth/system.creds`, `--from-file=operator-signing-key.nk=${realNodeState}/nats-auth/operator-signing-key.nk`]);
+  inNodeOk(['kubectl', 'create', 'secret', 'generic', 'eva-operator-nats', '-n', OPERATOR_NS, ...natsAuthFiles.map((f) => `--from-file=${f}`)]);
   setup.beforeInstall?.();
   const started = Date.now();
   const values = [`image.repository=${REGISTRY}/aidonow/eva-operator`, `image.digest=${operatorDigest}`, `nats.url=${NATS_URL}`, `airGapRegistry=${REGISTRY}`,

@@ -34,16 +34,20 @@ const COVERAGE: Record<string, string> = {
     'e2e/gitops.test.ts, as written, into an argocd-cm of its own; the health check it installs judges the captured tenants',
   'scripts/dev-cluster.sh up --real-node': 'e2e/real-node.test.ts (scripts/lib/real-node.sh up, load-images, exec, down)',
   'kubectl apply -f samples/evatenant-starter.yaml': 'test/cluster/quickstart/newcomer.test.ts, as written, with an operator run from this checkout',
+  'scripts/release.sh 0.1.0 --registry registry.example.com/eva': 'e2e/release.test.ts, to a registry on the real node (plain HTTP: --tls-verify=false), and its refusal of a version the chart does not carry',
+  'helm install eva oci://registry.example.com/eva/charts/eva-operator --version 0.1.0 -n eva-system -f my-values.yaml --wait':
+    'e2e/release.test.ts runs this same line, in docs/install.md\'s "Install from a release" block',
+  'kubectl create namespace eva-system': 'e2e/release.test.ts, as written, from an empty folder with only kubectl and helm, the registry the node\'s (helm with --plain-http)',
+  'scripts/mirror-images.sh --chart oci://registry.example.com/eva/charts/eva-operator:0.1.0 --registry registry.internal:5000':
+    'e2e/release.test.ts: the mirror (with --images: this machine reaches no public registry for the third-party lines), then the install line as written with the release registry stopped',
+  'kubectl delete evt --all --wait=true --timeout=10m': 'e2e/release.test.ts, the three uninstall blocks as written, after an install from the released chart; nothing named eva is left',
+  'kubectl get evt': 'e2e/release.test.ts (uninstall, as written)',
+  'kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding eva-tenant-deletion-protection eva-tenant-values eva-tenant-platform-controls': 'e2e/release.test.ts (uninstall, as written)',
   'npm run --silent typecheck': 'scripts/test.sh runs the same commands over the whole tree (typecheck, lint, every vitest project), as CI does',
 };
 
 /** Blocks no test runs, and why. */
 const NOT_RUN: Record<string, string> = {
-  'kubectl delete evt --all --wait=true --timeout=10m':
-    'uninstall: deletes every tenant of the cluster it runs in; test/cluster/charts/operator-chart.test.ts uninstalls the chart and checks what goes and what stays',
-  'kubectl get evt': 'uninstall: deletes the CRD of the cluster it runs in, and with it every tenant of every other test',
-  'kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding eva-tenant-deletion-protection eva-tenant-values eva-tenant-platform-controls':
-    'uninstall: lifts the cluster-wide policies every other test relies on; test/cluster/charts/operator-chart.test.ts checks the chart keeps them on uninstall',
 };
 
 describe('README and docs command blocks', () => {
