@@ -8,6 +8,7 @@
  * clients and config; elsewhere client-node is imported for its object types only.
  */
 import {
+  AdmissionregistrationV1Api,
   ApiException,
   ApiextensionsV1Api,
   AppsV1Api,
@@ -28,6 +29,7 @@ import {
   ServerConfiguration,
   setHeaderMiddleware,
   setHeaderOptions,
+  VersionApi,
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { TokenBucket } from 'limiter';
@@ -144,6 +146,21 @@ export function httpStatusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** A failed request in one line: the status code and the API server's own message, without the headers client-node's message carries. */
+export function describeApiError(err: unknown): string {
+  if (!(err instanceof ApiException)) return err instanceof Error ? err.message : String(err);
+  const body: unknown = err.body;
+  let message: unknown = typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : undefined;
+  if (typeof body === 'string') {
+    try {
+      message = (JSON.parse(body) as { message?: unknown } | null)?.message;
+    } catch {
+      message = body.slice(0, 200);
+    }
+  }
+  return `the API server answered ${String(err.code)}${typeof message === 'string' && message !== '' ? `: ${message}` : ''}`;
+}
+
 export const isNotFound = (err: unknown): boolean => httpStatusOf(err) === 404;
 export const isConflict = (err: unknown): boolean => httpStatusOf(err) === 409;
 
@@ -184,6 +201,9 @@ export class Kube {
   readonly coordination: CoordinationV1Api;
   readonly apiextensions: ApiextensionsV1Api;
   readonly objects: KubernetesObjectApi;
+  /** The API server's version and the admission API's discovery: read by `eva-operator preflight`. */
+  readonly version: VersionApi;
+  readonly admissionregistration: AdmissionregistrationV1Api;
 
   readonly config: KubeConfig;
   /** Events' reportingInstance: the replica (pod name), so two replicas' events can be told apart. */
@@ -199,6 +219,8 @@ export class Kube {
     this.coordination = config.makeApiClient(CoordinationV1Api);
     this.apiextensions = config.makeApiClient(ApiextensionsV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(config);
+    this.version = config.makeApiClient(VersionApi);
+    this.admissionregistration = config.makeApiClient(AdmissionregistrationV1Api);
   }
 
   /** Server-side apply: idempotent, and only the fields this operator owns are touched. */
