@@ -34,11 +34,15 @@ const COVERAGE: Record<string, string> = {
     'e2e/gitops.test.ts, as written, into an argocd-cm of its own; the health check it installs judges the captured tenants',
   'scripts/dev-cluster.sh up --real-node': 'e2e/real-node.test.ts (scripts/lib/real-node.sh up, load-images, exec, down)',
   'kubectl apply -f samples/evatenant-starter.yaml': 'test/cluster/quickstart/newcomer.test.ts, as written, with an operator run from this checkout',
+  'node src/cli.ts preflight --nats-url nats://nats.example.com:4222 --nats-creds nats-keys/system.creds \\':
+    'test/cluster/preflight/preflight.test.ts runs the same command with the same flags (and --output json), given the test plane\'s NATS, IngressClass, ingress namespace and TLS Secret instead of these example names (passing, and failing on each one)',
   'npm run --silent typecheck': 'scripts/test.sh runs the same commands over the whole tree (typecheck, lint, every vitest project), as CI does',
 };
 
 /** Blocks no test runs, and why. */
 const NOT_RUN: Record<string, string> = {
+  'helm test eva -n eva-system --logs':
+    'runs the operator image in a pod: the test plane\'s kwok nodes run no containers; test/cluster/charts/operator-chart.test.ts checks the test pod it renders (image, env, Secret, Pod Security) and test/cluster/preflight/preflight.test.ts the command with the same environment',
   'kubectl delete evt --all --wait=true --timeout=10m':
     'uninstall: deletes every tenant of the cluster it runs in; test/cluster/charts/operator-chart.test.ts uninstalls the chart and checks what goes and what stays',
   'kubectl get evt': 'uninstall: deletes the CRD of the cluster it runs in, and with it every tenant of every other test',
