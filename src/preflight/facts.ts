@@ -16,7 +16,7 @@ export interface KubernetesFacts {
   readonly floor: string;
 }
 
-/** The resources admissionregistration.k8s.io/v1 serves (empty when the group version is not served). */
+/** Which of the admission policy kinds admissionregistration.k8s.io/v1 serves. */
 export type AdmissionFacts = readonly string[];
 
 export interface IngressClassFact {

@@ -33,15 +33,15 @@ describe('decideKubernetesVersion', () => {
 });
 
 describe('decideAdmissionPolicies', () => {
-  const both = ['validatingadmissionpolicies', 'validatingadmissionpolicies/status', 'validatingadmissionpolicybindings', 'validatingwebhookconfigurations'];
+  const both = ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
 
   it('passes when both kinds are served', () => {
     expect(decideAdmissionPolicies(seen(both)).result).toBe('ok');
   });
 
   it.each([
-    ['the group version not served', [], 'validatingadmissionpolicies, validatingadmissionpolicybindings'],
-    ['no bindings', ['validatingadmissionpolicies', 'validatingwebhookconfigurations'], 'validatingadmissionpolicybindings'],
+    ['neither kind served', [], 'ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding'],
+    ['no bindings', ['ValidatingAdmissionPolicy'], 'ValidatingAdmissionPolicyBinding'],
   ])('fails with %s, naming what is missing and how to fix it', (_name, resources, missing) => {
     const result = decideAdmissionPolicies(seen(resources));
     expect(result).toMatchObject({ result: 'fail', detail: `admissionregistration.k8s.io/v1 does not serve ${missing}` });

@@ -18,7 +18,8 @@ export function decideKubernetesVersion(facts: Seen<KubernetesFacts>): CheckResu
 }
 
 /** The two kinds every admission policy of the chart is made of (Kubernetes 1.30+). */
-const ADMISSION_KINDS = ['validatingadmissionpolicies', 'validatingadmissionpolicybindings'] as const;
+export const ADMISSION_API = 'admissionregistration.k8s.io/v1';
+export const ADMISSION_KINDS = ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'] as const;
 
 export function decideAdmissionPolicies(facts: Seen<AdmissionFacts>): CheckResult {
   if (!facts.ok) return fail(ADMISSION_POLICIES, couldNotCheck(facts.error), REACH_FIX);
@@ -26,9 +27,9 @@ export function decideAdmissionPolicies(facts: Seen<AdmissionFacts>): CheckResul
   if (missing.length > 0) {
     return fail(
       ADMISSION_POLICIES,
-      `admissionregistration.k8s.io/v1 does not serve ${missing.join(', ')}`,
+      `${ADMISSION_API} does not serve ${missing.join(', ')}`,
       'upgrade to Kubernetes 1.30+ (or enable admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy on the API server): the chart installs its write confinement and tenant policies as ValidatingAdmissionPolicies',
     );
   }
-  return ok(ADMISSION_POLICIES, `admissionregistration.k8s.io/v1 serves ${ADMISSION_KINDS.join(' and ')}`);
+  return ok(ADMISSION_POLICIES, `${ADMISSION_API} serves ${ADMISSION_KINDS.join(' and ')}`);
 }

@@ -9,6 +9,7 @@ import type { PreflightSettings } from '../config.ts';
 import { describeApiError, type Kube, readOptional } from '../adapters/kube.ts';
 import { valueAt } from '../release/manifests.ts';
 import { type AdmissionFacts, type IngressClassFact, type IngressNamespaceFact, type KubernetesFacts, type Observations, type Seen, seen, type TlsFacts, unseen } from './facts.ts';
+import { ADMISSION_API, ADMISSION_KINDS } from './kubernetes.ts';
 import { observeNats } from './observe-nats.ts';
 
 /** Runs `probe`, bounded by `timeoutMs`: its value, or why it gave none. */
@@ -35,9 +36,8 @@ async function kubernetes(kube: Kube, chartFile: string): Promise<KubernetesFact
 }
 
 async function admission(kube: Kube): Promise<AdmissionFacts> {
-  // 404: the group version is not served at all.
-  const list = await readOptional(() => kube.admissionregistration.getAPIResources());
-  return (list?.resources ?? []).map((r) => r.name);
+  const served = await Promise.all(ADMISSION_KINDS.map(async (kind) => ((await kube.discovery.served(ADMISSION_API, kind)) ? [kind] : [])));
+  return served.flat();
 }
 
 const DEFAULT_CLASS = 'ingressclass.kubernetes.io/is-default-class';
