@@ -66,6 +66,8 @@ COPY helm-plugins /app/helm-plugins
 RUN perl -c /app/helm-plugins/eva-render-guard/guard-client.pl \
  && { out="$(echo 'kind: Namespace' | perl /app/helm-plugins/eva-render-guard/guard-client.pl 2>/dev/null)"; test $? -eq 1 && test -z "$out"; }
 COPY charts/modules /charts/modules
+# The operator chart's kubeVersion: the Kubernetes floor `eva-operator preflight` checks (its `helm test`).
+COPY charts/eva-operator/Chart.yaml /charts/eva-operator/Chart.yaml
 COPY seeds /seeds
 COPY images.txt /etc/eva-operator/images.txt
 # Everything the operator writes goes to /tmp and /run/helm-secrets (emptyDirs in the chart).

@@ -101,7 +101,13 @@ function installFrom(folder: string, helmInstall: string): number {
   const install = installBlock('kubectl create namespace eva-system', { 'registry.example.com/eva': `${RELEASE_REGISTRY}/${PREFIX}` });
   // From a mirror, the install line of the air-gapped section replaces the connected one.
   runBlock(folder, helmInstall === '' ? install : install.replace(/^helm install .*$/m, helmInstall));
-  return (Date.now() - started) / 1000;
+  const seconds = (Date.now() - started) / 1000;
+  // The preflight as the chart's test, as written: in the cluster, with the operator's settings.
+  const preflight = runBlock(folder, installBlock('helm test eva -n eva-system --logs', {}));
+  expect(preflight).toMatch(/^nats-resolver\s+OK/m);
+  expect(preflight).toMatch(/^ingress-exception\s+OK/m);
+  expect(preflight).toContain('0 failed');
+  return seconds;
 }
 
 /** Every image a pod of the operator or the tenant runs, as the pod spec names it. */

@@ -357,7 +357,7 @@ if $air_gap; then
   placeholders=()
   while IFS=$'\t' read -r source image; do
     case "$source" in
-      templates/deployment.yaml) key=image ;;
+      templates/deployment.yaml | templates/tests/preflight.yaml) key=image ;;   # the operator, and its `helm test` preflight
       templates/nats.yaml) key=nats.image ;;
       *) die "the chart deploys $image from $source, which quickstart.sh cannot point at the mirror" ;;
     esac

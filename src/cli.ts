@@ -5,14 +5,16 @@
  *   eva-operator crd      print the EvaTenant CRD (generated from the TypeScript schema)
  *   eva-operator version  print the operator version
  *   eva-operator nats-bootstrap  generate the NATS operator, system account and the operator's Secret
+ *   eva-operator preflight  check the cluster and NATS before installing (src/preflight/; the chart's `helm test`)
  *   eva-operator images ... / semver ...  format logic the scripts call (src/release/commands.ts)
- * The operator and the NATS bootstrap are imported when their command runs, so the small commands
+ * The operator, the NATS bootstrap and the preflight's probes are imported when their command runs, so the small commands
  * scripts call start fast.
  */
 import { Command } from 'commander';
 import { renderCrdYaml } from './api/crd.ts';
 import { ConfigError, loadConfig, operatorVersionOf } from './config.ts';
 import { createLogger } from './log.ts';
+import { preflightCommand } from './preflight/command.ts';
 import { releaseCommands } from './release/commands.ts';
 
 async function run(): Promise<void> {
@@ -95,6 +97,7 @@ program
     }
   });
 
+program.addCommand(preflightCommand());
 for (const command of releaseCommands()) program.addCommand(command);
 
 await program.parseAsync();

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, operatorVersionOf } from './config.ts';
+import { ConfigError, loadConfig, operatorVersionOf, preflightSettingsOf } from './config.ts';
 import { formatCreds, newSeed, publicKeyOf, signUser } from './adapters/nats-jwt.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'eva-config-'));
@@ -134,5 +134,49 @@ describe('operatorVersionOf', () => {
     expect(operatorVersionOf({ OPERATOR_VERSION: '9.9.9' })).toBe('9.9.9');
     expect(operatorVersionOf({})).toBe(built);
     expect(built).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('preflightSettingsOf (what `eva-operator preflight` checks against)', () => {
+  const preflightProblems = (overrides: Record<string, string | undefined>, env: Record<string, string> = {}): readonly string[] => {
+    try {
+      preflightSettingsOf(overrides, env);
+    } catch (err) {
+      if (err instanceof ConfigError) return err.problems;
+      throw err;
+    }
+    return [];
+  };
+
+  it("reads the operator's own variables, with the operator's defaults", () => {
+    const env = { ...minimal, INGRESS_CLASS: 'traefik', INGRESS_TLS_SECRET: 'eva-system/wildcard', CHART_BASE_PATH: '/opt/charts' };
+    expect(preflightSettingsOf({}, env)).toEqual({
+      nats: { url: minimal.NATS_URL, systemCredsFile: minimal.NATS_SYSTEM_CREDS_FILE },
+      ingressClass: 'traefik',
+      networkPolicy: { enabled: true, ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' } },
+      tls: { mode: 'secret', source: { namespace: 'eva-system', name: 'wildcard' } },
+      operatorChartFile: '/opt/charts/eva-operator/Chart.yaml',
+    });
+  });
+
+  it('needs neither NATS nor OPERATOR_VERSION: a run from a laptop before installing', () => {
+    const settings = preflightSettingsOf({}, {});
+    expect(settings.nats).toEqual({});
+    expect(settings.tls).toEqual({ mode: 'none' });
+    expect(settings.operatorChartFile).toMatch(/charts\/eva-operator\/Chart\.yaml$/);
+  });
+
+  it('flags (as the variables they stand for) win over the environment; unset removes a variable', () => {
+    const settings = preflightSettingsOf({ INGRESS_TLS_SECRET: 'ns/tls', INGRESS_TLS_ISSUER: undefined, NETWORK_POLICY_INGRESS_NAMESPACES: 'team=ingress' }, { INGRESS_TLS_ISSUER: 'letsencrypt' });
+    expect(settings.tls).toEqual({ mode: 'secret', source: { namespace: 'ns', name: 'tls' } });
+    expect(settings.networkPolicy.ingressNamespaces).toEqual({ team: 'ingress' });
+  });
+
+  it('refuses what the operator would refuse, naming the variable', () => {
+    expect(preflightProblems({ NATS_URL: 'nats://user:pw@nats:4222' })).toEqual(['NATS_URL must be a nats:// URL without credentials, got "nats://user:pw@nats:4222"']);
+    expect(preflightProblems({ NATS_SYSTEM_CREDS_FILE: file('bad.creds', 'not creds') })[0]).toMatch(/^NATS_SYSTEM_CREDS_FILE: .*bad\.creds /);
+    expect(preflightProblems({ NATS_SYSTEM_CREDS_FILE: join(dir, 'absent.creds') })[0]).toContain('cannot read');
+    expect(preflightProblems({ INGRESS_TLS_SECRET: 'a/b', INGRESS_TLS_ISSUER: 'c' })[0]).toContain('exclusive');
+    expect(preflightProblems({ NETWORK_POLICY_INGRESS_NAMESPACES: 'no selector' })[0]).toContain('label selector');
   });
 });

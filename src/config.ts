@@ -8,17 +8,20 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SEMVER_PATTERN } from './api/constants.ts';
 import { type Env, EnvReader } from './config/env-reader.ts';
 import { type IngressSettings, readIngressAnnotations, readIngressTls } from './config/ingress.ts';
 import { type NatsSettings, readNats } from './config/nats.ts';
 import { type NetworkPolicySettings, readNetworkPolicy } from './config/network-policy.ts';
+import { type PreflightSettings, readPreflight } from './config/preflight.ts';
 
 export type { Labels } from './config/env-reader.ts';
 export { type IngressSettings, type IngressTls, ISSUER_ANNOTATION } from './config/ingress.ts';
 export type { NatsSettings } from './config/nats.ts';
 export type { NetworkPolicySettings } from './config/network-policy.ts';
+export type { PreflightSettings } from './config/preflight.ts';
 
 /** Where helm finds the render guard's plugin and the operator serves its check (steps/render-guard-server.ts). */
 export interface RenderGuardSettings {
@@ -88,6 +91,9 @@ export function renderGuardSettings(): RenderGuardSettings {
   return { pluginsDir: bundled('/app/helm-plugins', 'helm-plugins'), runtimeDir: tmpdir() };
 }
 
+/** Where the charts are: the module charts under modules/, and the operator chart's Chart.yaml under eva-operator/. */
+const chartBasePathOf = (env: EnvReader): string => env.string('CHART_BASE_PATH', bundled('/charts', 'charts'));
+
 /** A non-empty label value (the default shard is SHARD unset, not empty). */
 const SHARD_PATTERN = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
@@ -111,6 +117,17 @@ export function releaseHelmBinary(environment: Env = process.env): string {
   return environment['HELM'] ?? 'helm';
 }
 
+/**
+ * What `eva-operator preflight` checks against: the environment with the command's flags laid over it
+ * (`overrides`, as the variables they stand for), read by the operator's own readers (config/preflight.ts).
+ */
+export function preflightSettingsOf(overrides: Env, environment: Env = process.env): PreflightSettings {
+  const env = new EnvReader({ ...environment, ...overrides });
+  const settings = readPreflight(env, join(chartBasePathOf(env), 'eva-operator', 'Chart.yaml'));
+  if (env.problems.length > 0) throw new ConfigError(env.problems);
+  return settings;
+}
+
 export function loadConfig(environment: Env = process.env): OperatorConfig {
   const env = new EnvReader(environment);
   const operatorVersion = env.required('OPERATOR_VERSION', 'the semver of this operator build, e.g. 1.0.0');
@@ -124,7 +141,7 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     operatorVersion,
     nats,
     networkPolicy: readNetworkPolicy(env, nats, leaseNamespace),
-    chartBasePath: env.string('CHART_BASE_PATH', bundled('/charts', 'charts')),
+    chartBasePath: chartBasePathOf(env),
     seedsBasePath: env.string('SEEDS_BASE_PATH', bundled('/seeds', 'seeds')),
     imagesFile: env.string('IMAGES_FILE', bundled('/etc/eva-operator/images.txt', 'images.txt')),
     helmBinary: env.string('HELM_BINARY', 'helm'),

@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   cli -> operator -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> bundle -> tenancy -> (errors, log, versions, ...) -> api
+ *   cli -> (operator | preflight) -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> bundle -> tenancy -> (errors, log, versions, ...) -> api
  * and no two files import each other, directly or round about, inside a folder either (no import
  * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
@@ -31,6 +31,8 @@ const LAYER: Readonly<Record<string, number>> = {
   controller: 6,
   'operator.ts': 7,
   'nats-bootstrap.ts': 7,
+  // A command beside the operator: reads the cluster and NATS through the adapters, with the operator's settings.
+  preflight: 7,
   'cli.ts': 8,
 };
 

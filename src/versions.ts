@@ -18,3 +18,14 @@ export function compareVersions(a: string, b: string): number {
   if (va !== vb) return va ? 1 : -1;
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/**
+ * Whether a Kubernetes version (`v1.36.4`, `v1.31.2-eks-7f9249a`, `v1.30.1+k3s1`) satisfies a range as
+ * Chart.yaml's kubeVersion writes it (`>=1.30.0-0`: the `-0` lets vendor suffixes, which read as
+ * pre-releases, match, as helm's check does); undefined when the version is not readable.
+ */
+export function kubeVersionSatisfies(gitVersion: string, range: string): boolean | undefined {
+  const version = semver.valid(gitVersion.replace(/^v/, ''));
+  if (version === null) return undefined;
+  return semver.satisfies(version, range, { includePrerelease: true });
+}

@@ -28,6 +28,8 @@ import {
   ServerConfiguration,
   setHeaderMiddleware,
   setHeaderOptions,
+  type V1APIResource,
+  VersionApi,
 } from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { TokenBucket } from 'limiter';
@@ -144,6 +146,21 @@ export function httpStatusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** A failed request in one line: the status code and the API server's own message, without the headers client-node's message carries. */
+export function describeApiError(err: unknown): string {
+  if (!(err instanceof ApiException)) return err instanceof Error ? err.message : String(err);
+  const body: unknown = err.body;
+  let message: unknown = typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : undefined;
+  if (typeof body === 'string') {
+    try {
+      message = (JSON.parse(body) as { message?: unknown } | null)?.message;
+    } catch {
+      message = body.slice(0, 200);
+    }
+  }
+  return `the API server answered ${String(err.code)}${typeof message === 'string' && message !== '' ? `: ${message}` : ''}`;
+}
+
 export const isNotFound = (err: unknown): boolean => httpStatusOf(err) === 404;
 export const isConflict = (err: unknown): boolean => httpStatusOf(err) === 409;
 
@@ -176,6 +193,18 @@ export type JsonPatchOperation =
 
 export type EventType = 'Normal' | 'Warning';
 
+/**
+ * Whether the API server serves a kind, by client-node's own discovery (cached per group version), which
+ * KubernetesObjectApi keeps protected. A generated group client (AdmissionregistrationV1Api) would do
+ * too, but adds about 0.8 MB to the operator's bundle for one read.
+ */
+export class Discovery extends KubernetesObjectApi {
+  /** The resource that serves `kind` in `apiVersion`; undefined when none does (or the group version is not served). */
+  served(apiVersion: string, kind: string): Promise<V1APIResource | undefined> {
+    return readOptional(() => this.resource(apiVersion, kind));
+  }
+}
+
 export class Kube {
   readonly core: CoreV1Api;
   readonly apps: AppsV1Api;
@@ -184,6 +213,9 @@ export class Kube {
   readonly coordination: CoordinationV1Api;
   readonly apiextensions: ApiextensionsV1Api;
   readonly objects: KubernetesObjectApi;
+  /** The API server's version and discovery: read by `eva-operator preflight`. */
+  readonly version: VersionApi;
+  readonly discovery: Discovery;
 
   readonly config: KubeConfig;
   /** Events' reportingInstance: the replica (pod name), so two replicas' events can be told apart. */
@@ -199,6 +231,8 @@ export class Kube {
     this.coordination = config.makeApiClient(CoordinationV1Api);
     this.apiextensions = config.makeApiClient(ApiextensionsV1Api);
     this.objects = KubernetesObjectApi.makeApiClient(config);
+    this.version = config.makeApiClient(VersionApi);
+    this.discovery = config.makeApiClient(Discovery);
   }
 
   /** Server-side apply: idempotent, and only the fields this operator owns are touched. */

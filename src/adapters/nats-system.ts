@@ -32,6 +32,39 @@ function checked(text: string, what: string): void {
   throw new DependencyError(Reason.AccountRejected, `NATS refused ${what}: ${description} (code ${String(code)})`);
 }
 
+/** What one server says of itself ($SYS.REQ.SERVER.PING.VARZ), the parts the preflight reads. */
+export interface ServerVarz {
+  readonly version: string;
+  /** The names of the operators it trusts: none means it is not in operator mode. */
+  readonly trustedOperators: readonly string[];
+  readonly systemAccount: string | undefined;
+  /** JetStream's storage limit in bytes; undefined when JetStream is off. */
+  readonly jetStreamMaxStorage: number | undefined;
+}
+
+interface RawVarz {
+  readonly version?: unknown;
+  readonly system_account?: unknown;
+  readonly trusted_operators_claim?: unknown;
+  readonly jetstream?: { readonly config?: { readonly max_storage?: unknown } };
+}
+
+function parseVarz(text: string): ServerVarz {
+  const data = (parseResponse(text, 'the server information request') as { data?: RawVarz }).data;
+  if (typeof data !== 'object') throw new DependencyError(Reason.NatsUnavailable, 'NATS gave no server information');
+  const claims = Array.isArray(data.trusted_operators_claim) ? (data.trusted_operators_claim as unknown[]) : [];
+  const maxStorage = data.jetstream?.config?.max_storage;
+  return {
+    version: typeof data.version === 'string' ? data.version : 'unknown',
+    trustedOperators: claims.map((claim) => {
+      const name = (claim as { name?: unknown } | null)?.name;
+      return typeof name === 'string' ? name : '?';
+    }),
+    systemAccount: typeof data.system_account === 'string' ? data.system_account : undefined,
+    jetStreamMaxStorage: typeof maxStorage === 'number' ? maxStorage : undefined,
+  };
+}
+
 export class NatsSystem {
   private readonly client: NatsClient;
 
@@ -67,6 +100,11 @@ export class NatsSystem {
   async deleteAccounts(accounts: readonly string[], deletion: string): Promise<void> {
     const answer = await this.client.run((s) => s.request('$SYS.REQ.CLAIMS.DELETE', deletion));
     checked(answer, `the deletion of account ${accounts.join(', ')}`);
+  }
+
+  /** What the first server to answer says of itself: operator mode, JetStream. */
+  async varz(): Promise<ServerVarz> {
+    return parseVarz(await this.client.run((s) => s.request('$SYS.REQ.SERVER.PING.VARZ', '')));
   }
 
   /** Any answer proves the system user is accepted. */

@@ -72,13 +72,24 @@ export class EnvReader {
   /** A file that must exist and pass `check` (which throws with a reason); only its path is kept. */
   file(name: string, hint: string, check: (content: string) => void): string {
     const path = this.required(name, hint);
-    if (path === '') return path;
+    if (path !== '') this.checkFile(name, path, check);
+    return path;
+  }
+
+  /** As file(), for a file that may be left unset (undefined then). */
+  optionalFile(name: string, check: (content: string) => void): string | undefined {
+    const path = this.optional(name);
+    if (path !== undefined) this.checkFile(name, path, check);
+    return path;
+  }
+
+  private checkFile(name: string, path: string, check: (content: string) => void): void {
     let content: string;
     try {
       content = readFileSync(path, 'utf8');
     } catch (err) {
       this.problems.push(`${name}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-      return path;
+      return;
     }
     try {
       check(content);
@@ -86,6 +97,5 @@ export class EnvReader {
       // The reason names the kind of key, never the content.
       this.problems.push(`${name}: ${path} ${err instanceof Error ? err.message : 'is not valid'}`);
     }
-    return path;
   }
 }

@@ -27,13 +27,20 @@ function natsPort(url: string): number {
   return port === undefined ? 4222 : Number(port);
 }
 
+/** Whether tenant namespaces get the NetworkPolicy, and which namespaces its ingress exception lets in. */
+export function readIngressException(env: EnvReader): Pick<NetworkPolicySettings, 'enabled' | 'ingressNamespaces'> {
+  return {
+    enabled: env.optional('NETWORK_POLICY') === undefined ? true : env.boolean('NETWORK_POLICY'),
+    ingressNamespaces: env.labels('NETWORK_POLICY_INGRESS_NAMESPACES', 'kubernetes.io/metadata.name=ingress-nginx'),
+  };
+}
+
 export function readNetworkPolicy(env: EnvReader, nats: NatsSettings, operatorNamespace: string): NetworkPolicySettings {
   const cidr = env.optional('NETWORK_POLICY_NATS_CIDR');
   if (cidr !== undefined && !isCidr(cidr)) env.problems.push(`NETWORK_POLICY_NATS_CIDR must be an address range like 10.0.0.5/32, got "${cidr}"`);
   const port = natsPort(nats.moduleUrl);
   return {
-    enabled: env.optional('NETWORK_POLICY') === undefined ? true : env.boolean('NETWORK_POLICY'),
-    ingressNamespaces: env.labels('NETWORK_POLICY_INGRESS_NAMESPACES', 'kubernetes.io/metadata.name=ingress-nginx'),
+    ...readIngressException(env),
     nats:
       cidr !== undefined
         ? { cidr, port }

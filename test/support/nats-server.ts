@@ -1,5 +1,6 @@
 /**
- * A throwaway nats-server for tests, always in operator mode as everywhere else in this project: keys
+ * A throwaway nats-server for tests, in operator mode as everywhere else in this project (operatorMode:
+ * false only for negative controls, e.g. the preflight telling a plain server apart): keys
  * from `eva-operator nats-bootstrap` (the real command's code), a full account resolver, JetStream,
  * the pinned binary on 127.0.0.1 with free ports, storage in a temporary folder. restart() keeps the
  * ports and keys (clients reconnect to the same URL); restart({ wipe: true }) also deletes JetStream
@@ -16,6 +17,8 @@ import { tool } from './tools.ts';
 export interface NatsServerOptions {
   /** JetStream file storage limit, e.g. '100MB' (default: 75% of the free disk). */
   readonly maxFileStore?: string;
+  /** false: a server without operator, system account or resolver (anyone connects), for tests that must tell it apart. */
+  readonly operatorMode?: boolean;
 }
 
 /** The operator's two NATS files, as the operator pod gets them from its Secret. */
@@ -96,8 +99,9 @@ function serverConfig(root: string, port: number, monitorPort: number, options: 
   return [
     `listen: 127.0.0.1:${port}`,
     `http: 127.0.0.1:${monitorPort}`,
-    `include ./auth/nats-auth.conf`,
-    `resolver { type: full, dir: "${join(root, 'resolver')}", allow_delete: true, interval: "2m" }`,
+    ...(options.operatorMode === false
+      ? []
+      : ['include ./auth/nats-auth.conf', `resolver { type: full, dir: "${join(root, 'resolver')}", allow_delete: true, interval: "2m" }`]),
     `jetstream { store_dir: "${join(root, 'jetstream')}"${options.maxFileStore !== undefined ? `, max_file_store: ${options.maxFileStore}` : ''} }`,
     '',
   ].join('\n');

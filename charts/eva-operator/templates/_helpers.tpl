@@ -153,6 +153,109 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
+{{/*
+The operator's environment, one list for the two pods that run with it: the Deployment's container and
+the `helm test` preflight pod (templates/tests/preflight.yaml), so the preflight checks exactly the
+settings the operator uses.
+*/}}
+{{- define "eva-operator.env" -}}
+{{- $version := include "eva-operator.version" . -}}
+{{- $natsUrl := include "eva-operator.natsUrl" . -}}
+- name: OPERATOR_VERSION
+  value: {{ $version | quote }}
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: NATS_URL
+  value: {{ $natsUrl | quote }}
+{{- with .Values.nats.moduleUrl }}
+- name: MODULE_NATS_URL
+  value: {{ . | quote }}
+{{- end }}
+# The system user and the operator signing key: files of a mounted Secret, never values.
+- name: NATS_SYSTEM_CREDS_FILE
+  value: /etc/eva-operator/nats/system.creds
+- name: NATS_OPERATOR_SIGNING_KEY_FILE
+  value: /etc/eva-operator/nats/operator-signing-key.nk
+{{ include "eva-operator.networkPolicyEnv" . }}
+# Secret values files for helm: a tmpfs (the Deployment's volume helm-secrets); the operator refuses anything else.
+- name: HELM_SECRETS_DIR
+  value: /run/helm-secrets
+# The root filesystem is read-only: helm's folders, HOME (kube discovery cache) and TMPDIR are emptyDirs.
+- name: HELM_CACHE_HOME
+  value: /var/lib/helm/cache
+- name: HELM_CONFIG_HOME
+  value: /var/lib/helm/config
+- name: HELM_DATA_HOME
+  value: /var/lib/helm/data
+- name: HOME
+  value: /tmp
+- name: TMPDIR
+  value: /tmp
+- name: EVA_BASE_DOMAIN
+  value: {{ .Values.baseDomain | quote }}
+{{- with .Values.ingressClass }}
+- name: INGRESS_CLASS
+  value: {{ . | quote }}
+{{- end }}
+- name: INGRESS_READY_ON_CREATE
+  value: {{ .Values.ingressReadyOnCreate | toString | quote }}
+{{- with .Values.ingressTls.clusterIssuer }}
+- name: INGRESS_TLS_ISSUER
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.ingressTls.secret }}
+- name: INGRESS_TLS_SECRET
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.ingressAnnotations }}
+- name: INGRESS_ANNOTATIONS
+  value: {{ toJson . | quote }}
+{{- end }}
+{{- with .Values.moduleOtelEndpoint }}
+- name: MODULE_OTEL_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- if include "eva-operator.imagesConfigMap" . }}
+- name: IMAGES_FILE
+  value: /etc/eva-operator/images/images.txt
+{{- end }}
+{{- with .Values.airGapRegistry }}
+- name: AIRGAP_REGISTRY
+  value: {{ . | quote }}
+{{- end }}
+- name: METRICS_PORT
+  value: {{ .Values.metrics.port | int | toString | quote }}
+- name: METRICS_BIND_ADDRESS
+  value: "0.0.0.0"
+- name: RECONCILE_CONCURRENCY
+  value: {{ .Values.concurrency | int | toString | quote }}
+- name: HELM_CONCURRENCY
+  value: {{ .Values.helmConcurrency | int | toString | quote }}
+- name: DRIFT_INTERVAL_SECONDS
+  value: {{ .Values.driftIntervalSeconds | int | toString | quote }}
+- name: KUBE_API_QPS
+  value: {{ .Values.kubeApi.qps | int | toString | quote }}
+- name: KUBE_API_BURST
+  value: {{ .Values.kubeApi.burst | int | toString | quote }}
+- name: MAX_WAVE
+  value: {{ .Values.maxWave | int | toString | quote }}
+{{- with .Values.shard }}
+- name: SHARD
+  value: {{ . | quote }}
+{{- end }}
+- name: LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
 {{/* NETWORK_POLICY_* from networkPolicy.*; NATS is the quick-start server's pods unless told otherwise. */}}
 {{- define "eva-operator.networkPolicyEnv" -}}
 {{- $np := .Values.networkPolicy -}}

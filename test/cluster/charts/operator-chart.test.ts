@@ -112,6 +112,7 @@ interface Kinds {
   ServiceMonitor: ServiceMonitor;
   ConfigMap: KubeObject & { data: Record<string, string> };
   NetworkPolicy: KubeObject & { spec: { ingress: unknown[] } };
+  Pod: KubeObject & { spec: PodTemplate['spec'] & { restartPolicy?: string } };
 }
 
 /** The one object of this kind (and name); what helm rendered, read through the structural types above. */
@@ -151,14 +152,18 @@ function expectRestricted(container: Container): void {
   expect(container.resources?.limits, container.name).toBeDefined();
 }
 
-function expectRestrictedPod(workload: Workload): void {
-  expect(workload.spec.template.spec.securityContext).toMatchObject({
+function expectRestrictedPodSpec(spec: PodTemplate['spec']): void {
+  expect(spec.securityContext).toMatchObject({
     runAsNonRoot: true,
     runAsUser: 65532,
     seccompProfile: { type: 'RuntimeDefault' },
   });
-  for (const container of workload.spec.template.spec.containers) expectRestricted(container);
+  for (const container of spec.containers) expectRestricted(container);
 }
+
+const expectRestrictedPod = (workload: Workload): void => {
+  expectRestrictedPodSpec(workload.spec.template.spec);
+};
 
 beforeAll(() => {
   // Builds the pinned binaries on a cold cache; later calls are instant.
@@ -235,6 +240,7 @@ describe('helm template: defaults', () => {
         `ConfigMap/${FULLNAME}-dashboard`,
         `ClusterRoleBinding/${FULLNAME}`,
         `Deployment/${FULLNAME}`,
+        `Pod/${FULLNAME}-preflight`,
         `Role/${FULLNAME}-events`,
         `Role/${FULLNAME}-leader-election`,
         `RoleBinding/${FULLNAME}-events`,
@@ -513,6 +519,62 @@ describe('helm template: metrics.serviceMonitor.enabled', () => {
   });
 });
 
+describe('helm test: the preflight pod (templates/tests/preflight.yaml)', () => {
+  const withSettings = ['--set', `nats.url=${NATS_URL}`, '--set', 'ingressClass=eva-lb', '--set', 'ingressTls.clusterIssuer=letsencrypt', '--set', 'networkPolicy.ingressNamespaces=team=ingress', '--set-json', 'extraEnv=[{"name":"EXTRA","value":"1"}]', '--set', `image.digest=${DIGEST}`];
+  const preflightPod = (objects: readonly KubeObject[]): Kinds['Pod'] => only(objects, 'Pod', `${FULLNAME}-preflight`);
+  const preflightContainer = (objects: readonly KubeObject[]): Container => {
+    const container = preflightPod(objects).spec.containers[0];
+    if (!container) throw new Error('the preflight pod has no container');
+    return container;
+  };
+
+  it('is a test hook, kept until the next run, that runs `eva-operator preflight` in the operator image as its ServiceAccount', async () => {
+    const objects = await render(withSettings);
+    const pod = preflightPod(objects);
+    expect(pod.metadata.annotations).toEqual({ 'helm.sh/hook': 'test', 'helm.sh/hook-delete-policy': 'before-hook-creation' });
+    expect(pod.spec.restartPolicy).toBe('Never');
+    expect(pod.spec.serviceAccountName).toBe(deploymentOf(objects).spec.template.spec.serviceAccountName);
+    expect(pod.spec.containers).toHaveLength(1);
+    expect(preflightContainer(objects).image).toBe(operatorContainer(objects).image);
+    expect(preflightContainer(objects).image).toBe(`ghcr.io/aidonow/eva-operator@${DIGEST}`);
+    expect(preflightContainer(objects).args).toEqual(['preflight']);
+  });
+
+  it("has exactly the operator's environment (one list in _helpers.tpl), so it checks the settings the operator uses", async () => {
+    for (const args of [withSettings, ['--set', `nats.url=${NATS_URL}`, '--set', 'ingressTls.secret=eva-system/wildcard', '--set', 'networkPolicy.enabled=false']]) {
+      const objects = await render(args);
+      expect(preflightContainer(objects).env).toEqual(operatorContainer(objects).env);
+    }
+    const env = envOf(preflightContainer(await render(withSettings)));
+    expect(env.get('INGRESS_CLASS')?.value).toBe('eva-lb');
+    expect(env.get('INGRESS_TLS_ISSUER')?.value).toBe('letsencrypt');
+    expect(env.get('NETWORK_POLICY_INGRESS_NAMESPACES')?.value).toBe('team=ingress');
+    expect(env.get('EXTRA')?.value).toBe('1');
+    const deployment = readFileSync(join(chartDir, 'templates/deployment.yaml'), 'utf8');
+    expect(deployment).toContain('{{- include "eva-operator.env" . | nindent 12 }}');
+    expect(deployment).not.toContain('- name: NATS_URL');
+  });
+
+  it("mounts the operator's NATS Secret the same way (0400, read-only), never as env", async () => {
+    const objects = await render(['--set', `nats.url=${NATS_URL}`, '--set', 'nats.auth.existingSecret=nats-credentials']);
+    const pod = preflightPod(objects);
+    expect(pod.spec.volumes?.find((v) => v.name === 'nats-auth')?.secret).toEqual({ secretName: 'nats-credentials', defaultMode: 0o400 });
+    expect(preflightContainer(objects).volumeMounts).toContainEqual({ name: 'nats-auth', mountPath: '/etc/eva-operator/nats', readOnly: true });
+    expect(envValue(preflightContainer(objects), 'NATS_SYSTEM_CREDS_FILE')).toBe('/etc/eva-operator/nats/system.creds');
+    expect([...envOf(preflightContainer(objects)).values()].filter((e) => e.valueFrom?.secretKeyRef)).toEqual([]);
+  });
+
+  it('runs Pod Security restricted with a read-only root filesystem, requests and limits', async () => {
+    expectRestrictedPodSpec(preflightPod(await render()).spec);
+  });
+
+  it('the ClusterRole reads the configured ClusterIssuer only, and only when one is configured', async () => {
+    const issuerRules = (objects: KubeObject[]): Rule[] => only(objects, 'ClusterRole', FULLNAME).rules.filter((r) => r.resources.includes('clusterissuers'));
+    expect(issuerRules(await render())).toEqual([]);
+    expect(issuerRules(await render(withSettings))).toEqual([{ apiGroups: ['cert-manager.io'], resources: ['clusterissuers'], resourceNames: ['letsencrypt'], verbs: ['get'] }]);
+  });
+});
+
 describe('RBAC', () => {
   /** The roles of who writes EvaTenants (templates/tenant-roles.yaml), bound by the installer, not to the operator. */
   const TENANT_ROLES: readonly string[] = [`${FULLNAME}-tenant-portal`, `${FULLNAME}-platform-admin`];
@@ -561,6 +623,8 @@ describe('RBAC', () => {
         'core/services create,delete,get,patch',
         'apps/deployments create,delete,get,list,patch,watch',
         'core/pods list',
+        // The `helm test` preflight's one read the operator lacks (templates/tests/preflight.yaml).
+        'networking.k8s.io/ingressclasses list',
         'apiextensions.k8s.io/customresourcedefinitions get [prometheusrules.monitoring.coreos.com]',
         'monitoring.coreos.com/prometheusrules create,delete,get,patch',
       ].sort(),

@@ -43,6 +43,9 @@ const COVERAGE: Record<string, string> = {
   'kubectl delete evt --all --wait=true --timeout=10m': 'e2e/release.test.ts, the three uninstall blocks as written, after an install from the released chart; nothing named eva is left',
   'kubectl get evt': 'e2e/release.test.ts (uninstall, as written)',
   'kubectl delete validatingadmissionpolicy,validatingadmissionpolicybinding eva-tenant-deletion-protection eva-tenant-values eva-tenant-platform-controls': 'e2e/release.test.ts (uninstall, as written)',
+  'node src/cli.ts preflight --nats-url nats://nats.example.com:4222 --nats-creds nats-keys/system.creds \\':
+    'test/cluster/preflight/preflight.test.ts runs the same command with the same flags (and --output json), given the test plane\'s NATS, IngressClass, ingress namespace and TLS Secret instead of these example names (passing, and failing on each one)',
+  'helm test eva -n eva-system --logs': 'e2e/release.test.ts, as written, after each install from the released chart on the real node (every check passes there)',
   'npm run --silent typecheck': 'scripts/test.sh runs the same commands over the whole tree (typecheck, lint, every vitest project), as CI does',
 };
 
