@@ -16,6 +16,8 @@
 #                                   kube-scheduler, kwok-controller, nats-server); the fault test uses it
 #   scripts/dev-cluster.sh up|down|env|status --real-node   a real node instead (scripts/lib/real-node.sh)
 # EVA_DEV_CLUSTER_AUDIT_POLICY at `up`: another audit policy (bench/peers.ts records reads as well).
+# EVA_CONTROL_PLANE at `up`: oldest-control-plane runs the oldest Kubernetes the chart accepts
+# (KUBERNETES_OLDEST_VERSION; scripts/test.sh's compatibility stage), remembered like the NATS ports.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +33,13 @@ else
   nats_port="${EVA_NATS_PORT:-14222}"
   nats_monitor_port="${EVA_NATS_MONITOR_PORT:-18222}"
 fi
+set_file="$state/control-plane-set"
+if [[ -f "$set_file" && -z "${EVA_CONTROL_PLANE:-}" ]]; then
+  read -r control_plane_set <"$set_file"
+else
+  control_plane_set="${EVA_CONTROL_PLANE:-control-plane}"
+fi
+case "$control_plane_set" in control-plane | oldest-control-plane) ;; *) echo "EVA_CONTROL_PLANE must be control-plane or oldest-control-plane, got \"$control_plane_set\"" >&2; exit 2 ;; esac
 kubeconfig="$state/kubeconfig"
 service_range=10.96.0.0/16
 # A real node (containerd, kubelet, ...) is scripts/lib/real-node.sh's: `--real-node`, or its state folder.
@@ -42,7 +51,7 @@ source "$root/scripts/lib/eva-cli.sh"
 log() { printf '[dev-cluster %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-bin_dir() { "$root/scripts/lib/build-components.sh"; }
+bin_dir() { "$root/scripts/lib/build-components.sh" "$control_plane_set"; }
 
 kube() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
@@ -174,6 +183,7 @@ cmd_up() {
   local started=$SECONDS
   bin=$(bin_dir)
   echo "$nats_port $nats_monitor_port" >"$ports_file"
+  echo "$control_plane_set" >"$set_file"
   ensure_cluster
   ensure_cluster_objects
   ensure_nats

@@ -28,6 +28,7 @@ replace (
   k8s.io/kube-scheduler => k8s.io/kube-scheduler v${STAGING_VERSION}
   k8s.io/kubectl => k8s.io/kubectl v${STAGING_VERSION}
   k8s.io/kubelet => k8s.io/kubelet v${STAGING_VERSION}
+  k8s.io/legacy-cloud-providers => k8s.io/legacy-cloud-providers v${STAGING_VERSION}
   k8s.io/metrics => k8s.io/metrics v${STAGING_VERSION}
   k8s.io/mount-utils => k8s.io/mount-utils v${STAGING_VERSION}
   k8s.io/pod-security-admission => k8s.io/pod-security-admission v${STAGING_VERSION}

@@ -16,8 +16,8 @@
 # rebuild the other. A half-finished build never looks finished: everything is built into a
 # temporary folder that is renamed at the end.
 #
-# Usage: build-components.sh [control-plane|node|dataplane|flux]   -> prints the set's folder (builds it first if needed)
-#        build-components.sh --key [control-plane|node|dataplane|flux]   -> prints the folder without building
+# Usage: build-components.sh [control-plane|oldest-control-plane|node|dataplane|flux]   -> prints the set's folder (builds it first if needed)
+#        build-components.sh --key [control-plane|oldest-control-plane|node|dataplane|flux]   -> prints the folder without building
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -41,6 +41,11 @@ case "$set_name" in
   control-plane)
     key_vars=(GO_TOOLCHAIN KUBERNETES_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION NATS_SERVER_VERSION)
     build_recipe=1 prefix=bin lock=build.lock ;;
+  oldest-control-plane)
+    # The oldest Kubernetes the chart accepts (its kubeVersion floor): the same set, with the API
+    # server, controller-manager, scheduler and kubectl of KUBERNETES_OLDEST_VERSION.
+    key_vars=(GO_TOOLCHAIN KUBERNETES_OLDEST_VERSION ETCD_VERSION KWOK_VERSION HELM_VERSION NATS_SERVER_VERSION)
+    build_recipe=1 prefix=bin-oldest lock=build-oldest.lock ;;
   node)
     key_vars=(GO_TOOLCHAIN KUBERNETES_VERSION CONTAINERD_VERSION)
     build_recipe=1 prefix=node lock=node-build.lock ;;
@@ -50,7 +55,7 @@ case "$set_name" in
   flux)
     key_vars=(GO_TOOLCHAIN FLUX_SOURCE_CONTROLLER_VERSION FLUX_HELM_CONTROLLER_VERSION FLUX_PKG_ARTIFACT_VERSION)
     build_recipe=1 prefix=flux lock=flux-build.lock ;;
-  *) echo "usage: $0 [--key] [control-plane|node|dataplane|flux]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--key] [control-plane|oldest-control-plane|node|dataplane|flux]" >&2; exit 2 ;;
 esac
 key_input() {
   local v
@@ -83,8 +88,9 @@ out="$work/bin"
 mkdir -p "$out"
 started=$(date +%s)
 
-build_kubernetes() { # <cmd...>: k8s.io/kubernetes/cmd/<cmd> for each
-  local k="$KUBERNETES_VERSION" cmd
+build_kubernetes() { # <version> <cmd...>: k8s.io/kubernetes/cmd/<cmd> for each
+  local k=$1 cmd
+  shift
   local minor; minor=$(cut -d. -f2 <<<"$k")
   local dir="$work/kubernetes"
   mkdir -p "$dir"
@@ -186,15 +192,20 @@ build_flux_controller() { # <name> <version> [go mod edit flags...]
 
 case "$set_name" in
   control-plane)
-    build_kubernetes kube-apiserver kube-controller-manager kube-scheduler kubectl
+    build_kubernetes "$KUBERNETES_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubectl
     build_etcd
     go_install "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION"
     go_install "sigs.k8s.io/kwok/cmd/kwokctl@v$KWOK_VERSION" kwokctl "-X sigs.k8s.io/kwok/pkg/consts.Version=v$KWOK_VERSION"
     go_install "helm.sh/helm/v4/cmd/helm@v$HELM_VERSION" helm "-X helm.sh/helm/v4/internal/version.version=v$HELM_VERSION"
     go_install "github.com/nats-io/nats-server/v2@v$NATS_SERVER_VERSION" nats-server
     copy_kwok_default_stages ;;
+  oldest-control-plane)
+    build_kubernetes "$KUBERNETES_OLDEST_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubectl
+    # Everything else is the control plane's own (hard links: one copy on disk).
+    newest=$("$0" control-plane)
+    for f in etcd kwok kwokctl helm nats-server kwok-stages; do cp -al "$newest/$f" "$out/$f"; done ;;
   node)
-    build_kubernetes kubelet kube-proxy
+    build_kubernetes "$KUBERNETES_VERSION" kubelet kube-proxy
     build_containerd
     build_pause ;;
   dataplane)

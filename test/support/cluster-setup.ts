@@ -8,6 +8,10 @@
  * the test plane of another checkout on the same machine. The test plane is
  * kept between runs (a warm `up` takes seconds), and recreated when scripts/dev-cluster.sh would make it
  * differently; `EVA_DEV_CLUSTER_DIR=<dir> scripts/dev-cluster.sh down` removes it.
+ *
+ * With EVA_CONTROL_PLANE=oldest-control-plane (scripts/test.sh's compatibility stage) the plane runs
+ * the oldest Kubernetes the chart accepts, in a folder and on NATS ports of its own, and is removed
+ * when the run ends: it is brought up for that one stage only.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -25,11 +29,18 @@ const script = join(repoRoot, 'scripts/dev-cluster.sh');
 export const checkout = createHash('sha256').update(repoRoot).digest('hex').slice(0, 8);
 export const portOffset = Number.parseInt(checkout.slice(0, 4), 16) % 1000;
 
+/** The oldest Kubernetes the chart accepts, for the compatibility stage; else the pinned newest. */
+const oldest = process.env['EVA_CONTROL_PLANE'] === 'oldest-control-plane';
+const planeName = oldest ? `test-cluster-oldest-${checkout}` : `test-cluster-${checkout}`;
+/** The oldest plane's NATS ports: 26222-27221 and 30222-31221, clear of the newest's. */
+const portBase = oldest ? 2000 : 0;
+
 /** Where the suite's control plane lives, and its NATS ports. */
 export const TEST_CLUSTER = {
-  EVA_DEV_CLUSTER_DIR: process.env['EVA_TEST_CLUSTER_DIR'] ?? join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/test-cluster-${checkout}`),
-  EVA_NATS_PORT: process.env['EVA_TEST_NATS_PORT'] ?? String(24222 + portOffset),
-  EVA_NATS_MONITOR_PORT: process.env['EVA_TEST_NATS_MONITOR_PORT'] ?? String(28222 + portOffset),
+  EVA_DEV_CLUSTER_DIR: process.env['EVA_TEST_CLUSTER_DIR'] ?? join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/${planeName}`),
+  EVA_NATS_PORT: process.env['EVA_TEST_NATS_PORT'] ?? String(24222 + portBase + portOffset),
+  EVA_NATS_MONITOR_PORT: process.env['EVA_TEST_NATS_MONITOR_PORT'] ?? String(28222 + portBase + portOffset),
+  EVA_CONTROL_PLANE: oldest ? 'oldest-control-plane' : 'control-plane',
   // Throwaway: a plane made by an older scripts/dev-cluster.sh (other flags, node size) is recreated.
   EVA_DEV_CLUSTER_RECREATE: 'changed',
 } as const;
@@ -63,7 +74,8 @@ export function removeCluster(dir: string): void {
   execFileSync('bash', [script, 'down'], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, EVA_DEV_CLUSTER_DIR: dir } });
 }
 
-export default function setup(): void {
-  console.info(`[cluster-setup] the suite's control plane: ${TEST_CLUSTER.EVA_DEV_CLUSTER_DIR} (NATS ${TEST_CLUSTER.EVA_NATS_PORT}/${TEST_CLUSTER.EVA_NATS_MONITOR_PORT})`);
+export default function setup(): (() => void) | undefined {
+  console.info(`[cluster-setup] the suite's control plane: ${TEST_CLUSTER.EVA_DEV_CLUSTER_DIR} (NATS ${TEST_CLUSTER.EVA_NATS_PORT}/${TEST_CLUSTER.EVA_NATS_MONITOR_PORT}, ${TEST_CLUSTER.EVA_CONTROL_PLANE})`);
   useCluster(TEST_CLUSTER);
+  return oldest ? () => { removeCluster(TEST_CLUSTER.EVA_DEV_CLUSTER_DIR); } : undefined;
 }

@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { closingLine, tallyFile, tallyRun } from './summary-reporter.ts';
+import { carriedTally, closingLine, tallyFile, tallyRun } from './summary-reporter.ts';
 
 describe('tallyFile', () => {
   it('counts a green file as it is', () => {
@@ -24,6 +26,22 @@ describe('tallyRun', () => {
   });
   it('reads a passed run as it is (positive control)', () => {
     expect(tallyRun([{ passed: 3, failed: 0, skipped: 0 }], 0, false)).toEqual({ passed: 3, failed: 0, skipped: 0 });
+  });
+});
+
+describe('carriedTally (two runs of one test command)', () => {
+  it('adds the earlier run, so a failure in the first is in the last closing line', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'eva-tally-'));
+    try {
+      const file = join(dir, 'tally.json');
+      expect(carriedTally(file, { passed: 5, failed: 1, skipped: 0 })).toEqual({ passed: 5, failed: 1, skipped: 0 });
+      expect(carriedTally(file, { passed: 10, failed: 0, skipped: 0 })).toEqual({ passed: 15, failed: 1, skipped: 0 });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  it('is the run itself without a file (the control)', () => {
+    expect(carriedTally(undefined, { passed: 2, failed: 0, skipped: 0 })).toEqual({ passed: 2, failed: 0, skipped: 0 });
   });
 });
 

@@ -5,7 +5,12 @@
  * error) counts its tests that did not pass as failed (at least one), and so does every error
  * outside a test and a failed global setup, and every problem an end-of-run check reports
  * (run-checks.ts), printed just above it.
+ *
+ * scripts/test.sh runs vitest twice (the compatibility stage on the oldest Kubernetes, then the whole
+ * suite): with EVA_TEST_TALLY_FILE set, each run adds the tally that file holds to its own, writes the
+ * sum back, and closes with it, so the last closing line counts both runs.
  */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Reporter, SerializedError, TestModule } from 'vitest/node';
 import { runChecks } from './run-checks.ts';
 
@@ -36,6 +41,15 @@ export function tallyRun(files: readonly Tally[], unhandledErrors: number, runFa
   return total;
 }
 
+/** The tally of earlier runs in the file (absent: none), plus this one, written back. */
+export function carriedTally(file: string | undefined, run: Tally): Tally {
+  if (file === undefined || file === '') return run;
+  const earlier = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8') || '{"passed":0,"failed":0,"skipped":0}') as Tally) : { passed: 0, failed: 0, skipped: 0 };
+  const sum = { passed: earlier.passed + run.passed, failed: earlier.failed + run.failed, skipped: earlier.skipped + run.skipped };
+  writeFileSync(file, JSON.stringify(sum));
+  return sum;
+}
+
 export const closingLine = (t: Tally): string => `tests: ${String(t.passed)} passed, ${String(t.failed)} failed, ${String(t.skipped)} skipped`;
 
 export default class SummaryReporter implements Reporter {
@@ -53,7 +67,9 @@ export default class SummaryReporter implements Reporter {
     // End-of-run checks of the global setups (run-checks.ts): each problem is a failure of the run.
     const problems = runChecks();
     for (const problem of problems) process.stdout.write(`\nend-of-run check failed: ${problem}\n`);
-    const total = tallyRun(files, unhandledErrors.length + problems.length, reason !== 'passed');
+    const run = tallyRun(files, unhandledErrors.length + problems.length, reason !== 'passed');
+    const total = carriedTally(process.env['EVA_TEST_TALLY_FILE'], run);
+    if (total !== run) process.stdout.write(`\nthis run: ${closingLine(run)}; with the earlier runs of this test command:\n`);
     process.stdout.write(`\n${closingLine(total)}\n`);
   }
 }
