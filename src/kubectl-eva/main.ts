@@ -45,11 +45,13 @@ const program = new Command('kubectl eva')
 
 const clusterOf = (command: Command): Cluster => new Cluster(command.optsWithGlobals<ConnectOptions>());
 
+const pinned = ({ operatorVersion }: { operatorVersion?: string }): Pick<RestoreRequest, 'operatorVersion'> => (operatorVersion === undefined ? {} : { operatorVersion });
 const code = (raw: string): string => {
   if (!isCapsuleCode(raw)) throw new InvalidArgumentError('six uppercase letters, e.g. ACMECO');
   return raw;
 };
 const tierOption = (): Option => new Option('--tier <tier>', 'the tier of the restored tenant').choices(TIERS).default('Starter');
+const pinOption = (): Option => new Option('--operator-version <semver>', 'pin the restored tenant to this operator version (spec.operatorVersion), as tenants are pinned in a blue/green upgrade');
 
 program
   .command('status')
@@ -85,10 +87,11 @@ program
   .requiredOption('--code <CODE>', 'the capsule code the data was retained under', code)
   .requiredOption('--from-uid <uid>', 'the uid of the deleted EvaTenant (kubectl eva retained)')
   .addOption(tierOption())
+  .addOption(pinOption())
   .action(
-    guarded(async (name: string, options: { code: string; fromUid: string; tier: RestoreRequest['tier'] }, command: Command) => {
+    guarded(async (name: string, options: { code: string; fromUid: string; tier: RestoreRequest['tier']; operatorVersion?: string }, command: Command) => {
       const cluster = clusterOf(command);
-      const request = { name, code: options.code, fromUid: options.fromUid, tier: options.tier };
+      const request: RestoreRequest = { name, code: options.code, fromUid: options.fromUid, tier: options.tier, ...pinned(options) };
       await restoreOrRefuse(cluster, request);
       await cluster.apply(restoreManifest(request));
       say(`EvaTenant ${name} applied: capsule code ${request.code}, restoring from uid ${request.fromUid}.`);
@@ -103,12 +106,13 @@ program
   .requiredOption('--from-uid <uid>', 'the uid of the deleted EvaTenant (kubectl eva retained)')
   .option('--name <name>', 'the name of the EvaTenant the purge creates (default: the code in lower case)')
   .addOption(tierOption())
+  .addOption(pinOption())
   .option('--timeout <duration>', 'how long each wait may take (90s, 10m, 1h)', '15m')
   .action(
-    guarded(async (capsule: string, options: { fromUid: string; name?: string; tier: RestoreRequest['tier']; timeout: string }, command: Command) => {
+    guarded(async (capsule: string, options: { fromUid: string; name?: string; tier: RestoreRequest['tier']; operatorVersion?: string; timeout: string }, command: Command) => {
       const cluster = clusterOf(command);
       const timeoutMs = parseTimeout(options.timeout);
-      const request: RestoreRequest = { name: options.name ?? capsule.toLowerCase(), code: capsule, fromUid: options.fromUid, tier: options.tier, dataRetention: 'Delete' };
+      const request: RestoreRequest = { name: options.name ?? capsule.toLowerCase(), code: capsule, fromUid: options.fromUid, tier: options.tier, ...pinned(options), dataRetention: 'Delete' };
       const waiting = { read: () => cluster.tenant(request.name), say, timeoutMs };
       await restoreOrRefuse(cluster, request);
       say(`restoring ${capsule} from uid ${request.fromUid} as EvaTenant ${request.name} (dataRetention Delete)`);

@@ -15,6 +15,8 @@ export interface RestoreRequest {
   code: string;
   fromUid: string;
   tier: Tier;
+  /** spec.operatorVersion: the operator version that may own it (blue/green, docs/operations.md); unset: any. */
+  operatorVersion?: string;
   /** A purge deletes what it restored: it states Delete so that an earlier Retain cannot stand. */
   dataRetention?: (typeof DATA_RETENTIONS)[number];
 }
@@ -25,7 +27,12 @@ export const isCapsuleCode = (code: string): boolean => new RegExp(CAPSULE_CODE_
 export function restoreManifest(r: RestoreRequest): { metadata: { name: string; annotations: Record<string, string> }; spec: Record<string, unknown> } {
   return {
     metadata: { name: r.name, annotations: { [RESTORE_FROM_ANNOTATION]: r.fromUid } },
-    spec: { capsuleCode: r.code, tier: r.tier, ...(r.dataRetention === undefined ? {} : { dataRetention: r.dataRetention }) },
+    spec: {
+      capsuleCode: r.code,
+      tier: r.tier,
+      ...(r.operatorVersion === undefined ? {} : { operatorVersion: r.operatorVersion }),
+      ...(r.dataRetention === undefined ? {} : { dataRetention: r.dataRetention }),
+    },
   };
 }
 

@@ -148,7 +148,7 @@ export function renderStatus(view: StatusView): string {
     ['Phase:', view.phase],
     ['Lifecycle:', view.lifecycle],
     ['Owner version:', `${view.ownerVersion}${view.pinnedVersion === undefined ? '' : ` (spec pins ${view.pinnedVersion})`}`],
-    ['URL:', view.url ?? 'none (the tenant has no Ingress address yet)'],
+    ['URL:', view.url ?? 'none (the tenant has no Ingress)'],
   ]);
   const conditions = columns([['TYPE', 'STATUS', 'REASON', 'AGE', 'MESSAGE'], ...view.conditions.map((c) => [c.type, c.status, c.reason, c.age, c.message])], '  ');
   const guides = [...view.troubleshooting.flatMap(guideLines), ...view.unknownReasons.map((r) => `  ${r}: not in this version's catalogue (an operator newer than kubectl-eva?)`)];
