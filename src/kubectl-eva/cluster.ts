@@ -19,6 +19,8 @@ const SERVER_SIDE_APPLY = setHeaderOptions('Content-Type', PatchStrategy.ServerS
 export interface ConnectOptions {
   kubeconfig?: string;
   context?: string;
+  /** Act as this user (kubectl's --as): the API server checks that the caller may impersonate. */
+  as?: string;
 }
 
 /** A refusal or failure to show the user as it is (the API server's own message), exit status 1. */
@@ -33,7 +35,7 @@ export function failed(what: string, err: unknown): CommandFailed {
   return new CommandFailed(`${what}: ${describeApiError(err)}${refused}`);
 }
 
-export function kubeConfigOf({ kubeconfig, context }: ConnectOptions): KubeConfig {
+export function kubeConfigOf({ kubeconfig, context, as }: ConnectOptions): KubeConfig {
   const kc = new KubeConfig();
   if (kubeconfig === undefined) kc.loadFromDefault();
   else kc.loadFromFile(kubeconfig);
@@ -42,6 +44,11 @@ export function kubeConfigOf({ kubeconfig, context }: ConnectOptions): KubeConfi
   if (context !== undefined) {
     if (kc.getContextObject(context) === null) throw new CommandFailed(`context ${context} is not in the kubeconfig (contexts: ${kc.getContexts().map((c) => c.name).join(', ')})`);
     kc.setCurrentContext(context);
+  }
+  if (as !== undefined) {
+    const current = kc.getCurrentUser()?.name;
+    const users = kc.users.map((user) => (user.name === current ? { ...user, impersonateUser: as } : user));
+    kc.loadFromOptions({ clusters: kc.clusters, users, contexts: kc.contexts, currentContext: kc.currentContext });
   }
   return kc;
 }

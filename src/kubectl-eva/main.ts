@@ -41,6 +41,7 @@ const program = new Command('kubectl eva')
   .description('Day-2 operations on EvaTenants (eva-operator): status explained, retained data, restore, purge, force, rotate.')
   .option('--kubeconfig <file>', 'the kubeconfig to use (default: KUBECONFIG, else ~/.kube/config)')
   .option('--context <name>', 'the kubeconfig context to use')
+  .option('--as <user>', 'act as this user, as kubectl --as does (to check what someone else may do)')
   .showHelpAfterError();
 
 const clusterOf = (command: Command): Cluster => new Cluster(command.optsWithGlobals<ConnectOptions>());

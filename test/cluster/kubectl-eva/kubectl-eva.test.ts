@@ -5,6 +5,9 @@
  *   WaitingForAddress) prints the troubleshooting entry and its link; the same operator version
  *   restarted with eva-lb makes it Active, and status shows every condition True and the URL;
  * - rotate sets the annotation; force refuses a misspelt step before writing anything;
+ * - a tenant author (RBAC on evatenants, not the verb platform-control) is refused restore and force by
+ *   the API server's admission policy eva-tenant-platform-controls: its message printed, exit 1, nothing
+ *   written (the positive control: the same commands as the admin, in the purge and above);
  * - deleted with dataRetention Retain, retained lists its code and former uid;
  * - purge restores it and deletes it with Delete, waiting until gone; retained no longer lists it
  *   (so the run leaves no retained data on the shared plane).
@@ -28,6 +31,14 @@ const VERSION = '9.9.41';
 const CODE = `KE${runLetters()}`;
 const NAME = CODE.toLowerCase();
 const home = mkdtempSync(join(tmpdir(), 'kubectl-eva-home-'));
+/** A user with every verb a tenant author has on EvaTenants, and not platform-control. */
+const AUTHOR = `kubectl-eva-author-${NAME}`;
+const authorRbac = (): string =>
+  [
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: AUTHOR }, rules: [{ apiGroups: ['eva.aidonow.com'], resources: ['evatenants'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] }] },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: AUTHOR }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: AUTHOR }, subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: AUTHOR }] },
+  ].map((o) => JSON.stringify(o)).join('\n');
+const DENIED = "ValidatingAdmissionPolicy 'eva-tenant-platform-controls' with binding 'eva-tenant-platform-controls' denied request";
 
 /**
  * kubectl eva as a user runs it: no KUBECONFIG unless given, a HOME without ~/.kube. A child process
@@ -53,6 +64,7 @@ let uid = '';
 
 beforeAll(async () => {
   kubectlOk(['apply', '-f', join(repoRoot, 'crds')]);
+  kubectlOk(['apply', '-f', '-'], authorRbac());
   operator = operatorWith('eva-plain');
   await operator.ready();
   kubectlOk(['apply', '-f', '-'], tenantManifest(NAME, { capsuleCode: CODE, tier: 'Starter', operatorVersion: VERSION, dataRetention: 'Retain' }));
@@ -66,6 +78,7 @@ afterAll(async () => {
   await waitForGone(NAME, 120_000);
   await operator.stop();
   removeSecretsDir(operator);
+  kubectl(['delete', 'clusterrolebinding,clusterrole', AUTHOR, '--ignore-not-found']);
   rmSync(home, { recursive: true, force: true });
 }, 180_000);
 
@@ -73,6 +86,7 @@ describe('kubectl eva against the test plane', () => {
   it('status of a stuck tenant (no Ingress address): IngressReady False, WaitingForAddress with its troubleshooting entry and link', async () => {
     await waitForTenant(NAME, 'IngressReady False/WaitingForAddress', conditionFalse('IngressReady', 'WaitingForAddress'), 180_000);
     const text = await evaOk(['status', NAME]);
+    console.log(`[kubectl-eva] status of a stuck tenant:\n${text}`);
     expect(text).toMatch(/IngressReady\s+False\s+WaitingForAddress\s+\d+(s|m\d*s?)\s/);
     expect(text).toContain('docs/troubleshooting.md#waitingforaddress');
     expect(text).toContain(REASON_GUIDE.WaitingForAddress.action);
@@ -116,6 +130,24 @@ describe('kubectl eva against the test plane', () => {
     expect(kubectlOk(['get', 'evt', NAME, '-o', 'jsonpath={.metadata.annotations}'])).not.toContain(FORCE_DECOMMISSION_ANNOTATION);
   });
 
+  it('a tenant author is refused force and restore by the admission policy: its message, exit 1, nothing written', async () => {
+    const force = await eva(['force', NAME, '--past', 'streams', '--as', AUTHOR]);
+    expect(force.status).toBe(1);
+    expect(force.stderr).toContain(DENIED);
+    expect(force.stderr).toContain('annotation eva.aidonow.com/force-decommission may be set, changed or removed only by platform administrators');
+    expect(kubectlOk(['get', 'evt', NAME, '-o', 'jsonpath={.metadata.annotations}'])).not.toContain(FORCE_DECOMMISSION_ANNOTATION);
+    // The positive control: the admin may (then takes it off again, so the decommission below verifies every step).
+    expect(await evaOk(['force', NAME, '--past', 'streams'])).toContain('It is not being decommissioned');
+    expect(kubectlOk(['get', 'evt', NAME, '-o', `jsonpath={.metadata.annotations.${FORCE_DECOMMISSION_ANNOTATION.replaceAll('.', '\\.')}}`])).toBe('streams');
+    kubectlOk(['annotate', 'evt', NAME, `${FORCE_DECOMMISSION_ANNOTATION}-`]);
+    const other = `${NAME}-x`;
+    const restore = await eva(['restore', other, '--code', CODE, '--from-uid', uid, '--as', AUTHOR]);
+    expect(restore.status).toBe(1);
+    expect(restore.stderr).toContain(DENIED);
+    expect(restore.stderr).toContain('annotation eva.aidonow.com/restore-from-uid may be set');
+    expect(kubectl(['get', 'evt', other]).status).not.toBe(0);
+  });
+
   it('retained lists the code and former uid once the tenant is deleted with dataRetention Retain (and did not before)', async () => {
     const namespace = operatorNamespace();
     expect(await evaOk(['retained', '-n', namespace])).not.toContain(CODE);
@@ -127,6 +159,7 @@ describe('kubectl eva against the test plane', () => {
 
   it('purge restores the data, waits until Active, deletes it with Delete and waits until gone: retained no longer lists it', async () => {
     const out = await evaOk(['purge', CODE, '--from-uid', uid, '--operator-version', VERSION, '--timeout', '5m']);
+    console.log(`[kubectl-eva] purge:\n${out}`);
     expect(out).toContain(`purged: ${CODE}`);
     expect(out).toMatch(/\] Active/);
     expect(kubectl(['get', 'evt', NAME]).status).not.toBe(0);
