@@ -6,7 +6,9 @@
  *   eva-operator version  print the operator version
  *   eva-operator nats-bootstrap  generate the NATS operator, system account and the operator's Secret
  *   eva-operator preflight  check the cluster and NATS before installing (src/preflight/; the chart's `helm test`)
- *   eva-operator images ... / semver ...  format logic the scripts call (src/release/commands.ts)
+ * Script helpers, hidden from --help (they are for scripts/, e.g. scripts/lib/eva-cli.sh, not for users):
+ *   eva-operator images | semver | tenant-manifest | manifests | release ...  format logic the scripts call (src/release/commands.ts)
+ * Day-2 commands for users are the kubectl plugin kubectl-eva (src/kubectl-eva/, docs/cli.md).
  * The operator, the NATS bootstrap and the preflight's probes are imported when their command runs, so the small commands
  * scripts call start fast.
  */
@@ -98,6 +100,6 @@ program
   });
 
 program.addCommand(preflightCommand());
-for (const command of releaseCommands()) program.addCommand(command);
+for (const command of releaseCommands()) program.addCommand(command, { hidden: true });
 
 await program.parseAsync();

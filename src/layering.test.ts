@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   cli -> (operator | preflight) -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> bundle -> tenancy -> (errors, log, versions, ...) -> api
+ *   (cli | kubectl-eva) -> (operator | preflight) -> controller -> metrics -> saga -> steps -> release -> nats -> config -> adapters -> bundle -> tenancy -> (errors, log, versions, ...) -> api
  * and no two files import each other, directly or round about, inside a folder either (no import
  * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
@@ -34,6 +34,8 @@ const LAYER: Readonly<Record<string, number>> = {
   // A command beside the operator: reads the cluster and NATS through the adapters, with the operator's settings.
   preflight: 7,
   'cli.ts': 8,
+  // The kubectl plugin (its own executable, dist/kubectl-eva): an entry beside cli.ts, reading the API and the decommission's step list.
+  'kubectl-eva': 8,
 };
 
 function sourceFiles(dir: string, withTests = false): string[] {

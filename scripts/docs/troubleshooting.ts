@@ -3,7 +3,7 @@
  * (src/api/reason-guide.ts): every reason, by area, with its meaning, likely cause and what to do.
  */
 import { Reason } from '../../src/api/reasons.ts';
-import { REASON_AREAS, REASON_GUIDE, type ReasonArea } from '../../src/api/reason-guide.ts';
+import { REASON_AREAS, REASON_GUIDE, type ReasonArea, reasonAnchor } from '../../src/api/reason-guide.ts';
 import { code, generatedHeader, page } from './markdown.ts';
 
 const INTRO = `Every reason the operator writes on a condition, into \`status.decommission\` or on an Event, from
@@ -34,7 +34,7 @@ function entry(reason: Reason): string {
 }
 
 const contents = (groups: Map<ReasonArea, Reason[]>): string =>
-  [...groups].map(([area, reasons]) => `- ${REASON_AREAS[area]}: ${reasons.map((r) => `[${code(r)}](#${r.toLowerCase()})`).join(', ')}`).join('\n');
+  [...groups].map(([area, reasons]) => `- ${REASON_AREAS[area]}: ${reasons.map((r) => `[${code(r)}](#${reasonAnchor(r)})`).join(', ')}`).join('\n');
 
 export function renderTroubleshooting(): string {
   const groups = byArea();

@@ -185,6 +185,8 @@ export async function deleteIgnoringNotFound(remove: () => Promise<unknown>): Pr
 
 /** Options for a JSON merge patch through the generated clients. */
 export const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** A list of metadata only (PartialObjectMetadataList): a Secret's payload is never fetched or decoded. */
+export const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
 const jsonPatch = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
 
 export type JsonPatchOperation =

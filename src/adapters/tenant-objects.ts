@@ -23,11 +23,10 @@ import type {
   V1Secret,
   V1SecretList,
 } from '@kubernetes/client-node';
-import { setHeaderOptions } from '@kubernetes/client-node';
 import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
 import type { Logger } from '../log.ts';
 import { type CachingInformer, InformerSet, restartingInformer } from './informers.ts';
-import { type Kube, readOptional } from './kube.ts';
+import { type Kube, METADATA_ONLY, readOptional } from './kube.ts';
 
 export interface TenantObjects {
   Namespace: V1Namespace;
@@ -55,8 +54,6 @@ export interface KubeReads {
 }
 
 const MANAGED = `${LABELS.managedBy}=${MANAGED_BY}`;
-/** helm's release Secrets: the payload is never fetched or decoded. */
-const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1');
 
 interface KindSource<T extends KubernetesObject> {
   /** The collection across namespaces, for the watch. */

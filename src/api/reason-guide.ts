@@ -42,6 +42,12 @@ const NOTHING = 'Nothing: it is not a problem.';
 const WAIT_REMOVAL =
   'Wait: the decommission retries with backoff. When it stays, look at what keeps the object (a finalizer, a webhook refusing the delete) in the operator log; only if it can never go, force the step past with annotation eva.aidonow.com/force-decommission.';
 
+/** The anchor of a reason's entry on docs/troubleshooting.md (its heading is the reason itself). */
+export const reasonAnchor = (reason: Reason): string => reason.toLowerCase();
+
+/** Where a reason's entry is, from the root of a checkout or a release's docs: `docs/troubleshooting.md#<anchor>`. */
+export const reasonDocLink = (reason: Reason): string => `docs/troubleshooting.md#${reasonAnchor(reason)}`;
+
 export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
   // -- progress and success ---------------------------------------------------------------------------
   Progressing: {

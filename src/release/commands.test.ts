@@ -21,6 +21,19 @@ function imagesFile(text: string): string {
   return file;
 }
 
+describe('eva-operator --help', () => {
+  const commandsIn = (help: string): string[] =>
+    [...(help.split('Commands:')[1] ?? '').matchAll(/^ {2}([a-z-]+)/gm)].map((m) => m[1] ?? '').filter((name) => name !== 'help');
+
+  it('lists the user commands only; the script helpers stay callable (hidden), as scripts/lib/eva-cli.sh calls them', () => {
+    const help = run(['--help']);
+    expect(help.status).toBe(0);
+    expect(commandsIn(help.stdout)).toEqual(['run', 'crd', 'version', 'nats-bootstrap', 'preflight']);
+    // Positive control: a hidden helper still runs (the other cases here call images and tenant-manifest).
+    expect(run(['semver', 'valid', '1.2.3']).status).toBe(0);
+  }, 30_000);
+});
+
 describe('eva-operator semver', () => {
   it('orders rc.10 after rc.9 (numeric pre-release identifiers), a release after its pre-releases', () => {
     expect(run(['semver', 'compare', '1.2.0-rc.10', '1.2.0-rc.9']).stdout).toBe('1\n');

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../../support/tools.ts';
 
 /** Pages whose blocks predate this check; whoever next edits one lists its blocks here and removes it. */
-const NOT_YET_CHECKED = new Set(['docs/lifecycle.md', 'docs/nats.md', 'docs/sharding.md']);
+const NOT_YET_CHECKED = new Set(['docs/nats.md', 'docs/sharding.md']);
 
 const markdownUnder = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -47,10 +47,16 @@ const COVERAGE: Record<string, string> = {
     'test/cluster/preflight/preflight.test.ts runs the same command with the same flags (and --output json), given the test plane\'s NATS, IngressClass, ingress namespace and TLS Secret instead of these example names (passing, and failing on each one)',
   'helm test eva -n eva-system --logs': 'e2e/release.test.ts, as written, after each install from the released chart on the real node (every check passes there)',
   'npm run --silent typecheck': 'scripts/test.sh runs the same commands over the whole tree (typecheck, lint, every vitest project), as CI does',
+  'install -D -m 0755 kubectl-eva "$HOME/.local/bin/kubectl-eva"':
+    'test/kubectl-eva/kubectl-eva-binary.test.ts: the same steps (the executable of npm run build:cli on a PATH folder; kubectl plugin list; kubectl eva version) in an empty environment whose PATH holds only kubectl and the plugin',
 };
 
 /** Blocks no test runs, and why. */
 const NOT_RUN: Record<string, string> = {
+  "kubectl get secret -n eva-system eva-nats-account-acmeco -o jsonpath='{.metadata.labels.eva\\.aidonow\\.com/tenant-uid}'":
+    'names an install in eva-system and a tenant acmeco that the shared test plane does not have; test/cluster/kubectl-eva/kubectl-eva.test.ts reads the same label and retained marks with kubectl eva retained',
+  'kubectl apply -f restore-acmeco.yaml':
+    'needs the file the page shows and retained data of acmeco; test/cluster/kubectl-eva/kubectl-eva.test.ts runs the same restore, wait and delete with kubectl eva purge against the test plane',
 };
 
 describe('README and docs command blocks', () => {
