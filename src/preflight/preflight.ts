@@ -2,12 +2,12 @@
 import type { PreflightSettings } from '../config.ts';
 import { Kube, loadKubeConfig } from '../adapters/kube.ts';
 import type { Observations } from './facts.ts';
-import { decideIngressClass, decideIngressException } from './ingress.ts';
-import { decideAdmissionPolicies, decideKubernetesVersion } from './kubernetes.ts';
-import { decideNats } from './nats.ts';
+import { decideIngressClass, decideIngressException } from './ingress-checks.ts';
+import { decideAdmissionPolicies, decideKubernetesVersion } from './kubernetes-checks.ts';
+import { decideNats } from './nats-checks.ts';
 import { observe } from './observe.ts';
 import type { CheckResult } from './result.ts';
-import { decideTls } from './tls.ts';
+import { decideTls } from './tls-checks.ts';
 
 /** Every check, in the order of the table: the cluster first, then NATS, then what tenants are reached by. */
 export function decide(settings: PreflightSettings, seen: Observations): CheckResult[] {

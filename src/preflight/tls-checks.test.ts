@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { seen, unseen } from './facts.ts';
-import { decideTls } from './tls.ts';
+import { decideTls } from './tls-checks.ts';
 
 describe('decideTls', () => {
   it('no TLS configured: a warning that tenants get plain HTTP', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type NatsFacts, seen, unseen } from './facts.ts';
-import { decideNats } from './nats.ts';
+import { decideNats } from './nats-checks.ts';
 import type { CheckResult } from './result.ts';
 
 const target = 'nats://nats.eva-system:4222';

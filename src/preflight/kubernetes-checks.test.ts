@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { seen, unseen } from './facts.ts';
-import { decideAdmissionPolicies, decideKubernetesVersion } from './kubernetes.ts';
+import { decideAdmissionPolicies, decideKubernetesVersion } from './kubernetes-checks.ts';
 
 const FLOOR = '>=1.30.0-0';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { seen, unseen } from './facts.ts';
-import { decideIngressClass, decideIngressException } from './ingress.ts';
+import { decideIngressClass, decideIngressException } from './ingress-checks.ts';
 
 const traefik = { name: 'traefik', controller: 'traefik.io/ingress-controller', isDefault: false };
 const nginx = { name: 'nginx', controller: 'k8s.io/ingress-nginx', isDefault: true };
