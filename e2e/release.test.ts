@@ -2,7 +2,8 @@
  * A release as users get it (issue 27). scripts/release.sh publishes the images and the operator chart
  * to a registry on the real node; then, from an empty folder with only kubectl and helm on PATH (no
  * checkout, no Node), the chart installs from oci://, a sample tenant becomes Ready, its pods run the
- * released images by digest, and uninstall as docs/install.md writes it leaves nothing behind. Then
+ * released images by digest, the release's kubectl-eva explains it, and uninstall as docs/install.md
+ * writes it leaves nothing behind. Then
  * scripts/mirror-images.sh --chart copies the release into a second registry, the first is stopped,
  * and the same install runs from the mirror alone.
  *
@@ -10,7 +11,7 @@
  * node next to its own (which holds none of our images: nothing is loaded into it here), each with a
  * containerd hosts entry so a pull of it goes to it and nowhere else.
  */
-import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -51,12 +52,17 @@ function stopRegistry(address: string): void {
   inNodeOk(['bash', '-c', `kill "$(cat ${dir}/pid)"; for _ in $(seq 50); do curl -fsS http://${address}/v2/ >/dev/null 2>&1 || exit 0; sleep 0.2; done; exit 1`]);
 }
 
-/** A user's empty folder: bin/ holds kubectl and helm and nothing else; HOME is inside it. */
-function userFolder(name: string): string {
+/**
+ * A user's empty folder: bin/ holds kubectl and helm, and the release's kubectl-eva as docs/cli.md
+ * installs it, and nothing else; HOME is inside it.
+ */
+function userFolder(name: string, release: string): string {
   const folder = join(realNodeState, `user-${name}`);
   mkdirSync(join(folder, 'bin'), { recursive: true });
   mkdirSync(join(folder, 'home'), { recursive: true });
   for (const tool of ['kubectl', 'helm']) symlinkSync(inNodeOk(['bash', '-c', `command -v ${tool}`]).trim(), join(folder, 'bin', tool));
+  copyFileSync(join(release, 'kubectl-eva'), join(folder, 'bin/kubectl-eva'));
+  chmodSync(join(folder, 'bin/kubectl-eva'), 0o755);
   return folder;
 }
 
@@ -177,14 +183,21 @@ describe('a release, installed as users get it: from oci:// with only kubectl an
     const ours = record.images.filter((i) => i.startsWith(`${RELEASE_REGISTRY}/`));
     expect(ours).toHaveLength(7);
     expect(record.images.join('\n')).not.toContain('PLACEHOLDER');
+    // The plugin ships beside the chart, with its checksum, built as this version.
+    expect(inNodeOk(['bash', '-c', `cd ${out} && sha256sum -c kubectl-eva.sha256 && ./kubectl-eva version`])).toContain(VERSION);
     // The control for the refusal above: the same query now finds the release's tag.
     expect(chartTags()).toContain(VERSION);
   });
 
   it('installs from oci:// in an empty folder, runs the released images by digest, and uninstalls to nothing', () => {
-    const folder = userFolder('connected');
+    const folder = userFolder('connected', out);
     const before = clusterNames(folder);
     times['install to Ready (connected)'] = installFrom(folder, '');
+    // The day-2 plugin from the release explains the tenant, with kubectl and nothing else.
+    const explained = asUserOk(folder, ['kubectl', 'eva', 'status', TENANT.metadata.name]);
+    expect(explained).toMatch(/^Phase:\s+Active$/m);
+    expect(explained).toMatch(/^\s+Ready\s+True\s/m);
+    expect(explained).toContain('Events (newest first');
     const images = runningImages();
     expect(images).toContain(`${RELEASE_REGISTRY}/${PREFIX}/aidonow/eva-operator${digestOf(record, 'aidonow/eva-operator')}`);
     expect(images.filter((i) => !i.startsWith(`${RELEASE_REGISTRY}/${PREFIX}/aidonow/`) || !i.includes('@sha256:'))).toEqual([]);
@@ -205,7 +218,7 @@ describe('a release, installed as users get it: from oci:// with only kubectl an
     const mirrored = inNode(['bash', '-c', `${mirrorLine} --images ${ownImages} --src-tls-verify=false --dest-tls-verify=false`], undefined, 600_000);
     expect(mirrored.status, mirrored.stderr).toBe(0);
     stopRegistry(RELEASE_REGISTRY);
-    const folder = userFolder('air-gapped');
+    const folder = userFolder('air-gapped', out);
     // The control: with the release registry gone, its chart cannot be pulled any more.
     expect(asUser(folder, ['helm', 'pull', record.chart.reference.replace(/:[^:]+$/, ''), '--version', VERSION, '--plain-http']).status).not.toBe(0);
     const before = clusterNames(folder);

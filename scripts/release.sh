@@ -12,13 +12,15 @@
 #   --built DIR          publish what scripts/build-image.sh --out DIR already built (a build job
 #                        before a release job) instead of building
 #   --out DIR            where the record of the release goes (default dist/VERSION): the chart's .tgz,
-#                        the released images.txt and release.json (the chart and every image by digest)
+#                        the released images.txt, release.json (the chart and every image by digest) and
+#                        kubectl-eva, the day-2 plugin (docs/cli.md), with its sha256
 #
 # In order, and nothing is pushed until every check before it passed:
 #   1. build the images (scripts/build-image.sh: nothing is rebuilt when the build is current);
 #   2. the released images.txt: every own image must have been built, no PLACEHOLDER may stay;
 #   3. the chart: version checked, default image = the operator by digest, images.txt packaged in it;
 #      `helm lint`, `helm package`; every image it renders must be in its images.txt by digest;
+#      kubectl-eva built (npm run build:cli) and checked to report VERSION;
 #   4. push the images, each read back from the registry by its digest;
 #   5. push the chart (last: a chart is only published once every image it names can be pulled).
 # Install it: helm install eva oci://R/charts/eva-operator --version VERSION -n eva-system ...
@@ -40,7 +42,7 @@ while (($#)); do
     --bases) bases=(--bases "${2:?--bases needs local or public}"); shift ;;
     --out) out=${2:?--out needs a folder}; shift ;;
     --built) built=${2:?--built needs a folder scripts/build-image.sh wrote}; shift ;;
-    -h | --help) sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage_error "unknown option \"$1\"" ;;
     *) [[ -z $version ]] || usage_error "one VERSION only, got \"$version\" and \"$1\""; version=$1 ;;
   esac
@@ -80,6 +82,9 @@ eva_cli release stage-chart "$work/chart/eva-operator" --images "$work/images.tx
 "$helm" package "$work/chart/eva-operator" --destination "$work/package" >&2
 chart="$work/package/eva-operator-$version.tgz"
 HELM=$(command -v "$helm") eva_cli release verify-chart "$chart" --images "$work/images.txt"
+(cd "$root" && eva_cli_node scripts/build-cli.ts) >&2
+built_as=$("$root/dist/kubectl-eva" version)
+[[ $built_as == "$version" ]] || { echo "release: refused: kubectl-eva was built as $built_as (package.json), not $version" >&2; exit 1; }
 
 step "4/5 pushing the images to $registry"
 "$root/scripts/mirror-images.sh" --from-archive "$built/images.tar" --registry "$registry" --dest-tls-verify="$tls" >&2
@@ -91,5 +96,6 @@ chart_digest=$(sed -n 's/^Digest: *//p' "$work/push.log")
 
 mkdir -p "$out"
 eva_cli release manifest --version "$version" --registry "$registry" --chart-digest "$chart_digest" --images "$work/images.txt" >"$out/release.json"
-cp "$work/images.txt" "$chart" "$out/"
+cp "$work/images.txt" "$chart" "$root/dist/kubectl-eva" "$out/"
+(cd "$out" && sha256sum kubectl-eva >kubectl-eva.sha256)
 step "published eva-operator $version: oci://$registry/charts/eva-operator:$version@$chart_digest; record in $out"

@@ -41,7 +41,7 @@ compatibility=0
 source "$root/versions.env"
 stage "compatibility on Kubernetes $KUBERNETES_OLDEST_VERSION" \
   env EVA_CONTROL_PLANE=oldest-control-plane npx vitest run --project cluster \
-  test/cluster/api test/cluster/charts/admission-policy.test.ts test/cluster/charts/platform-controls.test.ts \
+  test/cluster/api/ test/cluster/charts/admission-policy.test.ts test/cluster/charts/platform-controls.test.ts \
   test/cluster/charts/operator-chart.test.ts e2e/provisioning.test.ts || compatibility=$?
 npm test
 exit "$compatibility"

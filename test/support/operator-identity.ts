@@ -19,6 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { auditOffset, auditWritesSince } from './audit.ts';
 import { type CommandResult, eventually, kubectl, kubectlOk, requiredEnv } from './kubectl.ts';
 import { registerRunCheck } from './run-checks.ts';
@@ -105,7 +106,8 @@ export interface OperatorIdentity {
 export async function confinedIdentity(r: ChartRelease, dir: string, duration = '1h'): Promise<OperatorIdentity> {
   const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: r.namespace } };
   const rendered = renderConfinement(r);
-  kubectlOk(['apply', '--server-side', '--force-conflicts', '--field-manager', 'eva-tests', '-f', '-'], `${JSON.stringify(namespace)}\n---\n${rendered}`);
+  // YAML throughout: kubectl before 1.3x reads a stream that starts with JSON as JSON only.
+  kubectlOk(['apply', '--server-side', '--force-conflicts', '--field-manager', 'eva-tests', '-f', '-'], `${stringify(namespace)}---\n${rendered}`);
   const kubeconfig = serviceAccountKubeconfig(join(dir, `${r.release}.kubeconfig`), r, duration);
   const user = kubectlOk(['--kubeconfig', kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
   if (user !== serviceAccountUser(r)) throw new Error(`the token authenticates as ${user}, not ${serviceAccountUser(r)}`);
