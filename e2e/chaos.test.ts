@@ -13,6 +13,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { Tier } from '../src/api/constants.ts';
+import { sagaRecordOf } from '../src/saga/persisted.ts';
 import { tenantNamespace } from '../src/tenancy/names.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
@@ -292,7 +293,7 @@ describe('crash safety of the real operator process', () => {
     expect(pendingReleaseSecrets(namespace), 'a graceful stop left a release pending').toEqual([]);
     expect(operator.secretFilesLeft()).toEqual([]);
     const status = tenantObject(nameOf(code)).status;
-    const snapshot = status?.saga?.snapshot as { value?: unknown; historyValue?: unknown } | undefined;
+    const snapshot = sagaRecordOf(status).snapshot as { value?: unknown; historyValue?: unknown } | undefined;
     console.log(`[chaos] status after SIGTERM: phase ${status?.phase}, saga ${JSON.stringify(snapshot?.value)}, ${conditionSummary(readTenant(nameOf(code))?.conditions)}`);
     expect(['Provisioning', 'Active']).toContain(status?.phase);
     // At a step boundary: the saga rests (no step invoked) in the snapshot the restart resumes from.
@@ -318,7 +319,7 @@ describe('crash safety of the real operator process', () => {
     const exitCode = await stopOperator();
     expect(exitCode, operator.logs().slice(-4000)).toBe(0);
     const status = tenantObject(name).status;
-    const snapshot = status?.saga?.snapshot as { value?: unknown; historyValue?: unknown } | undefined;
+    const snapshot = sagaRecordOf(status).snapshot as { value?: unknown; historyValue?: unknown } | undefined;
     const view = readTenant(name);
     console.log(`[chaos] status after SIGTERM between steps: phase ${status?.phase}, saga ${JSON.stringify(snapshot?.value)} history ${JSON.stringify(snapshot?.historyValue)}, ${conditionSummary(view?.conditions)}`);
     expect(status?.phase).toBe('Provisioning');

@@ -3,6 +3,7 @@
  * namespace, one NATS account with exactly its streams, one Helm release per module (deployed, none
  * pending), one tenant record, and no secret values file left behind.
  */
+import type { EvaTenantStatus } from '../../src/api/evatenant.ts';
 import { spawnSync } from 'node:child_process';
 import { expect } from 'vitest';
 import type { Tier } from '../../src/api/constants.ts';
@@ -29,8 +30,8 @@ export function helmList(namespace: string, filters: readonly string[] = EVERY_S
   return JSON.parse(out.stdout) as HelmRelease[];
 }
 
-export function tenantObject(name: string): { metadata: { uid: string }; status?: { phase?: string; saga?: { snapshot?: unknown } } } {
-  return JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'json'])) as { metadata: { uid: string }; status?: { phase?: string; saga?: { snapshot?: unknown } } };
+export function tenantObject(name: string): { metadata: { uid: string }; status?: EvaTenantStatus } {
+  return JSON.parse(kubectlOk(['get', 'evt', name, '-o', 'json'])) as { metadata: { uid: string }; status?: EvaTenantStatus };
 }
 
 export async function expectConverged(code: string, tier: Tier, secretFilesLeft: () => string[]): Promise<void> {
