@@ -137,7 +137,7 @@ export const EvaTenantStatusSchema = Type.Object(
       }),
     ),
     saga: Type.Optional(
-      FreeFormObject({ description: 'The persisted saga snapshot, so a restarted operator resumes where it was.' }),
+      FreeFormObject({ description: 'Where the saga rests (state, the step provisioning resumes at, its context) and the digest of the spec it acted on, so a restarted operator resumes where it was.' }),
     ),
     url: Type.Optional(Type.String({ description: 'Where the tenant is served (from its Ingress: https when it has TLS); absent while it has none.' })),
     modules: Type.Optional(
