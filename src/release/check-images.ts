@@ -96,6 +96,9 @@ function checkListed(catalogue: Catalogue, ref: string, where: string, pinned: b
   if (!listed) report.problems.push(`${where} ${ref} is not listed in images.txt (no ${repository} line with digest ${digest})`);
 }
 
+/** Values that render the chart's quick-start NATS: it renders only with the bootstrap's public JWTs; any text will do for listing images. */
+export const QUICK_START_NATS: readonly string[] = ['nats.enabled=true', 'nats.auth.operatorJwt=unused', 'nats.auth.systemAccount=unused', 'nats.auth.systemAccountJwt=unused'];
+
 /** Every `image:` value of a rendered manifest, once each. */
 export function renderedImages(manifest: string): string[] {
   const images = [...manifest.matchAll(/^\s*(?:- )?image:\s*["']?([^"'\s]+)["']?\s*$/gm)].map((m) => m[1] ?? '');
@@ -121,7 +124,7 @@ function checkCharts(root: string, helm: string, catalogue: Catalogue, report: C
     }
   };
   // The quick-start NATS renders only with the bootstrap's public JWTs; any text will do for listing images.
-  const nats = ['nats.enabled=true', 'nats.auth.operatorJwt=unused', 'nats.auth.systemAccount=unused', 'nats.auth.systemAccountJwt=unused'].flatMap((v) => ['--set', v]);
+  const nats = QUICK_START_NATS.flatMap((v) => ['--set', v]);
   const operatorWhat = 'charts/eva-operator (nats.enabled=true)';
   listAll('charts/eva-operator', render(helm, operatorWhat, join(root, 'charts/eva-operator'), ['--namespace', 'eva-system', ...nats], report));
   const modulesDir = join(root, 'charts/modules');

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { type Document, parseDocument } from 'yaml';
 import { DIGEST_PLACEHOLDER, normalizeReference, OWN_PREFIX, pinnedPartsOrProblem, readImageLines, splitRegistry } from '../bundle/images.ts';
 import { isSemver } from '../versions.ts';
-import { renderedImages } from './check-images.ts';
+import { QUICK_START_NATS, renderedImages } from './check-images.ts';
 
 export class ReleaseRefused extends Error {
   override readonly name = 'ReleaseRefused';
@@ -109,7 +109,7 @@ function pinThirdParty(values: Document, path: readonly string[], imagesText: st
 /** The value sets a released chart is rendered with to list what it can deploy. */
 const RENDERINGS: readonly (readonly string[])[] = [
   ['nats.url=nats://nats.example:4222'],
-  ['nats.enabled=true', 'nats.auth.operatorJwt=unused', 'nats.auth.systemAccount=unused', 'nats.auth.systemAccountJwt=unused'],
+  QUICK_START_NATS,
 ];
 
 /**
