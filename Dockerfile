@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 #
-# The eva-operator image: the compiled operator on Node.js 24 LTS, the pinned helm CLI it drives with
-# its render guard plugin, the bundled module charts, seed data and images.txt.
+# The eva-operator image: the compiled operator on Node.js 24 LTS, its helm (eva-helm-server: the helm
+# SDK in one long-lived process, helm-server/), the pinned helm CLI (the fallback, and for people
+# debugging in the pod) with its render guard plugin, the bundled module charts, seed data and images.txt.
 #
 #   docker build -t ghcr.io/aidonow/eva-operator:0.1.0 .
 #   scripts/build-image.sh        (no daemon: buildah; local bases where the public ones cannot be pulled)
@@ -28,6 +29,17 @@ ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 RUN go install -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v${HELM_VERSION}" \
       "helm.sh/helm/v4/cmd/helm@v${HELM_VERSION}" \
  && test "$(/go/bin/helm version --template '{{.Version}}')" = "v${HELM_VERSION}"
+
+# ---- the operator's helm: the helm SDK at HELM_VERSION in one long-lived process (helm-server/) ----
+FROM ${GOLANG_IMAGE} AS helm-server
+ARG HELM_VERSION=4.3.1
+ENV CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
+WORKDIR /src
+COPY helm-server/go.mod helm-server/go.sum ./
+# The same recipe as scripts/lib/build-components.sh helm-server (tests run that build).
+RUN test "$(go list -m -f '{{.Version}}' helm.sh/helm/v4)" = "v${HELM_VERSION}" && go mod download
+COPY helm-server/*.go ./
+RUN go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v${HELM_VERSION}" -o /out/eva-helm-server .
 
 # ---- the operator, compiled from TypeScript; dev dependencies pruned ----
 FROM ${NODE_IMAGE} AS build
@@ -57,6 +69,7 @@ LABEL org.opencontainers.image.title="eva-operator" \
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack /opt/yarn-* \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /usr/local/bin/yarn /usr/local/bin/yarnpkg
 COPY --from=helm /go/bin/helm /usr/local/bin/helm
+COPY --from=helm-server /out/eva-helm-server /usr/local/bin/eva-helm-server
 COPY --from=build /src/package.json /app/package.json
 COPY --from=build /src/dist /app/dist
 # The render guard's helm plugin: helm runs its client (perl, Essential in Debian, so in every
@@ -82,6 +95,7 @@ ENV NODE_ENV=production \
     SEEDS_BASE_PATH=/seeds \
     IMAGES_FILE=/etc/eva-operator/images.txt \
     HELM_BINARY=/usr/local/bin/helm \
+    HELM_SERVER_BINARY=/usr/local/bin/eva-helm-server \
     HELM_SECRETS_DIR=/run/helm-secrets \
     HELM_CACHE_HOME=/tmp/helm/cache \
     HELM_CONFIG_HOME=/tmp/helm/config \

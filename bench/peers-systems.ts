@@ -20,14 +20,15 @@ import { chartPath } from '../src/bundle/charts.ts';
 import { SeedCatalog } from '../src/bundle/seeds.ts';
 import { deploymentProblem } from '../src/steps/module-readiness.ts';
 import { moduleValues, type ModuleValues } from '../src/steps/module-values.ts';
+import { helmServerPids } from '../e2e/support/helm.ts';
 import { type OperatorProcess, startOperator } from '../e2e/support/operator.ts';
 import { kubectlOk, requiredEnv, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { FLUX_CONTROLLERS, type FluxProcesses, fluxDir, serveCharts, startFlux, type ChartRepository } from './peers-flux.ts';
 import { applyInSlices, operatorEnv, waitAllActive } from './provision.ts';
 
-export const SYSTEMS = ['eva', 'eva-helm-default', 'flux', 'flux-nowait', 'floor'] as const;
-/** What a run measures unless --systems says otherwise; eva-helm-default is asked for by name. */
+export const SYSTEMS = ['eva', 'eva-helm-default', 'eva-cli', 'flux', 'flux-nowait', 'floor'] as const;
+/** What a run measures unless --systems says otherwise; eva-helm-default and eva-cli are asked for by name. */
 export const DEFAULT_SYSTEMS: readonly SystemName[] = ['eva', 'flux', 'flux-nowait', 'floor'];
 export type SystemName = (typeof SYSTEMS)[number];
 
@@ -172,20 +173,31 @@ function applyCrds(dir: string): void {
 
 // ---- eva-operator ---------------------------------------------------------------------------------
 
-/**
- * `helmAtDefault`: tenants in flight `concurrency` as on the other side, but helm processes at the
- * operator's own HELM_CONCURRENCY default (what the chart runs), not `concurrency`: the memory a pod
- * holds as shipped. Otherwise the same concurrency: tenants in flight and helm processes both `concurrency`.
- */
-async function prepareEva(settings: RunSettings, helmAtDefault: boolean): Promise<PreparedSystem> {
+interface EvaVariant {
+  /**
+   * Tenants in flight `concurrency` as on the other side, but helm operations at the operator's own
+   * HELM_CONCURRENCY default (what the chart runs), not `concurrency`: the memory a pod holds as
+   * shipped. Otherwise the same concurrency: tenants in flight and helm operations both `concurrency`.
+   */
+  helmAtDefault?: boolean;
+  /** The helm CLI, a process per release (no helm server): the way releases ran before it. */
+  cli?: boolean;
+}
+
+async function prepareEva(settings: RunSettings, variant: EvaVariant = {}): Promise<PreparedSystem> {
   applyCrds(join(repoRoot, 'crds'));
   const { concurrency, runtime, codes } = settings;
-  const env = { ...operatorEnv(concurrency, helmAtDefault ? undefined : String(concurrency), runtime.nodeOptions), OPERATOR_VERSION };
+  const env = {
+    ...operatorEnv(concurrency, variant.helmAtDefault === true ? undefined : String(concurrency), runtime.nodeOptions),
+    OPERATOR_VERSION,
+    ...(variant.cli === true ? { HELM_SERVER_BINARY: '' } : {}),
+  };
   const operator: OperatorProcess = startOperator(env, undefined, runtime.entry);
   await operator.ready(120_000);
   // The operator makes each tenant's namespace itself (it refuses one it did not make): in its clock.
   return {
-    processes: () => ({ 'eva-operator': operator.pid }),
+    // The helm server starts with the first release: in the list once it runs (its CPU is all in the clock).
+    processes: () => ({ 'eva-operator': operator.pid, ...Object.fromEntries(helmServerPids(operator.pid).map((pid) => ['eva-helm-server', pid])) }),
     parentOfChildren: () => 'eva-operator',
     start: () => applyInSlices(codes.map((code) => tenantManifest(code.toLowerCase(), { capsuleCode: code, tier: TIER, seedsVersion: '1.0.0', operatorVersion: OPERATOR_VERSION }))),
     waitReady: async () => (await waitAllActive([...codes])).pending.size,
@@ -317,9 +329,11 @@ async function prepareFloor(settings: RunSettings): Promise<PreparedSystem> {
 export function prepare(system: SystemName, settings: RunSettings): Promise<PreparedSystem> {
   switch (system) {
     case 'eva':
-      return prepareEva(settings, false);
+      return prepareEva(settings);
     case 'eva-helm-default':
-      return prepareEva(settings, true);
+      return prepareEva(settings, { helmAtDefault: true });
+    case 'eva-cli':
+      return prepareEva(settings, { cli: true });
     case 'flux':
       return prepareFlux(settings, false);
     case 'flux-nowait':

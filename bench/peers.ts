@@ -2,7 +2,8 @@
  * Side by side on one machine (a benchmark that prints figures, not a test):
  *
  *   npm run bench:peers -- [--count 100,500] [--repeats 3] [--concurrency 10] [--systems eva,flux,flux-nowait,floor] [--no-image] [--audit-out DIR]
- *   (--systems may also name eva-helm-default: eva with helm processes at the operator's default HELM_CONCURRENCY)
+ *   (--systems may also name eva-helm-default: eva with helm at the operator's default HELM_CONCURRENCY, and eva-cli:
+ *   eva with a helm CLI process per release, no helm server)
  *
  * For each count, `repeats` rounds; each round runs every system once, in turn (alternating), each on
  * a FRESH control plane of its own (scripts/dev-cluster.sh in this checkout's bench state folder, its
@@ -110,6 +111,8 @@ interface Measured {
   notReady: number;
   /** CPU seconds during the run, by process (control plane included). */
   cpu: Record<string, number>;
+  /** The keys of `cpu` that are the system's own processes (eva: the operator, its helm server or helm children). */
+  own: string[];
   /** VmHWM at the end, MiB, by the system's processes. */
   peakMiB: Record<string, number>;
   /** API requests and writes during the run, by client (audit log). */
@@ -173,6 +176,7 @@ async function measure(system: SystemName, count: number, prepared: PreparedSyst
   const notReady = await prepared.waitReady();
   const wall = (Date.now() - started) / 1000;
   const cpu = minus(cpuOf(pids(), parent), cpuBefore);
+  const own = [...Object.keys(prepared.processes()), ...(parent === undefined ? [] : [`${parent}: helm children`])];
   const peakMiB = Object.fromEntries(Object.entries(prepared.processes()).map(([name, pid]) => [name, rssMiB(pid).peak]));
   const podPeak = pod?.stop();
   if (parent !== undefined && podPeak !== undefined) {
@@ -185,7 +189,7 @@ async function measure(system: SystemName, count: number, prepared: PreparedSyst
     mkdirSync(auditOut, { recursive: true });
     writeFileSync(join(auditOut, `${system}-${count}-${started}.jsonl`), audited.map((e) => JSON.stringify(e)).join('\n'));
   }
-  return { system, count, releases: count * MODULES.length, wall, notReady, cpu, peakMiB, ...countByClient(audited) };
+  return { system, count, releases: count * MODULES.length, wall, notReady, cpu, own, peakMiB, ...countByClient(audited) };
 }
 
 async function runOnce(system: SystemName, count: number, settings: RunSettings, auditOut: string | undefined): Promise<Measured> {
@@ -209,6 +213,7 @@ const median = (values: number[]): number => {
 const SYSTEM_CLIENTS: Record<SystemName, readonly string[]> = {
   eva: ['operator', 'helm'],
   'eva-helm-default': ['operator', 'helm'],
+  'eva-cli': ['operator', 'helm'],
   flux: ['helm-controller', 'helm-controller (helm library)', 'source-controller'],
   'flux-nowait': ['helm-controller', 'helm-controller (helm library)', 'source-controller'],
   floor: ['floor client'],
@@ -268,6 +273,20 @@ interface Row {
   memory: number;
   /** eva: the operator with its helm processes (sampled, proportional set sizes summed), what the pod's limit holds. */
   memoryWithChildren: number;
+  /** CPU seconds per release: the system's own processes, the API server, etcd. */
+  cpuPerRelease: { own: number; apiserver: number; etcd: number };
+}
+
+/** CPU seconds per release (medians): the system's own processes, the API server, etcd, and every process. */
+function cpuPerRelease(runs: Measured[]): Row['cpuPerRelease'] & { all: number } {
+  const releases = runs[0]?.releases ?? 1;
+  const per = (pick: (r: Measured) => number): number => median(runs.map(pick)) / releases;
+  return {
+    own: per((r) => r.own.reduce((sum, k) => sum + (r.cpu[k] ?? 0), 0)),
+    apiserver: per((r) => r.cpu['kube-apiserver'] ?? 0),
+    etcd: per((r) => r.cpu['etcd'] ?? 0),
+    all: per((r) => Object.values(r.cpu).reduce((sum, v) => sum + v, 0)),
+  };
 }
 
 function printSystem(system: SystemName, runs: Measured[]): Row {
@@ -279,6 +298,8 @@ function printSystem(system: SystemName, runs: Measured[]): Row {
   console.log(`\n${system}: ${runs.length} run(s), walls ${runs.map((r) => fmt(r.wall)).join(' / ')} s${runs.some((r) => r.notReady > 0) ? ` (NOT READY: ${runs.map((r) => r.notReady).join('/')})` : ''}`);
   console.log(`  wall to all Ready ${fmt(wall)} s (median); ${fmt(releases / wall, 2)} releases/s`);
   console.log(`  CPU seconds (median): ${byKey(runs.map((r) => r.cpu), 1)}`);
+  const cpu = cpuPerRelease(runs);
+  console.log(`  CPU seconds per release: its own processes ${fmt(cpu.own, 3)} (${runs[0]?.own.join(' + ') ?? ''}), kube-apiserver ${fmt(cpu.apiserver, 3)}, etcd ${fmt(cpu.etcd, 3)}, every process ${fmt(cpu.all, 3)}`);
   console.log(`  peak resident MiB (VmHWM, median): ${byKey(runs.map((r) => r.peakMiB), 1, 0)}`);
   const clients = SYSTEM_CLIENTS[system];
   console.log(`  API requests per release: ${fmt(median(runs.map((r) => sumOf(r.requests, clients))) / releases)} by ${clients.join(' + ')} (all clients: ${byKey(runs.map((r) => r.requests), releases)})`);
@@ -287,18 +308,27 @@ function printSystem(system: SystemName, runs: Measured[]): Row {
   const tenants = runs[0]?.count ?? 1;
   console.log(`  its requests per tenant (${releases / tenants} releases) by kind: ${requestsByKind(runs, clients, tenants)}`);
   console.log(`  its requests per tenant, every one: ${topCalls(runs, clients, tenants, Number.POSITIVE_INFINITY)}`);
-  return { system, wall, memory, memoryWithChildren };
+  return { system, wall, memory, memoryWithChildren, cpuPerRelease: cpu };
 }
 
-const isEva = (system: SystemName): boolean => system === 'eva' || system === 'eva-helm-default';
+const isEva = (system: SystemName): boolean => system.startsWith('eva');
 
-/** Each eva row against each peer: wall, and memory (the operator alone, and the pod with its helm processes). */
+/**
+ * Each eva row against each peer: wall, its own CPU per release, and memory (the operator alone, and
+ * the pod with its helm processes); eva-cli against eva; then how fast this machine is.
+ */
 function printRatios(rows: Row[]): void {
   for (const eva of rows.filter((r) => isEva(r.system))) {
-    for (const other of rows.filter((r) => !isEva(r.system))) {
-      const memory = `, peak memory ${fmt(eva.memory / other.memory, 2)} (operator alone), ${fmt(eva.memoryWithChildren / other.memory, 2)} (with its helm processes, PSS) against ${other.system}'s controllers summed`;
-      console.log(`  ${eva.system}/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${other.system === 'floor' ? '' : memory}`);
+    for (const other of rows.filter((r) => !isEva(r.system) || (eva.system === 'eva' && r.system === 'eva-cli'))) {
+      const memory = `, peak memory ${fmt(eva.memory / other.memory, 2)} (operator alone), ${fmt(eva.memoryWithChildren / other.memory, 2)} (with its helm processes, PSS) against ${other.system}'s summed`;
+      const cpu = `, own CPU per release ${fmt(eva.cpuPerRelease.own / other.cpuPerRelease.own, 2)}`;
+      console.log(`  ${eva.system}/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${cpu}${other.system === 'floor' ? '' : memory}`);
     }
+  }
+  // The floor's API server does the same work on every machine: its CPU per release says how fast this one is.
+  const floor = rows.find((r) => r.system === 'floor');
+  if (floor !== undefined) {
+    console.log(`  machine calibration: the floor's kube-apiserver ${fmt(floor.cpuPerRelease.apiserver * 1000, 1)} ms CPU per release, etcd ${fmt(floor.cpuPerRelease.etcd * 1000, 1)} ms (docs/measurements.md records other machines)`);
   }
 }
 

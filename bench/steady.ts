@@ -74,6 +74,8 @@ function childrenOf(pid: number): number[] {
  * (milliseconds for the operator's large address space), so it is read only when the resident sum
  * reaches a new peak: the sampler itself must not slow the system it measures.
  */
+const HELM_COMMS = new Set(['helm', 'eva-helm-server']);
+
 export function helmProcessSampler(operatorPid: () => number): { stop(): { processes: number; peakPodMiB: number; peakPodPssMiB: number } } {
   const seen = new Set<number>();
   let peakKiB = 0;
@@ -83,7 +85,8 @@ export function helmProcessSampler(operatorPid: () => number): { stop(): { proce
   const timer = setInterval(() => {
     try {
       const operator = operatorPid();
-      const helm = childrenOf(operator).filter((pid) => readFileSync(`/proc/${String(pid)}/comm`, 'utf8').trim() === 'helm');
+      // helm CLI processes, or the one helm server (its comm, 15 characters, is its whole name).
+      const helm = childrenOf(operator).filter((pid) => HELM_COMMS.has(readFileSync(`/proc/${String(pid)}/comm`, 'utf8').trim()));
       for (const pid of helm) seen.add(pid);
       const pod = [operator, ...helm];
       const rss = sum(pod, 'status', 'VmRSS');

@@ -16,8 +16,8 @@ import type { Tier } from '../src/api/constants.ts';
 import { sagaRecordOf } from '../src/saga/persisted.ts';
 import { tenantNamespace } from '../src/tenancy/names.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
-import { repoRoot } from '../test/support/tools.ts';
-import { helmProcesses } from './support/helm.ts';
+import { processAlive, repoRoot } from '../test/support/tools.ts';
+import { helmProcesses, helmServerPids } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
 import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
 import { expectConverged, helm, helmList, tenantObject } from './support/converged.ts';
@@ -124,9 +124,11 @@ function watchPendingInstall(namespace: string, timeoutMs: number): LineWatch {
 
 // ---- what a converged tenant looks like: e2e/support/converged.ts --------------------------------------
 
-/** pids of the namespace's running `helm upgrade`s. */
-const helmUpgradePids = (namespace: string): number[] =>
-  helmProcesses(namespace).filter((p) => p.argv[1] === 'upgrade').map((p) => p.pid);
+/** pids of what runs the namespace's helm upgrades: helm CLI processes, or our operator's helm server. */
+const helmUpgradePids = (namespace: string): number[] => [
+  ...helmProcesses(namespace).filter((p) => p.argv[1] === 'upgrade').map((p) => p.pid),
+  ...helmServerPids(operator.pid),
+];
 
 /**
  * Keeps the pids of the namespace's running helm upgrades at hand, so the kill needs no look-up: the
@@ -246,7 +248,7 @@ describe('crash safety of the real operator process', () => {
         `[chaos] mid-helm attempt ${attempt + 1} (${code}): saw ${seen ?? 'nothing'}, killed ${helmPids.length} helm process(es), ` +
           `pending now: ${pending.join(', ') || 'none'}, secret values files left by the crash: ${operator.secretFilesLeft().length}`,
       );
-      expect(helmUpgradePids(namespace), 'a helm process of the tenant survived').toEqual([]);
+      expect([...helmUpgradePids(namespace), ...helmPids.filter(processAlive)], 'a helm process of the tenant survived').toEqual([]);
       if (pending.length > 0) {
         hit = { code, pending };
         break;
@@ -285,11 +287,12 @@ describe('crash safety of the real operator process', () => {
     const seen = await watch.line;
     watch.stop();
     expect(seen, 'helm never started for the tenant').toBeDefined();
+    const servers = helmServerPids(operator.pid);
     const stopping = Date.now();
     const exitCode = await stopOperator();
     console.log(`[chaos] SIGTERM during helm: exited ${exitCode} after ${((Date.now() - stopping) / 1000).toFixed(1)} s`);
     expect(exitCode, operator.logs().slice(-4000)).toBe(0);
-    expect(helmUpgradePids(namespace), 'helm still running after a graceful stop').toEqual([]);
+    expect([...helmUpgradePids(namespace), ...servers.filter(processAlive)], 'helm still running after a graceful stop').toEqual([]);
     expect(pendingReleaseSecrets(namespace), 'a graceful stop left a release pending').toEqual([]);
     expect(operator.secretFilesLeft()).toEqual([]);
     const status = tenantObject(nameOf(code)).status;

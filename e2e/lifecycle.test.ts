@@ -558,7 +558,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
 
   // ---- 5. an idle drift check writes nothing ------------------------------------------------------
 
-  it('an idle drift check makes no API write and starts no helm process', async () => {
+  it('an idle drift check makes no API write and asks nothing of helm', async () => {
     const code = TENANTS.idle;
     const ns = nsOf(code);
     await waitActive(code);
@@ -568,6 +568,7 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     const before = await scrape(operator);
     const reconcilesBefore = metricSum(before, 'eva_reconcile_total');
     const getsBefore = metricSum(before, 'eva_kube_api_requests_total', 'method="GET"');
+    const helmBefore = metricSum(before, 'eva_helm_operations_total');
     // A message published now shows up in capsule_queue_depth only if a check of THIS tenant runs.
     await inTenant(code, ({ js }) => js.publish(`capsule.${code}.events.idle-probe`, StringCodec().encode('{}')));
     const helmSeen = new Set<string>();
@@ -581,18 +582,21 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     const metrics = await scrape(operator);
     const reconciles = metricSum(metrics, 'eva_reconcile_total') - reconcilesBefore;
     const gets = metricSum(metrics, 'eva_kube_api_requests_total', 'method="GET"') - getsBefore;
+    const helmOperations = metricSum(metrics, 'eva_helm_operations_total') - helmBefore;
     const depth = metricSum(metrics, 'capsule_queue_depth', `capsule="${code}",stream="eva-${code}-events"`);
     const writes = auditWritesFor(offset, code);
     const ours = writes.filter((w) => w.userAgent?.startsWith(`eva-operator/${VERSION}`) === true);
     const helmWrites = writes.filter((w) => w.userAgent?.startsWith('Helm/') === true);
     note(
       `idle ${seconds(windowMs)}: ${reconciles} reconciles by ${VERSION} (all its tenants), ${gets} GETs, queue depth of ${code} events ${depth}, ` +
-        `writes for ${code}: operator ${ours.length}, helm ${helmWrites.length}, any ${writes.length}; helm processes ${helmSeen.size}`,
+        `writes for ${code}: operator ${ours.length}, helm ${helmWrites.length}, any ${writes.length}; ` +
+        `helm operations (all its tenants) ${helmOperations}, helm processes ${helmSeen.size}`,
     );
     const show = (w: AuditLine): string => `${w.verb} ${w.requestURI ?? ''} by ${w.userAgent ?? '?'}`;
     expect(ours.map(show), 'API writes by the operator during idle drift checks').toEqual([]);
     expect(helmWrites.map(show), 'API writes by helm during idle drift checks').toEqual([]);
     expect([...helmSeen], 'helm processes for the tenant').toEqual([]);
+    expect(helmOperations, 'helm operations by the operator (any tenant) during idle drift checks').toBe(0);
     expect(revisions(ns)).toEqual(revisionsBefore);
     expect(tenantObject(code)?.metadata.resourceVersion, 'the EvaTenant was written').toBe(resourceVersion);
     // The operator did check during the window: several reconciles, one of them of this tenant.

@@ -94,14 +94,18 @@ const stalled = (reason: string, ...named: string[]) => (t: TenantView): boolean
 
 describe('values from Secrets and ConfigMaps (real API server, operator, helm)', () => {
   let operator: OperatorProcess;
-  /** The operator's helm: records every call (argv, values files), then runs the pinned helm. */
+  /**
+   * The operator's helm: the CLI (no helm server), so every call is a process the wrapper records
+   * (argv, values files) before it runs the pinned helm. The helm server gets the same values files
+   * (test/cluster/steps/modules-helm-releases.test.ts checks its requests the same way).
+   */
   const helm = recordingHelm(Object.values(CANARY));
 
   beforeAll(async () => {
     kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
     kubectlOk(['wait', '--for=condition=Established', 'crd/evatenants.eva.aidonow.com']);
     // No drift check within the test: every upgrade seen comes from the watch.
-    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '3600', HELM_BINARY: helm.binary });
+    operator = startOperator({ OPERATOR_VERSION: VERSION, MAX_WAVE: '0', DRIFT_INTERVAL_SECONDS: '3600', HELM_BINARY: helm.binary, HELM_SERVER_BINARY: '' });
     await operator.ready();
   }, 120_000);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what eva-operator needs on a fresh machine: npm packages (including Node.js 24 from the
-# npm `node` package, so nothing runs on an older system Node) and the pinned control-plane
-# binaries (built once from the Go module proxy, cached outside the checkout).
+# npm `node` package, so nothing runs on an older system Node), the pinned control-plane binaries
+# and the operator's helm server (built once from the Go module proxy, cached outside the checkout).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -18,3 +18,4 @@ fi
 [[ "$(node_modules/.bin/node --version)" == v24.* ]] || { echo "bootstrap: node_modules/.bin/node is not Node 24" >&2; exit 1; }
 
 scripts/lib/build-components.sh >/dev/null
+scripts/lib/build-components.sh helm-server >/dev/null

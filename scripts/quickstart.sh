@@ -116,6 +116,7 @@ run_local() {
     # HELM_SECRETS_DIR (a tmpfs of this cluster's own) comes from `dev-cluster.sh env`. Supervised: an
     # operator exits when it loses its lease (e.g. the API server stalled), and starts again, as a pod would.
     OPERATOR_VERSION="$operator_version" HELM_BINARY="$EVA_TOOLS_DIR/helm" \
+      HELM_SERVER_BINARY="$("$root/scripts/lib/build-components.sh" helm-server)/eva-helm-server" \
       INGRESS_CLASS=eva-lb METRICS_PORT="${EVA_METRICS_PORT:-18080}" METRICS_BIND_ADDRESS=127.0.0.1 \
       setsid "$root/scripts/lib/supervise.sh" node "$root/src/cli.ts" run </dev/null >"$state/operator.log" 2>&1 &
     echo $! >"$pidfile"

@@ -39,9 +39,11 @@ export interface OperatorConfig {
   seedsBasePath: string;
   imagesFile: string;
   helmBinary: string;
+  /** The helm SDK process (HELM_SERVER_BINARY): when set, releases go to it, not to a helm process each. */
+  helmServerBinary: string | undefined;
   renderGuard: RenderGuardSettings;
   helmSecretsDir: string;
-  /** Helm processes at once (HELM_CONCURRENCY): they share the operator's memory limit. */
+  /** Helm operations at once (HELM_CONCURRENCY): they share the operator's memory limit. */
   helmConcurrency: number;
   allowNonTmpfsSecrets: boolean;
   baseDomain: string;
@@ -145,6 +147,7 @@ export function loadConfig(environment: Env = process.env): OperatorConfig {
     seedsBasePath: env.string('SEEDS_BASE_PATH', bundled('/seeds', 'seeds')),
     imagesFile: env.string('IMAGES_FILE', bundled('/etc/eva-operator/images.txt', 'images.txt')),
     helmBinary: env.string('HELM_BINARY', 'helm'),
+    helmServerBinary: env.optional('HELM_SERVER_BINARY'),
     renderGuard: renderGuardSettings(),
     helmSecretsDir: env.string('HELM_SECRETS_DIR', '/run/helm-secrets'),
     helmConcurrency: env.integer('HELM_CONCURRENCY', 4, 1, 64),

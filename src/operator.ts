@@ -16,7 +16,9 @@ import { cacheFirstTenantStore, kubeTenantStore } from './controller/tenant-stor
 import { LeaderElector } from './controller/leader-election.ts';
 import { leaseNameForVersion } from './controller/lease.ts';
 import { VersionPresenceReporter } from './controller/version-presence.ts';
-import { Helm } from './adapters/helm.ts';
+import type { Helm } from './adapters/helm.ts';
+import { HelmCli } from './adapters/helm-cli.ts';
+import { HelmServer } from './adapters/helm-server.ts';
 import { loadBundle } from './bundle/bundle.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
@@ -28,6 +30,7 @@ import { NatsPool } from './adapters/nats-pool.ts';
 import { parseCreds } from './adapters/nats-jwt.ts';
 import { assertSecretsDirIsTmpfs, removeStaleSecretFiles } from './adapters/secret-values-file.ts';
 import type { Logger } from './log.ts';
+import { countedHelm } from './metrics/counted-helm.ts';
 import { OperatorMetrics, startMetricsServer } from './metrics/metrics.ts';
 import { KubeAccountKeyStore } from './nats/account-keys.ts';
 import { NatsAccounts } from './nats/accounts.ts';
@@ -102,18 +105,22 @@ async function connectNats(config: OperatorConfig, kube: Kube, log: Logger): Pro
   return { keys, nats };
 }
 
-function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache, valuesSources: ValuesSourceCache): OperatorDeps {
+/** The helm SDK process when the image has one (HELM_SERVER_BINARY), else a helm CLI process per release. */
+function helmOf(config: OperatorConfig, log: Logger, metrics: OperatorMetrics): Helm {
+  const helm = config.helmServerBinary === undefined
+    ? new HelmCli({ binary: config.helmBinary, maxProcesses: config.helmConcurrency, pluginsDir: config.renderGuard.pluginsDir })
+    : new HelmServer({ binary: config.helmServerBinary, runtimeDir: config.renderGuard.runtimeDir, maxConcurrent: config.helmConcurrency, logger: log });
+  return countedHelm(helm, metrics);
+}
+
+function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache, valuesSources: ValuesSourceCache, log: Logger, metrics: OperatorMetrics): OperatorDeps {
   return {
     kube,
     reads: apiReads(kube),
     cachedReads: objects.reads,
     valuesSources,
     nats,
-    helm: new Helm({
-      binary: config.helmBinary,
-      maxProcesses: config.helmConcurrency,
-      pluginsDir: config.renderGuard.pluginsDir,
-    }),
+    helm: helmOf(config, log, metrics),
     // images.txt, the module charts and the seeds, read and fingerprinted here once.
     ...loadBundle(config),
     config,
@@ -177,7 +184,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const { keys, nats } = await connectNats(config, kube, log);
   const objects = new TenantObjectCache({ kube, log });
   const valuesSources = new ValuesSourceCache({ kube, log });
-  const deps = buildDeps(config, kube, nats, objects, valuesSources);
+  const deps = buildDeps(config, kube, nats, objects, valuesSources, log, metrics);
   const valuesFrom = new ValuesFromWatch(valuesSources, config.leaseNamespace);
   const { informer, controller } = buildController(config, log, metrics, deps, objects, valuesFrom);
   // One active replica per operator version and shard: each has its own Lease.
@@ -219,6 +226,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       log.info('stopping: finishing running steps');
       await elector.stop();
       await controller.stop();
+      await deps.helm.close();
       await deps.nats.close();
       await keys.stop();
       await server.close();

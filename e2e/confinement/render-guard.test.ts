@@ -16,7 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, kubectl, kubectlOk } from '../../test/support/kubectl.ts';
 import { clusterAdminBinding, configMapIn, deploymentWithImage, type HostileCharts, hostileCharts } from '../../test/support/hostile-charts.ts';
 import { repoRoot, tool } from '../../test/support/tools.ts';
-import { helmProcesses, helmReleases } from '../support/helm.ts';
+import { helmReleases } from '../support/helm.ts';
+import { metricSum, scrape } from '../support/metrics.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../support/operator.ts';
 import { applyTenant, conditionFalse, isActive, pinnedVersion, waitForGone, waitForTenant } from '../support/tenants.ts';
 
@@ -99,12 +100,11 @@ describe('the render guard (real operator, helm and API server)', () => {
   }, 600_000);
 
   it('retries stay refused: nothing is applied and no release appears, however often the operator tries', async () => {
-    // Each attempt is a new helm call that renders and checks anew (steps/render-guard-run.ts): any helm seen now is a retry.
-    const attempts = new Set<number>();
-    const retried = await eventually(() => {
-      for (const helm of helmProcesses(namespaceOf(TENANTS.hostile))) if (helm.argv.includes('orbit-crm')) attempts.add(helm.pid);
-      return attempts.size >= 1;
-    }, 240_000, 20);
+    // Each attempt is a new helm upgrade that renders and checks anew (steps/render-guard-run.ts): a
+    // failed upgrade counted now is a retry (the hostile tenant's is the only release that fails here).
+    const failedUpgrades = async (): Promise<number> => metricSum(await scrape(operator), 'eva_helm_operations_total', 'operation="upgrade",result="error"');
+    const before = await failedUpgrades();
+    const retried = await eventually(async () => (await failedUpgrades()) > before, 240_000, 500);
     expect(retried, 'the operator did not retry the refused release').toBe(true);
     await waitForTenant(nameOf(TENANTS.hostile), 'still RenderRejected', conditionFalse('ModulesDeployed', 'RenderRejected'), 60_000);
     expect(helmReleases(namespaceOf(TENANTS.hostile))).toEqual([{ name: 'orbit-itsm', revision: '1', status: 'deployed' }]);

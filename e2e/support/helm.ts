@@ -1,6 +1,6 @@
 /**
- * Helm as the tests observe it: releases through the pinned CLI, running helm processes through /proc,
- * and every call an operator makes through a recording wrapper (its HELM_BINARY).
+ * Helm as the tests observe it: releases through the pinned CLI, running helm processes and helm
+ * servers through /proc, and every call an operator makes through a recording wrapper (its HELM_BINARY).
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,6 +44,28 @@ export function helmProcesses(namespace: string): HelmProcess[] {
     }
     const flag = argv.indexOf('--namespace');
     if (argv[0]?.split('/').pop() === 'helm' && flag > 0 && argv[flag + 1] === namespace) found.push({ pid: Number(entry), argv });
+  }
+  return found;
+}
+
+/**
+ * The helm servers (eva-helm-server) an operator process started: its children of that name, read
+ * from /proc. A server whose operator died is no longer its child: keep the pid to check it later.
+ */
+export function helmServerPids(operatorPid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (comm === 'eva-helm-server' && ppid === operatorPid) found.push(Number(entry));
   }
   return found;
 }

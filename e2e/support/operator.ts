@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { requiredEnv } from '../../test/support/kubectl.ts';
 import { suiteOperatorEnv } from '../../test/support/operator-identity.ts';
-import { repoRoot } from '../../test/support/tools.ts';
+import { helmServerBinary, repoRoot } from '../../test/support/tools.ts';
 
 export interface OperatorProcess {
   readonly secretsDir: string;
@@ -65,6 +65,8 @@ export function operatorEnv(env: Record<string, string>, secretsDir: string): Re
     NATS_OPERATOR_SIGNING_KEY_FILE: requiredEnv('NATS_OPERATOR_SIGNING_KEY_FILE'),
     OPERATOR_VERSION: '1.0.0',
     HELM_BINARY: join(requiredEnv('EVA_TOOLS_DIR'), 'helm'),
+    // The operator's helm as the image runs it; a test that records helm CLI calls sets this to ''.
+    HELM_SERVER_BINARY: helmServerBinary(),
     HELM_SECRETS_DIR: secretsDir,
     INGRESS_CLASS: 'eva-lb',
     METRICS_PORT: '0',

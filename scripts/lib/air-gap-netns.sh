@@ -31,6 +31,7 @@ if [[ "${EVA_AIR_GAP_INSIDE:-}" != 1 ]]; then
   done
   # Building the binaries needs the Go module proxy: done (once, cached) out here, never inside.
   "$root/scripts/lib/build-components.sh" >/dev/null
+  "$root/scripts/lib/build-components.sh" helm-server >/dev/null
   # --kill-child: if unshare is killed (it ignores SIGTERM while it waits: SIGKILL it), PID 1 inside,
   # hence everything inside, dies too.
   EVA_AIR_GAP_INSIDE=1 exec unshare --net --mount --pid --fork --mount-proc --kill-child -- bash "${BASH_SOURCE[0]}" "$@"
@@ -122,6 +123,7 @@ start_operator() {
   (cd "$root" && exec env -i PATH="$PATH" HOME="$out/home" TMPDIR="$TMPDIR" KUBECONFIG="$KUBECONFIG" NATS_URL="$NATS_URL" \
     NATS_SYSTEM_CREDS_FILE="$NATS_SYSTEM_CREDS_FILE" NATS_OPERATOR_SIGNING_KEY_FILE="$NATS_OPERATOR_SIGNING_KEY_FILE" \
     OPERATOR_VERSION="$version" HELM_BINARY="$EVA_TOOLS_DIR/helm" HELM_SECRETS_DIR="$out/helm-secrets" \
+    HELM_SERVER_BINARY="$("$root/scripts/lib/build-components.sh" --key helm-server)/eva-helm-server" \
     INGRESS_CLASS=eva-lb METRICS_PORT=18080 METRICS_BIND_ADDRESS=127.0.0.1 LOG_LEVEL=info \
     node src/cli.ts run </dev/null >"$out/operator.log" 2>&1) &
   echo $! >"$out/operator.pid"

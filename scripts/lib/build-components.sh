@@ -7,17 +7,19 @@
 #                  containerd-shim-runc-v2, ctr, and a static pause binary -> <cache>/node-<key>/
 #   dataplane:     a real node's NetworkPolicy enforcer and ingress controller: kube-router (run as
 #                  its firewall only) and traefik                  -> <cache>/dataplane-<key>/
+#   helm-server:   the operator's helm (helm-server/ here, the helm SDK in one long-lived process):
+#                  eva-helm-server                                  -> <cache>/helm-server-<key>/
 #   flux:          the peer benchmark (bench/peers.ts): Flux's source-controller and helm-controller,
 #                  and their CRDs as their module zips ship them (crds/)  -> <cache>/flux-<key>/
 #
 # Output: a cache folder OUTSIDE the checkout, so fresh clones (CI) reuse it. Its key hashes only the
 # versions.env variables that set uses (name=value lines, in a fixed order) and the set's recipe
 # number, never the file itself: adding a version for one set, or editing a comment, does not
-# rebuild the other. A half-finished build never looks finished: everything is built into a
+# rebuild the other. helm-server's key also hashes its sources (helm-server/), which live here. A half-finished build never looks finished: everything is built into a
 # temporary folder that is renamed at the end.
 #
-# Usage: build-components.sh [control-plane|oldest-control-plane|node|dataplane|flux]   -> prints the set's folder (builds it first if needed)
-#        build-components.sh --key [control-plane|oldest-control-plane|node|dataplane|flux]   -> prints the folder without building
+# Usage: build-components.sh [control-plane|oldest-control-plane|node|dataplane|helm-server|flux]   -> prints the set's folder (builds it first if needed)
+#        build-components.sh --key [control-plane|oldest-control-plane|node|dataplane|helm-server|flux]   -> prints the folder without building
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -52,10 +54,13 @@ case "$set_name" in
   dataplane)
     key_vars=(GO_TOOLCHAIN KUBE_ROUTER_VERSION TRAEFIK_VERSION)
     build_recipe=1 prefix=dataplane lock=dataplane-build.lock ;;
+  helm-server)
+    key_vars=(GO_TOOLCHAIN HELM_VERSION) key_sources=helm-server
+    build_recipe=1 prefix=helm-server lock=helm-server-build.lock ;;
   flux)
     key_vars=(GO_TOOLCHAIN FLUX_SOURCE_CONTROLLER_VERSION FLUX_HELM_CONTROLLER_VERSION FLUX_PKG_ARTIFACT_VERSION)
     build_recipe=1 prefix=flux lock=flux-build.lock ;;
-  *) echo "usage: $0 [--key] [control-plane|oldest-control-plane|node|dataplane|flux]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--key] [control-plane|oldest-control-plane|node|dataplane|helm-server|flux]" >&2; exit 2 ;;
 esac
 key_input() {
   local v
@@ -64,6 +69,10 @@ key_input() {
     echo "$v=${!v}"
   done
   echo "recipe=$build_recipe"
+  if [[ -n ${key_sources:-} ]]; then
+    (cd "$root" && find "$key_sources" -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) -print0 | sort -z | xargs -0 sha256sum) |
+      sha256sum | sed 's/ .*/ sources/'
+  fi
 }
 key_text=$(key_input)
 key=$(sha256sum <<<"$key_text" | cut -c1-16)
@@ -190,6 +199,15 @@ build_flux_controller() { # <name> <version> [go mod edit flags...]
   (cd "$dir" && GOFLAGS="-mod=mod -buildvcs=false" go build -trimpath -ldflags "-s -w" -o "$out/$name" .)
 }
 
+build_helm_server() {
+  local module_helm
+  module_helm=$(cd "$root/helm-server" && go list -m -f '{{.Version}}' helm.sh/helm/v4)
+  [[ $module_helm == "v$HELM_VERSION" ]] || { echo "build-components: helm-server/go.mod requires helm $module_helm, versions.env pins v$HELM_VERSION" >&2; exit 2; }
+  log "eva-helm-server (helm SDK v$HELM_VERSION): building"
+  (cd "$root/helm-server" && GOFLAGS="-mod=readonly -buildvcs=false" go build -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=v$HELM_VERSION" -o "$out/eva-helm-server" .)
+}
+
 case "$set_name" in
   control-plane)
     build_kubernetes "$KUBERNETES_VERSION" kube-apiserver kube-controller-manager kube-scheduler kubectl
@@ -211,6 +229,8 @@ case "$set_name" in
   dataplane)
     build_kube_router
     build_traefik ;;
+  helm-server)
+    build_helm_server ;;
   flux)
     # fluxcd/pkg/artifact v0.18.3 (source-controller's go.mod) is not served by the proxy here;
     # FLUX_PKG_ARTIFACT_VERSION pins one that is.

@@ -1,44 +1,47 @@
 /**
- * A thin wrapper over the real helm CLI (Helm 4). One process per operation, started with execFile
- * and an argument array (never a shell). Secret values never appear in arguments: they reach helm only
- * as `--values <file>` (a tmpfs file, see secret-values-file.ts). Helm's stderr is redacted and turned
- * into typed step errors: a chart that does not render or objects the API server rejects are the
- * tenant's input (InputError); everything else is a dependency problem (DependencyError).
+ * Helm releases as the steps see them (`Helm`), whichever way helm runs: the helm SDK in one
+ * long-lived process beside the operator (helm-server.ts, the default: no process per release) or the
+ * helm CLI, a process per operation (helm-cli.ts). Both keep helm's own release records, so `helm list`
+ * and `helm history` work for users. Secret values reach helm only as paths of values files on the
+ * operator's tmpfs (secret-values-file.ts), never in an argument. What helm says when it fails is
+ * redacted and turned into typed step errors here, one way for both: a chart that does not render or
+ * objects the API server rejects are the tenant's input (InputError), everything else a dependency
+ * problem (DependencyError).
  *
- * Release state is also readable WITHOUT starting helm (`readReleases`): helm keeps each revision as a
- * Secret `sh.helm.release.v1.<release>.v<N>` labelled owner=helm, name, status, version plus the
- * release's own labels (`--labels`), so the drift check reads labels and never decodes the payload.
+ * Release state is also readable WITHOUT helm (`readReleases`): helm keeps each revision as a Secret
+ * `sh.helm.release.v1.<release>.v<N>` labelled owner=helm, name, status, version plus the release's
+ * own labels, so the drift check reads labels and never decodes the payload.
  */
 import { Reason } from '../api/reasons.ts';
-import { execFile } from 'node:child_process';
-import { type BulkheadPolicy, bulkhead } from 'cockatiel';
 import type { KubeReads } from './tenant-objects.ts';
 import { redactSecrets } from '../log.ts';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
 
-export interface HelmSettings {
-  /** The helm binary (config.helmBinary; tests: tool('helm')). */
-  binary: string;
-  /** KUBECONFIG for helm; unset in a pod, where helm uses the in-cluster service account. */
-  kubeconfig?: string;
-  /** Extra time a helm process gets beyond its own --timeout before it is terminated. */
-  processGraceMs?: number;
-  /** Called with the arguments of every helm process before it starts (tests count and inspect them). */
-  onSpawn?: (args: readonly string[]) => void;
-  /**
-   * At most this many helm processes at once (the rest wait their turn): each holds about 40 MiB
-   * resident, and they share the operator's memory limit. Unlimited when unset.
-   */
-  maxProcesses?: number;
-  /** HELM_PLUGINS for every helm process: where its post-renderer plugins are (the render guard's). */
-  pluginsDir?: string;
+/**
+ * The render guard a release is piped through before anything is applied (steps/render-guard-run.ts):
+ * the operator's guard socket and the one-time token registered for this release. Helm applies only
+ * what the guard returns, nothing when it refuses or cannot answer.
+ */
+export interface PostRenderer {
+  readonly socket: string;
+  readonly token: string;
 }
 
-/** A Helm 4 post-renderer plugin (type postrenderer/v1) and the environment it gets for this call. */
-export interface PostRenderer {
-  plugin: string;
-  /** Added to helm's environment for this call only; helm passes its environment to the plugin. */
-  env: Readonly<Record<string, string>>;
+/** What the steps ask of helm. */
+export interface Helm {
+  /** `helm upgrade --install`: installs the release, or upgrades it (also after a failed first install). */
+  upgradeInstall(options: UpgradeInstallOptions): Promise<void>;
+  /**
+   * Removes the release and its resources; a release that does not exist is not an error. No hooks:
+   * the module contract has none, and a delete hook would come from the stored record, not a render.
+   */
+  uninstall(release: string, namespace: string, options?: OperationOptions): Promise<void>;
+  /** The release's revisions, oldest first; empty when the release does not exist. */
+  history(release: string, namespace: string): Promise<HistoryEntry[]>;
+  /** The latest revision's status, or undefined when the release does not exist. */
+  status(release: string, namespace: string): Promise<ReleaseInfo | undefined>;
+  /** Ends what runs helm (the operator stops): operations in flight are cancelled. */
+  close(): Promise<void>;
 }
 
 export interface UpgradeInstallOptions {
@@ -91,38 +94,31 @@ export interface ReleaseRecord {
   labels: Record<string, string>;
 }
 
-const DEFAULT_TIMEOUT_SECONDS = 300;
-const DEFAULT_GRACE_MS = 30_000;
+export const DEFAULT_TIMEOUT_SECONDS = 300;
+/** Extra time helm gets beyond its own timeout before the operator gives up on it. */
+export const DEFAULT_GRACE_MS = 30_000;
 const MAX_MESSAGE_LENGTH = 2000;
-// helm status/history output can be large (Helm 4 `status -o json` embeds the live resources).
-const MAX_BUFFER = 64 * 1024 * 1024;
 const HELM_STORAGE_LABELS = new Set(['name', 'owner', 'status', 'version', 'createdAt', 'modifiedAt']);
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const LABEL_KEY = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
 /** Environment variables helm may see: what it needs to find the cluster and its own folders, nothing else. */
 const PASSED_ENV = ['PATH', 'HOME', 'TMPDIR', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'GOGC', 'GOMEMLIMIT'];
-/**
- * Go's garbage collector target for helm (the operator itself is Node: GOGC in its environment only
- * ever meant its children). A helm process lives well under a second and peaks near 60 MiB; doubling
- * the heap target cut its CPU time by about a sixth (0.12 -> 0.10 CPU-s per upgrade --install,
- * measured) for ~3 MiB more. GOGC set for the operator wins.
- */
-const HELM_GOGC = '200';
 const PASSED_ENV_PREFIXES = ['HELM_', 'XDG_'];
 
-/** Reads process.env itself (not config.ts): what helm inherits from the operator is not the operator's configuration. */
-function helmEnvironment(kubeconfig: string | undefined, pluginsDir: string | undefined): NodeJS.ProcessEnv {
+/**
+ * The environment of a helm process. Reads process.env itself (not config.ts): what helm inherits
+ * from the operator is not the operator's configuration.
+ */
+export function helmEnvironment(kubeconfig: string | undefined, extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (PASSED_ENV.includes(name.toUpperCase()) || PASSED_ENV_PREFIXES.some((p) => name.startsWith(p))) env[name] = value;
   }
   const config = kubeconfig ?? process.env['KUBECONFIG'];
   if (config !== undefined) env['KUBECONFIG'] = config;
-  if (pluginsDir !== undefined) env['HELM_PLUGINS'] = pluginsDir;
-  env['GOGC'] ??= HELM_GOGC;
   env['NO_COLOR'] = '1';
-  return env;
+  return { ...env, ...extra };
 }
 
 /** The useful part of helm's stderr: its `Error:` text, without slog lines and the "UPGRADE FAILED" prefix. */
@@ -172,16 +168,12 @@ export function classifyHelmFailure(message: string, timedOut = false): StepErro
   return new DependencyError(Reason.HelmFailed, message);
 }
 
-function labelsArgument(labels: Readonly<Record<string, string>>): string {
-  return Object.entries(labels)
-    .map(([key, value]) => {
-      // Validated here because helm's --labels is one comma-separated string: a comma would split it.
-      if (!LABEL_KEY.test(key) || !LABEL_VALUE.test(value) || value.length > 63) {
-        throw new Error(`invalid release label ${key}=${value}`);
-      }
-      return `${key}=${value}`;
-    })
-    .join(',');
+/** Release labels must be Kubernetes labels (helm stores them as such): checked before helm sees them. */
+export function checkedReleaseLabels(labels: Readonly<Record<string, string>> = {}): Readonly<Record<string, string>> {
+  for (const [key, value] of Object.entries(labels)) {
+    if (!LABEL_KEY.test(key) || !LABEL_VALUE.test(value) || value.length > 63) throw new Error(`invalid release label ${key}=${value}`);
+  }
+  return labels;
 }
 
 export function asRecord(value: unknown): Record<string, unknown> {
@@ -219,108 +211,6 @@ export function parseStatus(json: string): ReleaseInfo {
   };
 }
 
-interface ExecFailure {
-  stderr?: string;
-  killed?: boolean;
-  signal?: string | null;
-  code?: number | string;
-  message?: string;
-}
-
-export class Helm {
-  private readonly settings: HelmSettings;
-  private readonly env: NodeJS.ProcessEnv;
-  private readonly processes: BulkheadPolicy;
-
-  constructor(settings: HelmSettings) {
-    this.settings = settings;
-    this.env = helmEnvironment(settings.kubeconfig, settings.pluginsDir);
-    this.processes = bulkhead(settings.maxProcesses ?? Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
-  }
-
-  /** `helm upgrade --install`: installs the release, or upgrades it (also after a failed first install). */
-  async upgradeInstall(options: UpgradeInstallOptions): Promise<void> {
-    const timeout = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
-    const args = ['upgrade', options.release, options.chart, '--install', '--namespace', options.namespace];
-    for (const file of options.valuesFiles) args.push('--values', file);
-    if (options.labels !== undefined && Object.keys(options.labels).length > 0) args.push('--labels', labelsArgument(options.labels));
-    args.push('--timeout', `${timeout}s`, '--history-max', String(options.historyMax ?? 5));
-    // Helm would fetch and parse the cluster's whole OpenAPI document on every call (two thirds of its
-    // CPU time here) to check what the API server checks anyway: server-side apply rejects unknown or
-    // mistyped fields with the same message.
-    args.push('--disable-openapi-validation');
-    // Helm 4: omitting --wait means "hookOnly"; a bare --wait means the kstatus "watcher" strategy.
-    if (options.wait === true) args.push('--wait=watcher');
-    if (options.postRenderer !== undefined) args.push('--post-renderer', options.postRenderer.plugin);
-    await this.run(args, timeout, options.sensitive, options.postRenderer?.env);
-  }
-
-  /**
-   * Removes the release and its resources; a release that does not exist is not an error. No hooks:
-   * the module contract has none, and a delete hook would come from the stored record, not a render.
-   */
-  async uninstall(release: string, namespace: string, options: OperationOptions = {}): Promise<void> {
-    const timeout = options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
-    const args = ['uninstall', release, '--namespace', namespace, '--ignore-not-found', '--no-hooks', '--timeout', `${timeout}s`];
-    if (options.wait === true) args.push('--wait=watcher');
-    await this.run(args, timeout);
-  }
-
-  /** The release's revisions, oldest first; empty when the release does not exist. */
-  async history(release: string, namespace: string): Promise<HistoryEntry[]> {
-    const out = await this.runAllowingNotFound(['history', release, '--namespace', namespace, '--output', 'json']);
-    return out === undefined ? [] : parseHistory(out);
-  }
-
-  /** The latest revision's status, or undefined when the release does not exist. */
-  async status(release: string, namespace: string): Promise<ReleaseInfo | undefined> {
-    const out = await this.runAllowingNotFound(['status', release, '--namespace', namespace, '--output', 'json']);
-    return out === undefined ? undefined : parseStatus(out);
-  }
-
-  private async runAllowingNotFound(args: string[]): Promise<string | undefined> {
-    try {
-      return await this.run(args, 60);
-    } catch (err) {
-      if (err instanceof DependencyError && /release: not found/.test(err.message)) return undefined;
-      throw err;
-    }
-  }
-
-  private run(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[], extraEnv?: Readonly<Record<string, string>>): Promise<string> {
-    return this.processes.execute(() => this.spawn(args, helmTimeoutSeconds, sensitive, extraEnv));
-  }
-
-  private spawn(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[], extraEnv?: Readonly<Record<string, string>>): Promise<string> {
-    this.settings.onSpawn?.(args);
-    const timeout = helmTimeoutSeconds * 1000 + (this.settings.processGraceMs ?? DEFAULT_GRACE_MS);
-    return new Promise((resolve, reject) => {
-      execFile(
-        this.settings.binary,
-        args,
-        { env: extraEnv === undefined ? this.env : { ...this.env, ...extraEnv }, timeout, killSignal: 'SIGTERM', maxBuffer: MAX_BUFFER, encoding: 'utf8' },
-        (error, stdout, stderr) => {
-          if (error === null) {
-            resolve(stdout);
-            return;
-          }
-          reject(this.failure(args, error as ExecFailure, stderr, sensitive));
-        },
-      );
-    });
-  }
-
-  private failure(args: readonly string[], error: ExecFailure, stderr: string, sensitive?: readonly string[]): StepError {
-    // Not error.message: Node puts the whole command line there; helm's own words are what matter.
-    const text = helmErrorText(stderr) || `helm exited with ${String(error.code ?? error.signal ?? 'an error')}`;
-    const message = scrubHelmText(text, sensitive);
-    const err = classifyHelmFailure(message, error.killed === true);
-    // Only the subcommand and release: the values files' paths are harmless, but keep errors short.
-    err.message = `helm ${args.slice(0, 2).join(' ')}: ${err.message}`;
-    return err;
-  }
-}
-
 /** The latest revision of every helm release in the namespace, from storage labels; no helm process. */
 export async function readReleases(reads: Pick<KubeReads, 'list'>, namespace: string): Promise<ReleaseRecord[]> {
   const latest = new Map<string, ReleaseRecord>();
@@ -335,4 +225,11 @@ export async function readReleases(reads: Pick<KubeReads, 'list'>, namespace: st
     latest.set(name, { name, version, status: labels['status'] ?? 'unknown', labels: own });
   }
   return [...latest.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** A failure either way helm ran: helm's own words, scrubbed, classified, named by operation and release. */
+export function helmFailure(operation: string, release: string, text: string, options: { sensitive?: readonly string[] | undefined; timedOut?: boolean } = {}): StepError {
+  const err = classifyHelmFailure(scrubHelmText(text, options.sensitive), options.timedOut === true);
+  err.message = `helm ${operation} ${release}: ${err.message}`;
+  return err;
 }

@@ -68,6 +68,7 @@ export class OperatorMetrics {
   private readonly unserved: Record<Unserved, Gauge>;
   private readonly kubeRequests: Counter<'method'>;
   private readonly kubeRateLimitWait: Counter;
+  private readonly helmOperations: Counter<'operation' | 'result'>;
   private readonly queueDepth: Gauge<'capsule' | 'stream'>;
   /** Streams with a queue-depth series, per capsule code: prom-client removes series only by full label set. */
   private readonly queueDepthStreams = new Map<string, Set<string>>();
@@ -107,6 +108,12 @@ export class OperatorMetrics {
     this.workqueueDepth = new Gauge({ name: 'eva_workqueue_depth', help: 'Tenants waiting in the work queue.', registers });
     this.unserved = unservedTenantGauges(registers);
     [this.kubeRequests, this.kubeRateLimitWait] = kubeRequestMetrics(registers);
+    this.helmOperations = new Counter({
+      name: 'eva_helm_operations_total',
+      help: 'Operations asked of helm (upgrade, uninstall, history, status) by result (ok, error).',
+      labelNames: ['operation', 'result'],
+      registers,
+    });
     this.queueDepth = new Gauge({
       name: 'capsule_queue_depth',
       help: 'Messages in each JetStream stream of each Active tenant.',
@@ -181,6 +188,10 @@ export class OperatorMetrics {
   observeKubeRequest(method: string, waitedSeconds: number): void {
     this.kubeRequests.inc({ method });
     if (waitedSeconds > 0) this.kubeRateLimitWait.inc(waitedSeconds);
+  }
+
+  countHelmOperation(operation: string, result: 'ok' | 'error'): void {
+    this.helmOperations.inc({ operation, result });
   }
 
   setTenantsInAbsentShard(count: number): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { checkRender, type RenderPolicy, refusalMessage } from './render-guard.ts';
+import { checkRender, checkStoredManifest, type RenderPolicy, refusalMessage } from './render-guard.ts';
 
 const NS = 'eva-tenant-abcdef';
 const IMAGE = 'ghcr.io/aidonow/orbit-crm@sha256:' + 'a'.repeat(64);
@@ -128,5 +128,42 @@ describe('the render guard', () => {
     expect(checkRender(text, POLICY).allowed).toBe(false);
     const merged = 'apiVersion: v1\nkind: ConfigMap\nx: &ns {namespace: kube-system}\nmetadata:\n  <<: *ns\n  name: orbit-crm-config\n';
     expect(refusals(merged)).toEqual([`ConfigMap/kube-system/orbit-crm-config: only namespace ${NS} is allowed`]);
+  });
+});
+
+describe('the render guard on JSON lines (the helm server converts helm\'s render with helm\'s own YAML reader)', () => {
+  const lines = (...objects: Obj[]): string => objects.map((o) => `${JSON.stringify(o)}\n`).join('');
+
+  it('judges exactly as on YAML: the same objects allowed and printed back, the same refusals', () => {
+    const verdict = checkRender(lines(...chartObjects()), POLICY, 'json-lines');
+    expect(verdict).toEqual(checkRender(stream(...chartObjects()), POLICY));
+    const foreign = configMap({ namespace: 'kube-system' });
+    expect(checkRender(lines(deployment(), foreign), POLICY, 'json-lines')).toEqual(checkRender(stream(deployment(), foreign), POLICY));
+  });
+
+  it('refuses what it cannot read exactly: a line that is not JSON, a non-object, an integer beyond 2^53 (never rounded)', () => {
+    const verdict = checkRender(`${lines(configMap())}\n{"apiVersion": "v1",\n[1]\n`, POLICY, 'json-lines');
+    expect(verdict.allowed).toBe(false);
+    expect(verdict.allowed ? [] : verdict.refusals.map((r) => `${r.object}: ${r.message}`)).toEqual([
+      expect.stringMatching(/^document 2: not valid JSON/) as string,
+      'document 3: not a Kubernetes object',
+    ]);
+    const huge = lines(deployment()).replace('"spec":{', '"spec":{"x":9007199254740993,');
+    const refused = checkRender(huge, POLICY, 'json-lines');
+    expect(refused.allowed ? '' : refusalMessage(refused.refusals)).toContain('the number 9007199254740993 is too large to check exactly');
+    // Positive control: a large number that is exact in a double passes as itself.
+    expect(checkRender(lines(deployment()).replace('"spec":{', '"spec":{"x":9007199254740991,'), POLICY, 'json-lines').allowed).toBe(true);
+  });
+});
+
+describe('stored manifests (release records)', () => {
+  it('are judged once per namespace, release and manifest: the same verdict again, another tenant\'s policy judged anew', () => {
+    const manifest = stream(configMap({ namespace: NS }));
+    const first = checkStoredManifest(manifest, POLICY);
+    expect(first).toEqual([]);
+    expect(checkStoredManifest(manifest, POLICY)).toBe(first);
+    expect(checkStoredManifest(manifest, { ...POLICY, namespace: 'eva-tenant-zzzzzz' })).toEqual([
+      { object: `ConfigMap/${NS}/orbit-crm-config`, message: 'only namespace eva-tenant-zzzzzz is allowed' },
+    ]);
   });
 });

@@ -13,7 +13,9 @@ import { stringify } from 'yaml';
 import { renderGuardSettings } from '../config.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import type { RenderPolicy } from './render-guard.ts';
-import { imageReference, RENDER_GUARD_PLUGIN, withRenderGuard } from './render-guard-run.ts';
+import { RENDER_GUARD_PLUGIN } from '../adapters/helm-cli.ts';
+import type { PostRenderer } from '../adapters/helm.ts';
+import { imageReference, withRenderGuard } from './render-guard-run.ts';
 import { RenderGuardServer, renderGuardServer } from './render-guard-server.ts';
 
 const NS = 'eva-tenant-abcdef';
@@ -39,9 +41,8 @@ function ask(socketPath: string, request: string | Buffer): Promise<Buffer> {
   });
 }
 
-/** `apply` standing in for helm: posts the manifests with the environment helm would pass the plugin. */
-const postRender = (manifests: string, replies: Buffer[] = []) => async (postRenderer: { env: Readonly<Record<string, string>> }): Promise<void> => {
-  const { EVA_RENDER_GUARD_SOCKET: socket = '', EVA_RENDER_GUARD_TOKEN: token = '' } = postRenderer.env;
+/** `apply` standing in for helm: posts the manifests to the socket with the token, as helm's post-renderer does. */
+const postRender = (manifests: string, replies: Buffer[] = []) => async ({ socket, token }: PostRenderer): Promise<void> => {
   const reply = await ask(socket, `${token} 2500000 500000\n${manifests}`);
   replies.push(reply);
   if (!reply.toString().startsWith('allow ')) throw new DependencyError('HelmFailed', 'helm upgrade orbit-crm: plugin "eva-render-guard" exited with error');
@@ -105,21 +106,20 @@ describe('the render guard server', () => {
 });
 
 describe('withRenderGuard', () => {
-  it('hands the plugin only a socket and a token (the policy stays in the operator), and returns the cost', async () => {
-    let seen: { plugin: string; env: Readonly<Record<string, string>> } | undefined;
+  it('hands the post-renderer only a socket and a token (the policy stays in the operator), and returns the cost', async () => {
+    let seen: PostRenderer | undefined;
     const replies: Buffer[] = [];
     const cost = await withRenderGuard(settings, policy, async (postRenderer) => {
       seen = postRenderer;
       await postRender(configMap(), replies)(postRenderer);
     });
-    expect(seen?.plugin).toBe(RENDER_GUARD_PLUGIN);
-    expect(Object.keys(seen?.env ?? {}).sort()).toEqual(['EVA_RENDER_GUARD_SOCKET', 'EVA_RENDER_GUARD_TOKEN']);
-    expect(seen?.env['EVA_RENDER_GUARD_TOKEN']).toMatch(/^[0-9a-f]{64}$/);
-    expect(dirname(seen?.env['EVA_RENDER_GUARD_SOCKET'] ?? '')).toMatch(new RegExp(`^${parent}/eva-render-guard-`));
+    expect(Object.keys(seen ?? {}).sort()).toEqual(['socket', 'token']);
+    expect(seen?.token).toMatch(/^[0-9a-f]{64}$/);
+    expect(dirname(seen?.socket ?? '')).toMatch(new RegExp(`^${parent}/eva-render-guard-`));
     expect(replies[0]?.toString()).toMatch(/^allow /);
     expect(cost).toMatchObject({ clientCpuMs: 2.5 });
     // The token is spent once the call returns: a late post-renderer with it is refused.
-    expect((await ask(seen?.env['EVA_RENDER_GUARD_SOCKET'] ?? '', `${seen?.env['EVA_RENDER_GUARD_TOKEN'] ?? ''} 0 0\n${configMap()}`)).toString()).toMatch(/^refuse\nan unknown/);
+    expect((await ask(seen?.socket ?? '', `${seen?.token ?? ''} 0 0\n${configMap()}`)).toString()).toMatch(/^refuse\nan unknown/);
   });
 
   it("turns the guard's refusals into InputError RenderRejected naming each object", async () => {

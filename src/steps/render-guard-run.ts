@@ -1,15 +1,16 @@
 /**
  * The operator's side of the render guard (steps/render-guard.ts): the policy of one release
  * registered with the guard this process serves (steps/render-guard-server.ts), its token and socket
- * handed to helm's post-renderer through the environment (never an argument), and the guard's
- * refusals read back as the tenant's problem, RenderRejected naming the object or image.
+ * handed to helm's post-renderer (in the helm server's request, or the CLI plugin's environment;
+ * never an argument), and the guard's refusals read back as the tenant's problem, RenderRejected
+ * naming the object or image.
  *
- * Crash safety: the check and the apply are one `helm upgrade --install` process; helm applies only
- * what the guard printed, within that process. No "checked, not yet applied" state outlives it: after
- * a crash at any point the release is absent, failed or pending, ensure runs helm again (unlocking a
- * pending release first, release-state.ts), and that call renders and checks anew. If the operator
- * dies while its helm runs, the post-renderer finds no socket, or an unfinished reply, and prints
- * nothing: helm applies nothing. Nothing unchecked can be applied, however the previous attempt ended.
+ * Crash safety: the check and the apply are one `upgrade --install` call; helm applies only what the
+ * guard returned, within that call. No "checked, not yet applied" state outlives it: after a crash at
+ * any point the release is absent, failed or pending, ensure runs helm again (unlocking a pending
+ * release first, release-state.ts), and that call renders and checks anew. If the operator dies while
+ * helm runs, the post-renderer finds no socket, or an unfinished reply, and returns nothing: helm
+ * applies nothing. Nothing unchecked can be applied, however the previous attempt ended.
  */
 import type { PostRenderer } from '../adapters/helm.ts';
 import type { ModuleImage } from '../bundle/images.ts';
@@ -18,9 +19,6 @@ import type { RenderGuardSettings } from '../config.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { refusalMessage, type RenderPolicy } from './render-guard.ts';
 import { type GuardCost, renderGuardServer } from './render-guard-server.ts';
-
-/** The plugin's name (helm-plugins/eva-render-guard/plugin.yaml). */
-export const RENDER_GUARD_PLUGIN = 'eva-render-guard';
 
 /** The reference the module chart prints for an image (eva-module-lib.image): by digest when there is one. */
 export const imageReference = (image: ModuleImage): string =>
@@ -41,7 +39,7 @@ export async function withRenderGuard(
   });
   using call = server.register(policy);
   try {
-    await apply({ plugin: RENDER_GUARD_PLUGIN, env: { EVA_RENDER_GUARD_SOCKET: server.socketPath, EVA_RENDER_GUARD_TOKEN: call.token } });
+    await apply({ socket: server.socketPath, token: call.token });
     return call.cost;
   } catch (err) {
     if (call.refusals.length === 0) throw err;

@@ -10,7 +10,9 @@
  * process: the client holds nothing but the token, so no environment or request can widen it.
  *
  * The exchange (one connection per post-render):
- *   request   `<token> <client ns on CPU> <client ns waiting for CPU>\n<manifests>`, then end of input
+ *   request   `<token> <client ns on CPU> <client ns waiting for CPU>[ json-lines]\n<manifests>`, then end
+ *             of input: YAML as helm rendered it (the CLI plugin), or one JSON document per line (the
+ *             helm server, adapters/helm-server.ts, converts with helm's own YAML reader)
  *   reply     `allow <bytes>\n<exactly that many bytes of checked JSON documents>`, or `refuse\n<why>\n`
  * The client prints the allowed bytes only when all of them arrived; anything else (a refusal, an
  * unknown token, an operator that died mid-check, a short reply) makes it exit non-zero, and helm
@@ -149,13 +151,13 @@ export class RenderGuardServer {
   /** The reply to one request; records the verdict and its cost on the release's call. */
   private answer(request: Buffer, started: number): string | Buffer {
     const newline = request.indexOf(0x0a);
-    const [token, clientRunNs, clientWaitNs] = request.subarray(0, Math.max(newline, 0)).toString('latin1').split(' ');
+    const [token, clientRunNs, clientWaitNs, format] = request.subarray(0, Math.max(newline, 0)).toString('latin1').split(' ');
     const call = newline === -1 || token === undefined ? undefined : this.calls.get(token);
     if (call === undefined) return refuse('an unknown or expired render guard token: the operator registered no such release');
     const cpuBefore = process.cpuUsage();
     let reply: string | Buffer;
     try {
-      const verdict = checkRender(request.subarray(newline + 1).toString('utf8'), call.policy);
+      const verdict = checkRender(request.subarray(newline + 1).toString('utf8'), call.policy, format === 'json-lines' ? 'json-lines' : 'yaml');
       if (verdict.allowed) reply = allow(verdict.output);
       else {
         call.refusals = verdict.refusals;

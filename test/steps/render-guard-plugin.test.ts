@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { guardPlugin } from '../../src/adapters/helm-cli.ts';
 import type { PostRenderer } from '../../src/adapters/helm.ts';
 import { renderGuardSettings } from '../../src/config.ts';
 import { InputError } from '../../src/errors.ts';
@@ -28,10 +29,11 @@ afterAll(() => {
 
 /** `helm template` of orbit-crm through the post-renderer; resolves with helm's stdout. */
 function template(postRenderer: PostRenderer, set: readonly string[] = []): Promise<string> {
-  const args = ['template', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), '--namespace', NS, '--set', 'tenant.code=ABCDEF', '--post-renderer', postRenderer.plugin];
+  const guard = guardPlugin(postRenderer);
+  const args = ['template', 'orbit-crm', join(repoRoot, 'charts/modules/orbit-crm'), '--namespace', NS, '--set', 'tenant.code=ABCDEF', ...guard.args];
   for (const value of set) args.push('--set', value);
   return new Promise((resolve, reject) => {
-    execFile(tool('helm'), args, { env: { PATH: process.env['PATH'] ?? '', HOME: tmpdir(), HELM_PLUGINS: settings.pluginsDir, ...postRenderer.env } }, (error, stdout, stderr) => {
+    execFile(tool('helm'), args, { env: { PATH: process.env['PATH'] ?? '', HOME: tmpdir(), HELM_PLUGINS: settings.pluginsDir, ...guard.env } }, (error, stdout, stderr) => {
       if (error === null) resolve(stdout);
       else reject(new Error(stderr));
     });
@@ -77,34 +79,34 @@ describe('the render guard plugin under the real helm', () => {
 
   it('a post-renderer the operator did not register (wrong token, no socket, no plugin) fails closed: helm renders nothing', async () => {
     const wrongToken = await withRenderGuard(settings, POLICY, (postRenderer) =>
-      template({ plugin: postRenderer.plugin, env: { ...postRenderer.env, EVA_RENDER_GUARD_TOKEN: 'f'.repeat(64) } }).then(() => undefined),
+      template({ ...postRenderer, token: 'f'.repeat(64) }).then(() => undefined),
     ).catch((e: unknown) => e);
     expect(wrongToken).not.toBeInstanceOf(InputError);
     expect((wrongToken as Error).message).toContain('plugin "eva-render-guard" exited with error');
 
     const noSocket = await withRenderGuard(settings, POLICY, (postRenderer) =>
-      template({ plugin: postRenderer.plugin, env: { ...postRenderer.env, EVA_RENDER_GUARD_SOCKET: join(scratch, 'absent.sock') } }).then(() => undefined),
+      template({ ...postRenderer, socket: join(scratch, 'absent.sock') }).then(() => undefined),
     ).catch((e: unknown) => e);
     expect(noSocket).not.toBeInstanceOf(InputError);
     expect((noSocket as Error).message).toContain('plugin "eva-render-guard" exited with error');
 
-    // Without the plugin at all, helm refuses to render rather than skipping the check.
-    const missing = await template({ plugin: 'eva-render-guard', env: {} }).catch((e: unknown) => e);
+    // Without a socket or token at all, helm refuses to render rather than skipping the check.
+    const missing = await template({ socket: '', token: '' }).catch((e: unknown) => e);
     expect((missing as Error).message).toMatch(/eva-render-guard/);
   });
 
   it('an operator that dies mid-reply: the client prints nothing of a partial answer, helm renders nothing (positive control: the whole answer passes)', async () => {
     const object = '---\n{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"orbit-crm-config"}}\n';
-    const env = (socket: string): Record<string, string> => ({ EVA_RENDER_GUARD_SOCKET: socket, EVA_RENDER_GUARD_TOKEN: 'a'.repeat(64) });
+    const ticket = (socket: string): PostRenderer => ({ socket, token: 'a'.repeat(64) });
     const cut = await dyingOperator(`allow ${String(object.length)}\n${object.slice(0, 30)}`);
     const silent = await dyingOperator('');
     const whole = await dyingOperator(`allow ${String(object.length)}\n${object}`);
     try {
       for (const dying of [cut, silent]) {
-        const err = await template({ plugin: 'eva-render-guard', env: env(dying.socket) }).catch((e: unknown) => e);
+        const err = await template(ticket(dying.socket)).catch((e: unknown) => e);
         expect((err as Error).message).toContain('plugin "eva-render-guard" exited with error');
       }
-      expect(kinds(await template({ plugin: 'eva-render-guard', env: env(whole.socket) }))).toEqual(['ConfigMap']);
+      expect(kinds(await template(ticket(whole.socket)))).toEqual(['ConfigMap']);
     } finally {
       for (const { server } of [cut, silent, whole]) server.close();
     }

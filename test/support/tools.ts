@@ -29,3 +29,14 @@ export function processAlive(pid: number): boolean {
     return false;
   }
 }
+
+let cachedHelmServer: string | undefined;
+
+/** The operator's helm server (helm-server/, built by build-components.sh helm-server; seconds when warm). */
+export function helmServerBinary(): string {
+  cachedHelmServer ??= join(
+    execFileSync('bash', [join(repoRoot, 'scripts/lib/build-components.sh'), 'helm-server'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim(),
+    'eva-helm-server',
+  );
+  return cachedHelmServer;
+}

@@ -398,7 +398,7 @@ describe('helm template: values', () => {
     const parts = readdirSync(join(repoRoot, 'src/config')).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts')).map((f) => join('src/config', f));
     const config = ['src/config.ts', ...parts].map((file) => readFileSync(join(repoRoot, file), 'utf8')).join('\n');
     const read = new Set([...config.matchAll(/env\.(?:string|optional|required|integer|boolean|labels|file|matching)\('([A-Z_]+)'/g)].map((m) => m[1]));
-    const fromImage = ['CHART_BASE_PATH', 'SEEDS_BASE_PATH', 'IMAGES_FILE', 'HELM_BINARY'];
+    const fromImage = ['CHART_BASE_PATH', 'SEEDS_BASE_PATH', 'IMAGES_FILE', 'HELM_BINARY', 'HELM_SERVER_BINARY'];
     expect(read.size).toBeGreaterThan(15);
     const set = new Set(envOf(operatorContainer(await render(settings))).keys());
     const missing = [...read].filter((name) => name !== undefined && !set.has(name) && !fromImage.includes(name));

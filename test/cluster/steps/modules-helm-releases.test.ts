@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Tier } from '../../../src/api/constants.ts';
 import type { EvaTenantSpec } from '../../../src/api/evatenant.ts';
-import { asRecord, Helm, readReleases, type ReleaseRecord } from '../../../src/adapters/helm.ts';
+import { asRecord, readReleases, type ReleaseRecord } from '../../../src/adapters/helm.ts';
+import { HelmServer } from '../../../src/adapters/helm-server.ts';
 import { decodePayload, encodePayload } from '../../../src/adapters/helm-storage.ts';
 import { type Bundle, loadBundle } from '../../../src/bundle/bundle.ts';
 import { ChartCatalog } from '../../../src/bundle/charts.ts';
@@ -26,7 +27,7 @@ import { type ModuleStepDeps, modulesStep } from '../../../src/steps/modules.ts'
 import { VALUES_HASH_LABEL } from '../../../src/steps/release-state.ts';
 import type { TenantScope } from '../../../src/tenancy/scope.ts';
 import type { Verdict } from '../../../src/steps/step.ts';
-import { repoRoot, tool } from '../../support/tools.ts';
+import { helmServerBinary, repoRoot, tool } from '../../support/tools.ts';
 import { configMapIn, hostileCharts } from '../../support/hostile-charts.ts';
 import { testScope, useNatsServer } from '../../support/fixtures.ts';
 import { apiKube } from '../../support/api-reads.ts';
@@ -49,14 +50,15 @@ let secretsDir: string;
 let imagesFile: string;
 /** images.txt (the test catalogue), charts and seeds, loaded once as the operator does. */
 let bundle: Bundle;
-const spawned: (readonly string[])[] = [];
+/** Every operation the steps asked of helm, with its request. */
+const helmCalls: { operation: string; request: Readonly<Record<string, unknown>> }[] = [];
 const logLines: string[] = [];
 const namespaces: string[] = [];
 
 function deps(): ModuleStepDeps {
   return {
     ...apiKube(kube),
-    helm: new Helm({ binary: tool('helm'), kubeconfig: process.env['KUBECONFIG'], pluginsDir: renderGuardSettings().pluginsDir, onSpawn: recordSpawn }),
+    helm,
     ...bundle,
     config: {
       helmSecretsDir: secretsDir,
@@ -68,16 +70,19 @@ function deps(): ModuleStepDeps {
   };
 }
 
-/** Records helm's argv and checks each values file while helm runs: in the tmpfs folder, mode 0600. */
+/** Records each helm request and checks its values files as helm gets them: in the tmpfs folder, mode 0600. */
 const valuesFileProblems: string[] = [];
-function recordSpawn(args: readonly string[]): void {
-  spawned.push(args);
-  args.forEach((arg, i) => {
-    if (args[i - 1] !== '--values') return;
-    if (!arg.startsWith(`${secretsDir}/`)) valuesFileProblems.push(`${arg} is outside ${secretsDir}`);
-    else if ((statSync(arg).mode & 0o777) !== 0o600) valuesFileProblems.push(`${arg} is not 0600`);
-  });
+function recordCall(operation: string, request: Readonly<Record<string, unknown>>): void {
+  helmCalls.push({ operation, request });
+  const files = Array.isArray(request['valuesFiles']) ? (request['valuesFiles'] as unknown[]).map(String) : [];
+  for (const file of files) {
+    if (!file.startsWith(`${secretsDir}/`)) valuesFileProblems.push(`${file} is outside ${secretsDir}`);
+    else if ((statSync(file).mode & 0o777) !== 0o600) valuesFileProblems.push(`${file} is not 0600`);
+  }
 }
+
+/** The helm SDK process, as the operator runs it (one for the file). */
+const helm = new HelmServer({ binary: helmServerBinary(), runtimeDir: tmpdir(), kubeconfig: process.env['KUBECONFIG'], onCall: recordCall });
 
 /** The step, checking after every call (success or failure) that no values file was left behind. */
 const step: typeof modulesStep = {
@@ -311,7 +316,7 @@ afterEach(async () => {
   expect(readdirSync(secretsDir)).toEqual([]);
   expect(valuesFileProblems).toEqual([]);
   for (const ns of namespaces) await rememberSecrets(scopeWith({ code: ns.slice(-6).toUpperCase(), namespace: ns, tier: 'Starter' }));
-  const argv = spawned.flat().join(' ');
+  const argv = JSON.stringify(helmCalls);
   const logs = logLines.join('\n');
   for (const secret of knownSecrets) {
     expect(argv).not.toContain(secret);
@@ -320,6 +325,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  await helm.close();
   for (const name of namespaces) {
     try {
       await kube.core.deleteNamespace({ name });
@@ -346,19 +352,19 @@ describe('modules step (real helm, real control plane)', () => {
     await expectSecretsReachedTheChart(scope);
     const credentials = await credentialValues(scope);
 
-    // The repeat: labels say everything is current, so no helm process and no new revision.
-    const before = spawned.length;
+    // The repeat: labels say everything is current, so no helm call and no new revision.
+    const before = helmCalls.length;
     const repeatStarted = performance.now();
     // Nothing for helm: ensure judges the Deployments it read, as verify would.
     expect(await step.ensure(scope, deps())).toEqual({ ready: true });
     const repeatMs = performance.now() - repeatStarted;
-    expect(spawned.length).toBe(before);
+    expect(helmCalls.length).toBe(before);
     expect([...(await releasesOf(scope.namespace)).values()].map((r) => r.version)).toEqual([1, 1]);
     expect(await credentialValues(scope)).toEqual(credentials);
 
     // verify (the drift check) never starts helm either.
     await step.verify(scope, deps());
-    expect(spawned.length).toBe(before);
+    expect(helmCalls.length).toBe(before);
     console.log(`[measure] Starter install (2 modules): ensure ${installMs.toFixed(0)} ms, ready after ${readyMs.toFixed(0)} ms; no-op repeat ${repeatMs.toFixed(0)} ms`);
   });
 
@@ -521,15 +527,15 @@ describe('modules step (real helm, real control plane)', () => {
     expect(await step.verify(scope, deps())).toMatchObject({ ready: false, reason: 'ReleaseNotDeployed' });
     await kube.core.deleteNamespacedResourceQuota({ name: 'pods', namespace: scope.namespace });
 
-    const before = spawned.length;
+    const before = helmCalls.length;
     await step.ensure(scope, deps());
     expect(await untilReady(scope)).toEqual({ ready: true });
-    // 2 is marked failed (no helm process), 3 the upgrade through the render guard.
+    // 2 is marked failed (no helm call), 3 the upgrade through the render guard.
     const crm = (await releasesOf(scope.namespace)).get('orbit-crm');
     expect(crm).toMatchObject({ status: 'deployed', version: 3 });
     expect(crm?.labels[VALUES_HASH_LABEL]).toBe(desiredHash);
-    expect(spawned.slice(before).map((args) => args.slice(0, 2))).toEqual([['upgrade', 'orbit-crm']]);
-    expect(spawned.slice(before)[0]).toContain('--post-renderer');
+    expect(helmCalls.slice(before).map((call) => [call.operation, call.request['release']])).toEqual([['upgrade', 'orbit-crm']]);
+    expect(helmCalls.slice(before)[0]?.request['guard'], 'the upgrade went through the render guard').toBeDefined();
     expect(await historyOf(scope.namespace, 'orbit-crm')).toEqual([
       [1, 'superseded', 'Install complete'],
       [2, 'failed', 'Release unlocked by eva-operator from stale pending-upgrade state (an interrupted helm)'],
@@ -573,14 +579,14 @@ describe('modules step (real helm, real control plane)', () => {
     const secret = await forgeRecord(scope.namespace, { release: 'orbit-crm', version: 2, status: 'pending-upgrade', manifest: (real) => real + victim.yaml });
     expect(await step.verify(scope, deps())).toMatchObject({ ready: false, reason: 'ReleaseNotDeployed' });
 
-    const before = spawned.length;
+    const before = helmCalls.length;
     const err = await caught(() => step.ensure(scope, deps()));
     expect(err).toBeInstanceOf(InputError);
     expect(err.reason).toBe('ReleaseRecordRefused');
     expect(err.message).toContain(`release orbit-crm has a record the operator did not write`);
     expect(err.message).toContain(`revision 2 (Secret ${secret}): ConfigMap/${victim.namespace}/${victim.name}: only namespace ${scope.namespace} is allowed`);
-    // Left alone: no helm process for it, the record as forged, the other tenant's object in place.
-    expect(spawned.slice(before)).toEqual([]);
+    // Left alone: no helm call for it, the record as forged, the other tenant's object in place.
+    expect(helmCalls.slice(before)).toEqual([]);
     expect((await releasesOf(scope.namespace)).get('orbit-crm')).toMatchObject({ status: 'pending-upgrade', version: 2 });
     expect(await victimExists(victim)).toBe(true);
     expect((await caught(() => step.ensure(scope, deps()))).reason).toBe('ReleaseRecordRefused');
@@ -649,11 +655,11 @@ describe('modules step (real helm, real control plane)', () => {
     const scope = await tenantScope('Starter');
     const controller = new AbortController();
     controller.abort();
-    const before = spawned.length;
+    const before = helmCalls.length;
     const err = await caught(() => step.ensure({ ...scope, signal: controller.signal }, deps()));
     expect(err).toBeInstanceOf(DependencyError);
     expect(err.reason).toBe('ShuttingDown');
-    expect(spawned.length).toBe(before);
+    expect(helmCalls.length).toBe(before);
   });
 
   it('refuses to write secret values outside a tmpfs', async () => {

@@ -6,7 +6,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
 import { fakeHelm } from '../../test/support/fake-helm.ts';
-import { classifyHelmFailure, Helm, helmErrorText, parseHistory, parseStatus, scrubHelmText } from './helm.ts';
+import { HelmCli } from './helm-cli.ts';
+import { classifyHelmFailure, helmErrorText, parseHistory, parseStatus, scrubHelmText } from './helm.ts';
 
 function caught(run: () => Promise<unknown>): Promise<StepError> {
   return run().then(
@@ -18,7 +19,7 @@ function caught(run: () => Promise<unknown>): Promise<StepError> {
 }
 
 
-describe('Helm (stand-in binary)', () => {
+describe('HelmCli (stand-in binary)', () => {
   const savedPassword = process.env['NATS_PASSWORD'];
   afterEach(() => {
     if (savedPassword === undefined) delete process.env['NATS_PASSWORD'];
@@ -28,7 +29,7 @@ describe('Helm (stand-in binary)', () => {
   it('runs upgrade --install with values files and labels only, and reports every spawn', async () => {
     const fake = fakeHelm();
     const spawned: (readonly string[])[] = [];
-    const helm = new Helm({ binary: fake.binary, kubeconfig: '/k/config', onSpawn: (args) => spawned.push(args) });
+    const helm = new HelmCli({ binary: fake.binary, kubeconfig: '/k/config', onSpawn: (args) => spawned.push(args) });
     await helm.upgradeInstall({
       release: 'orbit-crm',
       namespace: 'eva-tenant-abcdef',
@@ -47,15 +48,16 @@ describe('Helm (stand-in binary)', () => {
     expect(spawned).toEqual([expected]);
   });
 
-  it('runs a post-renderer plugin by name: its parameters only in that call\'s environment, HELM_PLUGINS from the settings', async () => {
+  it('runs the render guard plugin by name: its socket and token only in that call\'s environment, HELM_PLUGINS from the settings', async () => {
     const fake = fakeHelm();
-    const helm = new Helm({ binary: fake.binary, pluginsDir: '/app/helm-plugins' });
+    const helm = new HelmCli({ binary: fake.binary, pluginsDir: '/app/helm-plugins' });
     const options = { release: 'orbit-crm', namespace: 'n', chart: '/c', valuesFiles: [] };
-    await helm.upgradeInstall({ ...options, postRenderer: { plugin: 'eva-render-guard', env: { EVA_RENDER_GUARD_POLICY: '{"release":"orbit-crm"}' } } });
+    await helm.upgradeInstall({ ...options, postRenderer: { socket: '/tmp/g/guard.sock', token: 'a1b2' } });
     await helm.upgradeInstall(options);
     const [guarded, plain] = fake.calls();
     expect(guarded?.args.slice(-2)).toEqual(['--post-renderer', 'eva-render-guard']);
-    expect(guarded?.env).toContain('EVA_RENDER_GUARD_POLICY={"release":"orbit-crm"}');
+    expect(guarded?.env).toContain('EVA_RENDER_GUARD_SOCKET=/tmp/g/guard.sock');
+    expect(guarded?.env).toContain('EVA_RENDER_GUARD_TOKEN=a1b2');
     expect(guarded?.env).toContain('HELM_PLUGINS=/app/helm-plugins');
     expect(plain?.args).not.toContain('--post-renderer');
     expect(plain?.env).not.toContain('EVA_RENDER_GUARD_POLICY');
@@ -70,7 +72,7 @@ describe('Helm (stand-in binary)', () => {
     const startedAtOnce = async (expected: number, maxProcesses?: number): Promise<number> => {
       let started = 0;
       const fake = fakeHelm({ uninstall: { sleepSeconds: 3 } });
-      const helm = new Helm({ binary: fake.binary, ...(maxProcesses ? { maxProcesses } : {}), onSpawn: () => (started += 1) });
+      const helm = new HelmCli({ binary: fake.binary, ...(maxProcesses ? { maxProcesses } : {}), onSpawn: () => (started += 1) });
       const t0 = Date.now();
       const all = Promise.all(['a', 'b', 'c', 'd', 'e'].map((r) => helm.uninstall(r, 'n')));
       while (started < expected && Date.now() - t0 < 2000) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -86,7 +88,7 @@ describe('Helm (stand-in binary)', () => {
 
   it('uses Helm 4 flags: --wait=watcher when asked, no --atomic, no --set', async () => {
     const fake = fakeHelm();
-    const helm = new Helm({ binary: fake.binary });
+    const helm = new HelmCli({ binary: fake.binary });
     await helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: ['v.yaml'], wait: true });
     const args = fake.calls()[0]?.args ?? [];
     expect(args).toContain('--wait=watcher');
@@ -96,7 +98,7 @@ describe('Helm (stand-in binary)', () => {
   it('gives helm KUBECONFIG but not the operator’s own secrets', async () => {
     process.env['NATS_PASSWORD'] = 'operator-nats-secret';
     const fake = fakeHelm();
-    await new Helm({ binary: fake.binary, kubeconfig: '/k/config' }).uninstall('r', 'n');
+    await new HelmCli({ binary: fake.binary, kubeconfig: '/k/config' }).uninstall('r', 'n');
     const env = fake.calls()[0]?.env ?? '';
     expect(env).toContain('KUBECONFIG=/k/config');
     expect(env).toContain(`GOGC=${process.env['GOGC'] ?? '200'}`);
@@ -112,7 +114,7 @@ describe('Helm (stand-in binary)', () => {
           'level=WARN msg="upgrade failed"\nError: UPGRADE FAILED: execution error at (orbit-crm/templates/deployment.yaml:1:4): image.digest must look like sha256:<64 hex digits>, got "s3cr3t-generated-value password=hunter2"',
       },
     });
-    const helm = new Helm({ binary: fake.binary });
+    const helm = new HelmCli({ binary: fake.binary });
     const err = await caught(() =>
       helm.upgradeInstall({ release: 'orbit-crm', namespace: 'n', chart: 'c', valuesFiles: [], sensitive: ['s3cr3t-generated-value'] }),
     );
@@ -125,7 +127,7 @@ describe('Helm (stand-in binary)', () => {
 
   it('terminates a helm that outlives its timeout and reports HelmTimeout', async () => {
     const fake = fakeHelm({ upgrade: { sleepSeconds: 5 } });
-    const helm = new Helm({ binary: fake.binary, processGraceMs: 200 });
+    const helm = new HelmCli({ binary: fake.binary, processGraceMs: 200 });
     const started = Date.now();
     const err = await caught(() => helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: [], timeoutSeconds: 0 }));
     expect(err).toBeInstanceOf(DependencyError);
@@ -139,16 +141,16 @@ describe('Helm (stand-in binary)', () => {
       { revision: 2, status: 'deployed', chart: 'orbit-crm-1.0.0', app_version: '1.0.0', description: 'Upgrade complete' },
     ]);
     const status = JSON.stringify({ name: 'r', namespace: 'n', version: 2, info: { status: 'deployed', description: 'ok' }, config: { nats: { password: 'x' } } });
-    const helm = new Helm({ binary: fakeHelm({ history: { stdout: history }, status: { stdout: status } }).binary });
+    const helm = new HelmCli({ binary: fakeHelm({ history: { stdout: history }, status: { stdout: status } }).binary });
     expect((await helm.history('r', 'n')).map((e) => [e.revision, e.status])).toEqual([[1, 'superseded'], [2, 'deployed']]);
     expect(await helm.status('r', 'n')).toEqual({ name: 'r', namespace: 'n', version: 2, status: 'deployed', description: 'ok' });
-    const missing = new Helm({ binary: fakeHelm({ history: { exit: 1, stderr: 'Error: release: not found' }, status: { exit: 1, stderr: 'Error: release: not found' } }).binary });
+    const missing = new HelmCli({ binary: fakeHelm({ history: { exit: 1, stderr: 'Error: release: not found' }, status: { exit: 1, stderr: 'Error: release: not found' } }).binary });
     expect(await missing.history('r', 'n')).toEqual([]);
     expect(await missing.status('r', 'n')).toBeUndefined();
   });
 
   it('refuses a label that would break helm’s comma-separated --labels', async () => {
-    const helm = new Helm({ binary: fakeHelm().binary });
+    const helm = new HelmCli({ binary: fakeHelm().binary });
     await expect(helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: [], labels: { a: 'x,b=y' } })).rejects.toThrow(/invalid release label/);
   });
 
