@@ -77,7 +77,11 @@ func run(socket string, logger *slog.Logger) error {
 	}()
 	// One line on stdout tells the operator the socket is ready.
 	fmt.Println("ready")
-	if err := server.Serve(listener); !errors.Is(err, http.ErrServerClosed) {
+	err = server.Serve(listener)
+	// The listener removed its socket; the folder the operator made for it goes too (if it is empty),
+	// also when the operator died first and cannot.
+	_ = os.Remove(filepath.Dir(socket))
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

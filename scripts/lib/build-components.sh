@@ -230,7 +230,9 @@ case "$set_name" in
     build_kube_router
     build_traefik ;;
   helm-server)
-    build_helm_server ;;
+    build_helm_server
+    # Its key changes with its sources: builds of sources a day gone are dropped (each is ~60 MB).
+    find "$cache_root" -maxdepth 1 -name 'helm-server-*' ! -name "helm-server-$key" -mtime +1 -exec rm -rf {} + ;;
   flux)
     # fluxcd/pkg/artifact v0.18.3 (source-controller's go.mod) is not served by the proxy here;
     # FLUX_PKG_ARTIFACT_VERSION pins one that is.
