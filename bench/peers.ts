@@ -269,7 +269,7 @@ function requestsByKind(runs: Measured[], clients: readonly string[], divisor: n
 interface Row {
   system: SystemName;
   wall: number;
-  /** The system's processes' peak resident memory, summed (eva: the operator alone). */
+  /** The system's processes' peak resident memory, summed (eva: the operator and its helm server). */
   memory: number;
   /** eva: the operator with its helm processes (sampled, proportional set sizes summed), what the pod's limit holds. */
   memoryWithChildren: number;
@@ -320,7 +320,9 @@ const isEva = (system: SystemName): boolean => system.startsWith('eva');
 function printRatios(rows: Row[]): void {
   for (const eva of rows.filter((r) => isEva(r.system))) {
     for (const other of rows.filter((r) => !isEva(r.system) || (eva.system === 'eva' && r.system === 'eva-cli'))) {
-      const memory = `, peak memory ${fmt(eva.memory / other.memory, 2)} (operator alone), ${fmt(eva.memoryWithChildren / other.memory, 2)} (with its helm processes, PSS) against ${other.system}'s summed`;
+      const memory = isEva(other.system)
+        ? `, peak memory with its helm processes (PSS) ${fmt(eva.memoryWithChildren / other.memoryWithChildren, 2)}`
+        : `, peak memory ${fmt(eva.memory / other.memory, 2)} (its processes, VmHWM summed), ${fmt(eva.memoryWithChildren / other.memory, 2)} (the pod: sampled, PSS summed) against ${other.system}'s summed`;
       const cpu = `, own CPU per release ${fmt(eva.cpuPerRelease.own / other.cpuPerRelease.own, 2)}`;
       console.log(`  ${eva.system}/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${cpu}${other.system === 'floor' ? '' : memory}`);
     }
