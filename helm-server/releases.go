@@ -32,7 +32,10 @@ type upgradeInstall struct {
 	TimeoutSeconds int               `json:"timeoutSeconds"`
 	Wait           bool              `json:"wait"`
 	HistoryMax     int               `json:"historyMax"`
-	Guard          *guardTicket      `json:"guard"`
+	// FirstInstall: the operator read helm's records of the release just now and found none, so this
+	// installs without reading them again (a record made meanwhile fails the install: retried).
+	FirstInstall bool         `json:"firstInstall"`
+	Guard        *guardTicket `json:"guard"`
 }
 
 type uninstallRequest struct {
@@ -113,9 +116,11 @@ func (r *releases) upgradeInstall(ctx context.Context, req upgradeInstall) error
 	if req.Guard != nil {
 		post = &guardPostRenderer{ticket: *req.Guard}
 	}
-	installing, uninstalled, err := r.absentOrUninstalled(cfg, req.Release)
-	if err != nil {
-		return err
+	installing, uninstalled := true, false
+	if !req.FirstInstall {
+		if installing, uninstalled, err = r.absentOrUninstalled(cfg, req.Release); err != nil {
+			return err
+		}
 	}
 	if installing {
 		install := action.NewInstall(cfg)

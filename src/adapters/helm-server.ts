@@ -103,6 +103,7 @@ export class HelmServer implements Helm, AsyncDisposable {
       timeoutSeconds,
       wait: options.wait === true,
       historyMax: options.historyMax ?? 5,
+      firstInstall: options.firstInstall === true,
       ...(options.postRenderer === undefined ? {} : { guard: { socket: options.postRenderer.socket, token: options.postRenderer.token } }),
     };
     await this.call('upgrade', options.release, '/v1/upgrade-install', body, timeoutSeconds, options.sensitive);

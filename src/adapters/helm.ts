@@ -60,8 +60,13 @@ export interface UpgradeInstallOptions {
   historyMax?: number;
   /** Values scrubbed from helm's messages, on top of the shape-based redaction (e.g. generated passwords). */
   sensitive?: readonly string[];
-  /** Pipes the rendered manifests through this plugin; helm applies what it prints, nothing when it fails. */
+  /** Pipes the rendered manifests through the render guard; helm applies what it returns, nothing when it refuses. */
   postRenderer?: PostRenderer;
+  /**
+   * The caller just read helm's records of the release and found none: install without reading
+   * helm's history first (a record that appears meanwhile makes the install fail, and it is retried).
+   */
+  firstInstall?: boolean;
 }
 
 export interface OperationOptions {

@@ -129,6 +129,7 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
     historyMax: RELEASE_HISTORY_MAX,
     sensitive: secretStrings(desired.values),
     postRenderer,
+    firstInstall: records.length === 0,
   }));
   log.info({ previousRevision: current?.version, ms: Date.now() - started, guardMs: guard?.ms, guardCpuMs: guard?.cpuMs }, current === undefined ? 'module installed' : 'module upgraded');
 }

@@ -108,6 +108,14 @@ describe('the helm server (real API server)', () => {
     expect(await server.history('absent', NS)).toEqual([]);
   });
 
+  it('a first install (the caller found no record) while a release exists fails rather than replacing it', async () => {
+    const err = await caught(() => server.upgradeInstall({ release: RELEASE, namespace: NS, chart, valuesFiles: [], firstInstall: true }));
+    expect(err).toBeInstanceOf(DependencyError);
+    expect(err.message).toContain('cannot reuse a name that is still in use');
+    expect(await server.status(RELEASE, NS)).toMatchObject({ version: 3, status: 'deployed' });
+    expect(greeting()).toBe('three');
+  });
+
   it('hands the render guard helm\'s render as JSON lines: an allowed release is applied as checked, a refused one not at all (RenderRejected)', async () => {
     const settings = renderGuardSettings();
     const policy = { namespace: NS, release: RELEASE, images: [] };
