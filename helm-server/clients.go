@@ -65,7 +65,7 @@ func (s *sharedClients) forNamespace(namespace string) *namespacedGetter {
 }
 
 // forget drops what discovery cached: the next release discovers the cluster again. Called when a
-// release failed on a kind the mapper did not know, or the operator asks (a new CRD).
+// release failed on a kind the mapper did not know (a CRD installed since).
 func (s *sharedClients) forget() {
 	s.discovery.Invalidate()
 	s.mapper.Reset()

@@ -16,7 +16,6 @@ import (
 //	POST /v1/uninstall        uninstallRequest    -> 204, or an error
 //	POST /v1/history          releaseRef          -> [historyEntry], 404 when there is no such release
 //	POST /v1/status           releaseRef          -> releaseStatus, 404 when there is no such release
-//	POST /v1/forget-discovery                     -> 204: the next release discovers the cluster anew
 //	GET  /healthz                                 -> 200
 //
 // An error is `{"error": "<helm's message>"}` with 404 (no such release), 499 (the operator gave up
@@ -25,10 +24,6 @@ func newHandler(clients *sharedClients, logger *slog.Logger) http.Handler {
 	r := &releases{clients: clients, logger: logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("POST /v1/forget-discovery", func(w http.ResponseWriter, _ *http.Request) {
-		clients.forget()
-		w.WriteHeader(http.StatusNoContent)
-	})
 	mux.HandleFunc("POST /v1/upgrade-install", handle(func(ctx context.Context, req upgradeInstall) (any, error) {
 		return nil, r.upgradeInstall(ctx, req)
 	}))

@@ -124,11 +124,6 @@ export class HelmServer implements Helm, AsyncDisposable {
     return reply.status === NOT_FOUND ? undefined : parseStatus(reply.body);
   }
 
-  /** The next release discovers the cluster anew (the operator calls it when it installed CRDs). */
-  async forgetDiscovery(): Promise<void> {
-    await this.call('forget-discovery', '', '/v1/forget-discovery', {}, 10);
-  }
-
   /** Ends the server: its operations in flight are cancelled (their releases recover on the next pass). */
   async close(): Promise<void> {
     this.closing = true;

@@ -477,7 +477,7 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
   HelmTimeout: {
     area: 'modules',
     meaning: 'helm did not finish in time.',
-    cause: 'A slow or overloaded API server, or too many helm processes for the operator\'s CPU.',
+    cause: 'A slow or overloaded API server, or more helm operations at once than the operator\'s CPU can serve.',
     action: 'Nothing if it passes; otherwise check the API server and lower helmConcurrency.',
   },
   KubernetesUnreachable: { area: 'modules', meaning: 'helm could not reach the API server.', cause: 'An API server outage, or a network problem from the operator pod.', action: 'Restore the API server; retried with backoff.' },
