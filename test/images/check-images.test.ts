@@ -72,7 +72,7 @@ describe('scripts/check-images.sh on the real files', () => {
     expect(run.stderr).not.toContain('ERROR');
     expect(run.stderr).not.toContain('third-party image');
     expect(run.status, run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/^check-images: OK: \d+ images listed; \d+ chart image references and 3 Dockerfile base images are listed/);
+    expect(run.stdout).toMatch(/^check-images: OK: \d+ images listed; \d+ chart image references and 4 Dockerfile base images are listed/);
     expect(imageLines(realImages).filter((l) => !l.startsWith('ghcr.io/aidonow/') && l.endsWith('PLACEHOLDER'))).toEqual([]);
   });
 
