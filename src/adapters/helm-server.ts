@@ -17,6 +17,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
 import { type BulkheadPolicy, bulkhead } from 'cockatiel';
 import type { Logger } from 'pino';
 import { Reason } from '../api/reasons.ts';
@@ -210,7 +211,7 @@ export class HelmServer implements Helm, AsyncDisposable {
         resolveExit();
       });
     });
-    const current: Promise<Running> = waitReady(child, exited, stderr).then(() => ({ child, socket, exited }));
+    const current: Promise<Running> = waitReady(child, child.stdout, exited, stderr).then(() => ({ child, socket, exited }));
     // An idle server keeps neither the operator nor a test process alive; it ends when they do (stdin).
     child.unref();
     for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as { unref?: () => void } | null)?.unref?.();
@@ -219,7 +220,7 @@ export class HelmServer implements Helm, AsyncDisposable {
 }
 
 /** Resolves when the server printed `ready` (its socket listens), rejects when it exited before. */
-function waitReady(child: ChildProcess, exited: Promise<void>, stderr: readonly string[]): Promise<void> {
+function waitReady(child: ChildProcess, stdout: Readable, exited: Promise<void>, stderr: readonly string[]): Promise<void> {
   return new Promise<void>((resolveReady, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -233,7 +234,7 @@ function waitReady(child: ChildProcess, exited: Promise<void>, stderr: readonly 
       clearTimeout(timer);
       reject(new Error(`it exited: ${stderr.map(serverLine).join('; ')}`));
     });
-    createInterface({ input: child.stdout ?? process.stdin }).once('line', (line) => {
+    createInterface({ input: stdout }).once('line', (line) => {
       clearTimeout(timer);
       if (line === 'ready') resolveReady();
       else reject(new Error(`it printed ${JSON.stringify(line.slice(0, 200))} instead of ready`));

@@ -5,15 +5,21 @@ import { fileURLToPath } from 'node:url';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
-let cachedBinDir: string | undefined;
+const componentDirs = new Map<string, string>();
+
+/** A component set's cache folder (scripts/lib/build-components.sh), built first if needed (slow when cold). */
+function componentDir(set: 'control-plane' | 'helm-server'): string {
+  let dir = componentDirs.get(set);
+  if (dir === undefined) {
+    dir = execFileSync('bash', [join(repoRoot, 'scripts/lib/build-components.sh'), set], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+    componentDirs.set(set, dir);
+  }
+  return dir;
+}
 
 /** The cache folder holding the pinned binaries; builds them first if needed (slow when cold). */
 export function binDir(): string {
-  cachedBinDir ??= execFileSync('bash', [join(repoRoot, 'scripts/lib/build-components.sh')], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }).trim();
-  return cachedBinDir;
+  return componentDir('control-plane');
 }
 
 export function tool(name: 'helm' | 'kubectl' | 'nats-server' | 'etcd' | 'kwokctl'): string {
@@ -30,13 +36,7 @@ export function processAlive(pid: number): boolean {
   }
 }
 
-let cachedHelmServer: string | undefined;
-
 /** The operator's helm server (helm-server/, built by build-components.sh helm-server; seconds when warm). */
 export function helmServerBinary(): string {
-  cachedHelmServer ??= join(
-    execFileSync('bash', [join(repoRoot, 'scripts/lib/build-components.sh'), 'helm-server'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim(),
-    'eva-helm-server',
-  );
-  return cachedHelmServer;
+  return join(componentDir('helm-server'), 'eva-helm-server');
 }
