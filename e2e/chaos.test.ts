@@ -7,7 +7,7 @@
  * Isolation (the cluster is shared): one operator process with its own version, only tenants pinned
  * to that version, unique capsule codes, all deleted again at the end.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
@@ -193,6 +193,11 @@ describe('crash safety of the real operator process', () => {
       (name) => kubectl(['get', 'evt', name, '-o', 'jsonpath={.spec.operatorVersion}']).stdout === OPERATOR_VERSION,
     );
     await deleteTenants(leftovers);
+  });
+
+  // A case that failed with our operator killed must not fail the next ones for want of it.
+  beforeEach(() => {
+    if (operatorDown) startOurOperator();
   });
 
   afterAll(async () => {

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tool } from '../../test/support/tools.ts';
+import { processStat, tool } from '../../test/support/tools.ts';
 
 export interface HelmRelease {
   name: string;
@@ -53,21 +53,13 @@ export function helmProcesses(namespace: string): HelmProcess[] {
  * from /proc. A server whose operator died is no longer its child: keep the pid to check it later.
  */
 export function helmServerPids(operatorPid: number): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
-    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (comm === 'eva-helm-server' && ppid === operatorPid) found.push(Number(entry));
-  }
-  return found;
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      const stat = processStat(pid);
+      return stat?.comm === 'eva-helm-server' && stat.ppid === operatorPid;
+    });
 }
 
 /** A values file as helm found it when it started: where, its mode, its filesystem, which needles it held. */

@@ -1,5 +1,6 @@
 /** Locates the pinned binaries (helm, kubectl, nats-server, ...) built by scripts/lib/build-components.sh. */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -26,14 +27,27 @@ export function tool(name: 'helm' | 'kubectl' | 'nats-server' | 'etcd' | 'kwokct
   return join(binDir(), name);
 }
 
-/** Whether a process exists (signal 0 delivers nothing, only checks). */
-export function processAlive(pid: number): boolean {
+/** What /proc/<pid>/stat says of a process: its command name, state letter and parent; undefined when gone. */
+export function processStat(pid: number): { comm: string; state: string; ppid: number } | undefined {
+  let stat: string;
   try {
-    process.kill(pid, 0);
-    return true;
+    stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
   } catch {
-    return false;
+    return undefined;
   }
+  // pid (comm) state ppid ...: comm may hold spaces and parentheses, so read around its last ')'.
+  const close = stat.lastIndexOf(')');
+  const [state = '', ppid = ''] = stat.slice(close + 2).split(' ');
+  return { comm: stat.slice(stat.indexOf('(') + 1, close), state, ppid: Number(ppid) };
+}
+
+/**
+ * Whether a process still runs. A zombie does not: it has exited and only waits to be reaped, which
+ * can be forever here (an orphan goes to a PID 1 that does not reap), yet signal 0 still reaches it.
+ */
+export function processAlive(pid: number): boolean {
+  const state = processStat(pid)?.state;
+  return state !== undefined && state !== 'Z' && state !== 'X';
 }
 
 /** The operator's helm server (helm-server/, built by build-components.sh helm-server; seconds when warm). */
