@@ -344,7 +344,7 @@ describe('blue/green: two operator versions side by side', () => {
     timings.push(`case 2: wave-1 canary Active (green) after ${seconds(activeAfter)}`);
     expect(ownerOf(getTenant(CANARY_W1.name))).toBe(GREEN);
     // Green does not claim the wave-2 one, but reports it: no running operator claims wave 2 (the
-    // Leases publish MAX_WAVE), so green, the only leader, writes Stalled at its next check (every 30 s).
+    // Leases publish MAX_WAVE), so green, the only leader, writes Stalled as the tenant appears.
     let waiting: TenantObject | undefined;
     const stalled = stalledWith('OperatorWaveAbsent');
     expect(await eventually(() => stalled((waiting = getTenant(CANARY_W2.name))), 45_000, 1_000), `the wave-2 tenant is not reported: ${JSON.stringify(waiting?.status)}`).toBe(true);
@@ -427,7 +427,7 @@ describe('blue/green: two operator versions side by side', () => {
     expect(tenant).toBeDefined();
     if (tenant === undefined) return;
     let events: { message: string }[] = [];
-    // The leaders check at start and every 30 s.
+    // The leaders judge a tenant as it appears (and every tenant every 30 s).
     const reported = await eventually(() => (events = warningEvents(tenant, 'OperatorVersionAbsent')).length > 0, 45_000, 1_000);
     expect(reported, `no Warning OperatorVersionAbsent on ${t.name} within 45 s`).toBe(true);
     timings.push(`case 4: Warning OperatorVersionAbsent after ${seconds(Date.now() - created)} (${events.length} event(s)): "${events[0]?.message ?? ''}"`);
@@ -570,7 +570,7 @@ describe('blue/green: two operator versions side by side', () => {
 
 /**
  * A tenant labelled with a shard nobody runs: left alone, reported by the running shards' leaders
- * (presence is checked every 30 s): a Warning event, the gauge of each, and its status.
+ * (each judges a tenant as it appears, and all of them every 30 s): a Warning event, the gauge of each, and its status.
  */
 async function expectAbsentShardReported(shards: readonly OperatorProcess[]): Promise<void> {
   create(IN_ABSENT_SHARD, 'apac');
@@ -578,7 +578,7 @@ async function expectAbsentShardReported(shards: readonly OperatorProcess[]): Pr
   const reported = await eventually(() => (absent = getTenant(IN_ABSENT_SHARD.name)) !== undefined && warningEvents(absent, 'OperatorShardAbsent').length > 0, 90_000, 2_000);
   expect(reported, 'no OperatorShardAbsent event').toBe(true);
   expect(warningEvents(absent as TenantObject, 'OperatorShardAbsent')[0]?.message).toContain('SHARD=apac');
-  // Each running shard's leader checks on its own every 30 s: the one that reported may not be the one asked first.
+  // Each running shard's leader judges on its own: the one that reported may not be the one asked first.
   const gauge = async (op: OperatorProcess): Promise<number> => metricSum((await httpGet(metricsPortOf(op), '/metrics')).body, 'eva_tenants_in_absent_shard') ?? 0;
   expect(await eventually(async () => Math.min(...(await Promise.all(shards.map(gauge)))) >= 1, 45_000, 1_000), 'eva_tenants_in_absent_shard on both shards').toBe(true);
   expect(ownerOf(getTenant(IN_ABSENT_SHARD.name)), 'nobody claimed the tenant of an absent shard').toBeUndefined();

@@ -24,7 +24,7 @@ import { auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { API_VERSION, KIND, MAX_WAVE_ANNOTATION, OWNER_ANNOTATION, SHARD_LABEL } from '../src/api/constants.ts';
-import { leaseNameForVersion } from '../src/controller/lease.ts';
+import { leaseNameForVersion } from '../src/controller/lease-names.ts';
 import { buildTool, captureTenant as capture, judge, labelled, type TenantObject as Obj } from './support/health-verdicts.ts';
 import { metricSum, scrape } from './support/metrics.ts';
 import { type OperatorProcess, startOperator } from './support/operator.ts';
@@ -183,7 +183,7 @@ describe('kstatus and Argo CD health on real tenants', () => {
     kubectlOk(['apply', '-f', '-'], JSON.stringify(orphaned));
     // The Lease of the shard's only operator publishes its MAX_WAVE, read by the others.
     expect(kubectlOk(['get', 'lease', leaseNameForVersion(SHARDED, SHARD), '-n', operatorNamespace(), '-o', `jsonpath={.metadata.annotations.${jsonpathKey(MAX_WAVE_ANNOTATION)}}`])).toBe('1');
-    // The leaders check at start and every 30 s: two full rounds of all three.
+    // The leaders judge a tenant as it appears (the informer's event), and all of them every 30 s.
     const stalled = (t: { conditions: Record<string, { status: string }> }): boolean => t.conditions['Stalled']?.status === 'True';
     const { tenant } = await waitForTenant(unclaimed, 'Stalled', stalled, 90_000);
     expect(tenant.conditions['Stalled']?.reason).toBe('OperatorVersionAbsent');

@@ -12,10 +12,10 @@ import { Controller } from './controller/controller.ts';
 import { TenantInformer } from './controller/tenant-informer.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
 import { operatorSteps } from './controller/tenant-steps.ts';
-import { cacheFirstTenantStore, kubeTenantStore } from './controller/tenant-store.ts';
-import { LeaderElector } from './controller/leader-election.ts';
-import { leaseNameForVersion } from './controller/lease.ts';
-import { VersionPresenceReporter } from './controller/version-presence.ts';
+import { cacheFirstTenantStore, kubeTenantStore, type TenantStore } from './controller/tenant-store.ts';
+import { LeaderElector } from './runtime/leader-elector.ts';
+import { leaseNameForVersion } from './controller/lease-names.ts';
+import { UnservedTenantReporter } from './controller/unserved-reporter.ts';
 import type { Helm } from './adapters/helm.ts';
 import { HelmCli } from './adapters/helm-cli.ts';
 import { HelmServer } from './adapters/helm-server.ts';
@@ -23,7 +23,9 @@ import { loadBundle } from './bundle/bundle.ts';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Kube, loadKubeConfig } from './adapters/kube.ts';
 import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
-import { annotatingLeaseStore, kubeLeaseStore } from './adapters/lease-store.ts';
+import { kubeLeaseStore, listLeases } from './adapters/kube-leases.ts';
+import { untilAborted } from './runtime/clock.ts';
+import { annotatingLeaseStore } from './runtime/lease-store.ts';
 import { ValuesSourceCache } from './adapters/values-sources.ts';
 import { ValuesFromWatch } from './controller/values-from-watch.ts';
 import { NatsPool } from './adapters/nats-pool.ts';
@@ -127,15 +129,8 @@ function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objec
   };
 }
 
-/** How often the leader looks for tenants pinned to a version that no operator runs. */
-const PRESENCE_CHECK_MS = 30_000;
-
-const aborted = (signal: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    signal.addEventListener('abort', () => {
-      resolve();
-    }, { once: true });
-  });
+/** How often the leader judges every tenant against the Leases (between passes, tenant events are judged as they come). */
+const UNSERVED_CHECK_MS = 30_000;
 
 /** Requests name this version and shard, keep to the rate limit, and are counted. */
 function operatorKubeConfig(config: OperatorConfig, metrics: OperatorMetrics): KubeConfig {
@@ -157,7 +152,7 @@ function buildController(
   deps: OperatorDeps,
   objects: TenantObjectCache,
   valuesFrom: ValuesFromWatch,
-): { informer: TenantInformer; controller: Controller } {
+): { informer: TenantInformer; controller: Controller; tenants: TenantStore } {
   const { kube } = deps;
   const informer = new TenantInformer({
     kube,
@@ -173,7 +168,30 @@ function buildController(
   };
   const reconciler = new TenantReconciler({ tenants, steps: operatorSteps(deps, metrics), config, log, metrics, onOwnWrite });
   const controller = new Controller({ tenants: informer, reconciler, operatorVersion: config.operatorVersion, concurrency: config.concurrency, log, metrics, objects, wakeOn: WAKE_ON, valuesFrom });
-  return { informer, controller };
+  return { informer, controller, tenants };
+}
+
+/** Reports the tenants no running operator serves: on the informer's events and every UNSERVED_CHECK_MS. */
+function unservedReporter(
+  config: OperatorConfig,
+  kube: Kube,
+  informer: TenantInformer,
+  store: TenantStore,
+  { lease, metrics, log }: { lease: string; metrics: OperatorMetrics; log: Logger },
+): UnservedTenantReporter {
+  const reporter = new UnservedTenantReporter({
+    leases: () => listLeases(kube, config.leaseNamespace),
+    namespace: config.leaseNamespace,
+    tenants: () => informer.cachedTenants(),
+    tenant: (name) => informer.cachedTenant(name),
+    store,
+    leaseName: lease,
+    intervalMs: UNSERVED_CHECK_MS,
+    metrics,
+    log,
+  });
+  reporter.subscribeTo(informer);
+  return reporter;
 }
 
 /** Built in dependency order: every part exists before the parts that use it. */
@@ -186,13 +204,13 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const valuesSources = new ValuesSourceCache({ kube, log });
   const deps = buildDeps(config, kube, nats, objects, valuesSources, log, metrics);
   const valuesFrom = new ValuesFromWatch(valuesSources, config.leaseNamespace);
-  const { informer, controller } = buildController(config, log, metrics, deps, objects, valuesFrom);
+  const { informer, controller, tenants } = buildController(config, log, metrics, deps, objects, valuesFrom);
   // One active replica per operator version and shard: each has its own Lease.
   const lease = leaseNameForVersion(config.operatorVersion, config.shard);
   // The Lease publishes this operator's MAX_WAVE: the others tell from it a tenant no wave claims.
   const store = annotatingLeaseStore(kubeLeaseStore(kube, config.leaseNamespace, lease), { [MAX_WAVE_ANNOTATION]: String(config.maxWave) });
   const elector = new LeaderElector({ store, namespace: config.leaseNamespace, leaseName: lease, identity: config.identity, log });
-  const presence = new VersionPresenceReporter({ kube, namespace: config.leaseNamespace, tenants: () => informer.cachedTenants(), leaseName: lease, metrics, log });
+  const unserved = unservedReporter(config, kube, informer, tenants, { lease, metrics, log });
   let leading = false;
   let stopping = false;
   const lost = Promise.withResolvers<undefined>();
@@ -203,9 +221,9 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       onStartedLeading: async (signal) => {
         leading = true;
         await controller.start();
-        void presence.runUntil(signal, PRESENCE_CHECK_MS);
+        void unserved.runUntil(signal);
         log.info({ version: config.operatorVersion, shard: config.shard ?? '(default)', concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
-        await aborted(signal);
+        await untilAborted(signal);
         await controller.stop();
       },
       onStoppedLeading: () => {

@@ -4,7 +4,7 @@
  * writes use server-side apply with one field manager, and status writes carry a resourceVersion
  * precondition. Beside it, informers.ts (watch caches), tenant-objects.ts (how tenant objects are
  * read: the API reader and the watch caches, handed to the steps next to this class, as Flux hands
- * controllers its cached client.Client and its APIReader) and lease-store.ts (Leases) use its
+ * controllers its cached client.Client and its APIReader) and kube-leases.ts (Leases) use its
  * clients and config; elsewhere client-node is imported for its object types only.
  */
 import {

@@ -25,7 +25,7 @@ import type {
 } from '@kubernetes/client-node';
 import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
 import type { Logger } from '../log.ts';
-import { type CachingInformer, InformerSet, restartingInformer } from './informers.ts';
+import { type CachingInformer, InformerSet, restartingInformer } from '../runtime/informers.ts';
 import { type Kube, METADATA_ONLY, readOptional } from './kube.ts';
 
 export interface TenantObjects {

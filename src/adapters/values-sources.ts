@@ -14,7 +14,7 @@ import type { KubernetesObject, V1ConfigMap, V1Secret } from '@kubernetes/client
 import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { RETIRED_FROM_ANNOTATION, VALUES_SOURCE_KINDS, VALUES_SOURCE_LABEL, VALUES_SOURCE_UID_LABEL, type ValuesSourceKind } from '../api/values-from.ts';
 import type { Logger } from '../log.ts';
-import { type CachingInformer, InformerSet, restartingInformer } from './informers.ts';
+import { type CachingInformer, InformerSet, restartingInformer } from '../runtime/informers.ts';
 import { isConflict, type Kube, MERGE_PATCH, readOptional } from './kube.ts';
 
 /** A values source as the steps read it: its data as text (a Secret's decoded). */

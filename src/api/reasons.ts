@@ -49,7 +49,7 @@ export const Reason = {
   ReconcileFailed: 'ReconcileFailed',
   ShuttingDown: 'ShuttingDown',
 
-  // -- no running operator serves the tenant (Warning events of controller/version-presence.ts) ------
+  // -- no running operator serves the tenant (Warning events of controller/unserved-reporter.ts) ------
   OperatorVersionAbsent: 'OperatorVersionAbsent',
   OperatorShardAbsent: 'OperatorShardAbsent',
   /** Unpinned and unowned, with a spec.wave above the MAX_WAVE of every running operator of its shard. */

@@ -14,7 +14,7 @@ import type { TenantInformer } from './tenant-informer.ts';
 import type { TenantReconciler } from './reconciler.ts';
 import type { ValuesFromWatch } from './values-from-watch.ts';
 import { subscribeWakeups } from './wakeups.ts';
-import { WorkQueue } from './workqueue.ts';
+import { WorkQueue } from '../runtime/workqueue.ts';
 
 export interface ControllerMetrics {
   /** `reason` (from the catalogue) only for an error: a failed step, or an error that escaped the reconcile. */

@@ -5,6 +5,7 @@
  */
 import { FINALIZER, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
+import { shardName } from './lease-names.ts';
 import type { TenantStore } from './tenant-store.ts';
 
 export type Ownership =
@@ -29,7 +30,6 @@ export function shardOf(tenant: EvaTenant): string | undefined {
   return shard === undefined || shard === '' ? undefined : shard;
 }
 
-const shardName = (shard: string | undefined): string => (shard === undefined ? 'the default shard' : `shard ${shard}`);
 
 /**
  * Whose tenant this is. The owner annotation decides while it is set: only its owner acts, and it

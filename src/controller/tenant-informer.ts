@@ -9,7 +9,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
-import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
+import { type CachingInformer, restartingInformer } from '../runtime/informers.ts';
 import type { CacheEvent } from '../adapters/tenant-objects.ts';
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';

@@ -44,7 +44,7 @@ function kubeRequestMetrics(registers: Registry[]): [Counter<'method'>, Counter]
   ];
 }
 
-/** Why no running operator acts on a tenant (controller/version-presence.ts): one gauge per cause. */
+/** Why no running operator acts on a tenant (controller/unserved-reporter.ts): one gauge per cause. */
 type Unserved = 'version' | 'shard' | 'owner' | 'wave';
 
 function unservedTenantGauges(registers: Registry[]): Record<Unserved, Gauge> {

@@ -13,7 +13,7 @@ import { LABELS, MANAGED_BY, RESTORED_FROM_UID_ANNOTATION, RETAINED_MARKS } from
 import type { V1Secret } from '@kubernetes/client-node';
 import { Reason } from '../api/reasons.ts';
 import { DependencyError } from '../errors.ts';
-import { type CachingInformer, restartingInformer } from '../adapters/informers.ts';
+import { type CachingInformer, restartingInformer } from '../runtime/informers.ts';
 import { isConflict, isNotFound, type Kube, MERGE_PATCH, readOptional } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { isPublicKey, NatsKeyError, newSeed, publicKeyOf } from '../adapters/nats-jwt.ts';

@@ -18,7 +18,7 @@ import { repoRoot, tool } from '../../support/tools.ts';
 import { type EnvVar, helm, type HelmResult, type KubeObject, parseManifest } from '../../charts/render.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../../../e2e/support/operator.ts';
 import { applyTenant, waitForGone, waitForPhase } from '../../../e2e/support/tenants.ts';
-import { leaseNameForVersion } from '../../../src/controller/lease.ts';
+import { leaseNameForVersion } from '../../../src/controller/lease-names.ts';
 import { FINALIZER, GROUP, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, PLURAL, WAVE_LABEL } from '../../../src/api/constants.ts';
 import { tenantNamespace } from '../../../src/tenancy/names.ts';
 import { natsBootstrapFiles } from '../../support/fixtures.ts';

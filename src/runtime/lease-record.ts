@@ -3,12 +3,12 @@
  * resourceVersion that was read, so of two candidates racing, one gets 409 Conflict ('conflict').
  * It remembers the copy it last wrote (renewals and the release start from it) and when the
  * resourceVersion it last saw first appeared (expiry is judged on the local clock from then). When to
- * acquire, renew and release is the elector's to decide (leader-election.ts).
+ * acquire, renew and release is the elector's to decide (leader-elector.ts).
  */
 import type { V1Lease } from '@kubernetes/client-node';
-import type { LeaseStore } from '../adapters/lease-store.ts';
 import type { Clock } from './clock.ts';
-import { claimedSpec, judgeLease, releasedSpec, withSpec } from './lease.ts';
+import { claimedSpec, judgeLease, releasedSpec, withSpec } from './lease-math.ts';
+import type { LeaseStore } from './lease-store.ts';
 
 export type Attempt =
   | { readonly kind: 'held'; readonly renewedAt: number }

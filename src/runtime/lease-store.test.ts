@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { V1Lease } from '@kubernetes/client-node';
 import { annotatingLeaseStore, type LeaseStore } from './lease-store.ts';
 
-/** Records what reaches the store underneath (a pure unit: the elector against the real API is in test/cluster/controller/leader-election-leases.test.ts). */
+/** Records what reaches the store underneath (a pure unit: the elector against the real API is in test/cluster/runtime/leader-election-leases.test.ts). */
 function recordingStore(): LeaseStore & { written: V1Lease[] } {
   const written: V1Lease[] = [];
   const keep = (lease: V1Lease): Promise<V1Lease> => {

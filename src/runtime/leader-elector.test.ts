@@ -2,10 +2,10 @@
 import { V1MicroTime, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../log.ts';
-import type { LeaseStore } from '../adapters/lease-store.ts';
-import { microTimeMs } from './lease.ts';
+import type { LeaseStore } from './lease-store.ts';
+import { microTimeMs } from './lease-math.ts';
 import type { Clock } from './clock.ts';
-import { LeaderElector } from './leader-election.ts';
+import { LeaderElector } from './leader-elector.ts';
 
 const log = createLogger('silent');
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');

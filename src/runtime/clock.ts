@@ -1,4 +1,4 @@
-/** Time for the leader election: the system clock, or a test's own (leader-election.test.ts). */
+/** Time for the runtime's loops (the elector, the reporters): the system clock, or a test's own (leader-elector.test.ts). */
 
 export interface Clock {
   /** Wall-clock ms since the epoch: written into the Lease and compared with times read from it. */
@@ -29,5 +29,15 @@ export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<vo
     };
     cancel = clock.setTimer(wake, ms);
     signal.addEventListener('abort', wake, { once: true });
+  });
+}
+
+/** Resolves once `signal` aborts (at once if it has). */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    signal.addEventListener('abort', () => {
+      resolve();
+    }, { once: true });
   });
 }

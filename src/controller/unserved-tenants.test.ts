@@ -1,9 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { absentOperators, isStatusWriter, type LiveOperators, OWNER_GONE_MS, presentLeases, recentlyGoneLeases } from './version-presence.ts';
+import { absentOperators, isStatusWriter, type LiveOperators, OWNER_GONE_MS, presentLeases, recentlyGoneLeases } from './unserved-tenants.ts';
 import { MAX_WAVE_ANNOTATION, OWNER_ANNOTATION, SHARD_LABEL } from '../api/constants.ts';
 import { testTenant } from '../../test/support/fixtures.ts';
+import { createLogger } from '../log.ts';
+import { systemClock } from '../runtime/clock.ts';
+import { UnservedTenantReporter } from './unserved-reporter.ts';
 
 const now = Date.parse('2026-01-01T00:10:00Z');
 
@@ -31,7 +34,7 @@ const live = (leases: Record<string, number | undefined> | string[]): LiveOperat
 const absentIn = (tenants: EvaTenant[], leases: Record<string, number | undefined> | string[]): string[] =>
   absentOperators(tenants, live(leases), 'eva-system').map((a) => `${a.tenant.metadata.name}:${a.reason}`);
 
-describe('version presence', () => {
+describe('which tenants are unserved', () => {
   it('counts only live, held operator leases, with the MAX_WAVE each publishes', () => {
     const present = presentLeases([
       lease('eva-operator-1-0-0', 'pod-a', 3, 15, '1'),
@@ -131,5 +134,97 @@ describe('version presence', () => {
   it('names one status writer among the live operators: the lowest Lease name', () => {
     const present = live(['eva-operator-9-8-1', 'eva-operator-9-8-0', 'eva-operator-9-8-0-shard-eu']);
     expect(['eva-operator-9-8-0', 'eva-operator-9-8-1', 'eva-operator-9-8-0-shard-eu'].filter((own) => isStatusWriter(present, own))).toEqual(['eva-operator-9-8-0']);
+  });
+});
+
+/** A reporter over tenants and Leases the test changes, recording its Lease listings, status writes, events and gauges. */
+function reporterFixture(leases: V1Lease[]) {
+  const tenants = new Map<string, EvaTenant>();
+  const seen = { listings: 0, statuses: [] as string[], events: [] as string[], pinnedGauge: 0 };
+  const reporter = new UnservedTenantReporter({
+    leases: () => {
+      seen.listings += 1;
+      return Promise.resolve(leases);
+    },
+    namespace: 'eva-system',
+    tenants: () => [...tenants.values()],
+    tenant: (name) => tenants.get(name),
+    store: {
+      writeStatus: (tenant, status) => {
+        seen.statuses.push(`${tenant.metadata.name}:${status.conditions?.find((c) => c.type === 'Stalled')?.reason ?? ''}`);
+        return Promise.resolve(tenant);
+      },
+      recordEvent: (tenant, _type, reason) => {
+        seen.events.push(`${tenant.metadata.name}:${reason}`);
+        return Promise.resolve();
+      },
+    },
+    leaseName: 'eva-operator-1-0-0',
+    intervalMs: 3_600_000,
+    metrics: {
+      setTenantsPinnedToAbsentVersion: (count) => {
+        seen.pinnedGauge = count;
+      },
+      setTenantsInAbsentShard: () => undefined,
+      setTenantsAboveMaxWave: () => undefined,
+      setTenantsOwnedByAbsentOperator: () => undefined,
+    },
+    log: createLogger('silent'),
+    clock: { now: () => now, setTimer: (callback, ms) => systemClock.setTimer(callback, ms) },
+  });
+  const add = (t: EvaTenant): void => {
+    tenants.set(t.metadata.name, t);
+    reporter.observe(t.metadata.name);
+  };
+  return { reporter, seen, add, leases };
+}
+
+describe('the unserved-tenant reporter', () => {
+  const own = (): V1Lease => lease('eva-operator-1-0-0', 'pod-a', 1);
+
+  it('judges a tenant as its event arrives: a new pin nobody runs is reported without waiting for the next pass', async () => {
+    const { reporter, seen, add } = reporterFixture([own()]);
+    expect(await reporter.check(now)).toBe(0);
+    add(tenant('late', '9.9.9'));
+    await reporter.checkPending(now);
+    expect(seen.statuses).toEqual(['late:OperatorVersionAbsent']);
+    expect(seen.events).toEqual(['late:OperatorVersionAbsent']);
+    expect(seen.pinnedGauge).toBe(1);
+    // Looked unserved against the pass's Leases, so judged again against Leases listed now.
+    expect(seen.listings).toBe(2);
+  });
+
+  it('an event that changes none of pin, shard, owner and wave costs nothing; a served tenant costs no listing', async () => {
+    const { reporter, seen, add } = reporterFixture([own()]);
+    await reporter.check(now);
+    add(tenant('served', '1.0.0'));
+    await reporter.checkPending(now);
+    reporter.observe('served');
+    await reporter.checkPending(now);
+    expect({ listings: seen.listings, statuses: seen.statuses, events: seen.events }).toEqual({ listings: 1, statuses: [], events: [] });
+  });
+
+  it('an operator started since the last pass is not reported missing', async () => {
+    const { reporter, seen, add, leases } = reporterFixture([own()]);
+    await reporter.check(now);
+    leases.push(lease('eva-operator-2-0-0', 'pod-b', 1));
+    add(tenant('new-version', '2.0.0'));
+    await reporter.checkPending(now);
+    expect({ listings: seen.listings, statuses: seen.statuses, events: seen.events, gauge: seen.pinnedGauge }).toEqual({ listings: 2, statuses: [], events: [], gauge: 0 });
+  });
+
+  it('running, it wakes on an event (the next pass is an hour away)', async () => {
+    const { reporter, seen, add } = reporterFixture([own()]);
+    const stop = new AbortController();
+    const running = reporter.runUntil(stop.signal);
+    await vi.waitFor(() => {
+      expect(seen.listings).toBe(1);
+    }, { timeout: 10_000 });
+    add(tenant('woken', '9.9.9'));
+    await vi.waitFor(() => {
+      expect(seen.statuses).toEqual(['woken:OperatorVersionAbsent']);
+    }, { timeout: 10_000 });
+    stop.abort();
+    await running;
   });
 });

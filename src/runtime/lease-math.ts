@@ -1,25 +1,10 @@
 /**
  * Lease arithmetic, as client-go's leaderelection does it: pure functions of a Lease's spec, an
  * identity and the time (who holds it, until when, what a claim, a renewal or a release writes), and
- * the election's timing. No I/O: tested as tables (src/controller/leader-election.test.ts).
+ * the election's timing. No I/O: tested as tables (lease-math.test.ts). What the operator's Leases are called is
+ * the controller's business (src/controller/lease-names.ts).
  */
 import { V1MicroTime, type V1Lease, type V1LeaseSpec } from '@kubernetes/client-node';
-
-
-const slug = (text: string): string => text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
-
-/** What ends the Lease name of every operator of one shard, whatever its version. */
-export const shardLeaseSuffix = (shard: string): string => `-shard-${slug(shard)}`;
-
-/**
- * The Lease of one operator version and shard (a valid object name): `1.4.0` → `eva-operator-1-4-0`;
- * `1.4.0` of shard `eu-1` → `eva-operator-1-4-0-shard-eu-1`. Each elects on its own.
- */
-export function leaseNameForVersion(version: string, shard?: string): string {
-  const versionSlug = slug(version);
-  if (versionSlug === '') throw new Error(`cannot derive a lease name from version ${JSON.stringify(version)}`);
-  return `eva-operator-${versionSlug}${shard === undefined ? '' : shardLeaseSuffix(shard)}`;
-}
 
 /** Milliseconds since the epoch of a Lease MicroTime, or undefined when absent or unparsable. */
 export function microTimeMs(value: Date | string | undefined): number | undefined {

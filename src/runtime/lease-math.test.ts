@@ -1,6 +1,6 @@
 import { V1MicroTime, type V1LeaseSpec } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { claimedSpec, electionTiming, judgeLease, leaseExpiresAt, leaseNameForVersion, microTimeMs, releasedSpec } from './lease.ts';
+import { claimedSpec, electionTiming, judgeLease, leaseExpiresAt, microTimeMs, releasedSpec } from './lease-math.ts';
 
 const T0 = Date.parse('2030-01-01T00:00:00.000Z');
 const s = (seconds: number): number => T0 + seconds * 1000;
@@ -80,17 +80,6 @@ describe('lease records', () => {
     expect(microTimeMs(new V1MicroTime(s(2)))).toBe(s(2));
     expect(microTimeMs(undefined)).toBeUndefined();
     expect(microTimeMs('not a time')).toBeUndefined();
-  });
-
-  it('names one lease per operator version', () => {
-    expect(leaseNameForVersion('1.4.0')).toBe('eva-operator-1-4-0');
-    expect(leaseNameForVersion('v2.0.0-RC.1+build.7')).toBe('eva-operator-v2-0-0-rc-1-build-7');
-    expect(() => leaseNameForVersion('...')).toThrow(/cannot derive/);
-  });
-
-  it('and one per operator version and shard', () => {
-    expect(leaseNameForVersion('1.4.0', 'eu-1')).toBe('eva-operator-1-4-0-shard-eu-1');
-    expect(leaseNameForVersion('1.4.0', 'EU_1.b')).toBe('eva-operator-1-4-0-shard-eu-1-b');
   });
 
   it('validates durations as client-go does', () => {

@@ -1,28 +1,20 @@
 /**
- * A tenant that no running operator will act on would otherwise be ignored forever: pinned to an
- * operator version that does not run, labelled with a shard nobody serves, owned by an operator that
- * no longer runs (for two minutes: a restarting one takes its Lease back sooner), or (unpinned and
- * unowned) with a wave above the MAX_WAVE of every running operator of its shard. Every running
- * version and shard holds a Lease (leader election) that publishes its MAX_WAVE; from the Leases
- * each leader finds such tenants and reports them: a Warning Event on the tenant (once per cause per
- * quarter hour), a gauge (eva_tenants_pinned_to_absent_version, eva_tenants_in_absent_shard,
- * eva_tenants_owned_by_absent_operator, eva_tenants_above_max_wave), and its status: Stalled and
- * Ready False with the reason, so kstatus (Flux) reads Failed and Argo CD Degraded instead of a
- * silent Current. Every leader sees such a
- * tenant; only one writes its status: the leader of the lowest live Lease name, and only when the
- * status differs (the same input gives the same status, so two leaders never alternate).
+ * Which tenants no running operator will act on, and why (pure: Leases, tenants and the time in,
+ * verdicts out; unserved-reporter.ts reports them). Such a tenant is pinned to an operator version
+ * that does not run, labelled with a shard nobody serves, owned by an operator that no longer runs
+ * (for two minutes: a restarting one takes its Lease back sooner), or (unpinned and unowned) has a
+ * wave above the MAX_WAVE of every running operator of its shard. Every running version and shard
+ * holds a Lease (leader election) that publishes its MAX_WAVE. Every leader sees such a tenant; only
+ * one writes its status: the leader of the lowest live Lease name (`isStatusWriter`).
  */
-import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import type { V1Lease } from '@kubernetes/client-node';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { MAX_WAVE_ANNOTATION, OWNER_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
-import type { Kube } from '../adapters/kube.ts';
-import type { Logger } from '../log.ts';
-import { leaseExpiresAt, leaseNameForVersion, shardLeaseSuffix } from './lease.ts';
+import { leaseExpiresAt } from '../runtime/lease-math.ts';
+import { leaseNameForVersion, shardLeaseSuffix, shardName } from './lease-names.ts';
 import { shardOf } from './metadata.ts';
-import { heldStatus, sameStatus } from './tenant-status.ts';
 
-const REPORT_EVERY_MS = 15 * 60_000;
 /** How long an owner's Lease must have been gone before its tenants are reported: a restart (a new pod takes the Lease) is quicker. */
 export const OWNER_GONE_MS = 2 * 60_000;
 
@@ -83,7 +75,6 @@ function shardWaves(present: LiveOperators, shard: string | undefined): ShardWav
   return { maxWave, leases };
 }
 
-const shardName = (shard: string | undefined): string => (shard === undefined ? 'the default shard' : `shard ${shard}`);
 
 /**
  * The tenants no running operator can take (tenants being deleted included: they need an owner
@@ -165,85 +156,6 @@ export function isStatusWriter(present: LiveOperators, ownLease: string): boolea
   return [...present.keys()].sort()[0] === ownLease;
 }
 
-export interface PresenceSink {
-  setTenantsPinnedToAbsentVersion(count: number): void;
-  setTenantsInAbsentShard(count: number): void;
-  setTenantsAboveMaxWave(count: number): void;
-  setTenantsOwnedByAbsentOperator(count: number): void;
-}
-
-export interface PresenceOptions {
-  kube: Kube;
-  /** Where the Leases are. */
-  namespace: string;
-  tenants: () => EvaTenant[];
-  /** This operator's own Lease (version and shard): decides whether it is the one status writer. */
-  leaseName: string;
-  metrics: PresenceSink;
-  log: Logger;
-}
-
-export class VersionPresenceReporter {
-  private readonly api: CoordinationV1Api;
-  private readonly reported = new Map<string, number>();
-  private readonly options: PresenceOptions;
-
-  constructor(options: PresenceOptions) {
-    this.options = options;
-    this.api = options.kube.coordination;
-  }
-
-  /** One pass: read the Leases, count and report the tenants no running operator acts on. */
-  async check(now = Date.now()): Promise<number> {
-    const { items } = await this.api.listNamespacedLease({ namespace: this.options.namespace });
-    const present = presentLeases(items, now);
-    const absent = absentOperators(this.options.tenants(), present, this.options.namespace, recentlyGoneLeases(items, now));
-    const count = (cause: Absence['cause']): number => absent.filter((a) => a.cause === cause).length;
-    this.options.metrics.setTenantsPinnedToAbsentVersion(count('version'));
-    this.options.metrics.setTenantsInAbsentShard(count('shard'));
-    this.options.metrics.setTenantsOwnedByAbsentOperator(count('owner'));
-    this.options.metrics.setTenantsAboveMaxWave(count('wave'));
-    const writesStatus = isStatusWriter(present, this.options.leaseName);
-    for (const absence of absent) {
-      await this.report(absence, now);
-      if (writesStatus) await this.writeStatus(absence);
-    }
-    return absent.length;
-  }
-
-  /** Stalled with the reason, written only when the stored status says something else. */
-  private async writeStatus({ tenant, reason, message }: Absence): Promise<void> {
-    const status = heldStatus(tenant, { ready: { status: 'False', reason, message }, stalled: { status: 'True', reason, message } }, new Date());
-    if (sameStatus(tenant.status, status)) return;
-    await this.options.kube.writeTenantStatus(tenant, status).catch((err: unknown) => {
-      // A conflict means someone wrote first: the next pass judges the newer object.
-      this.options.log.warn({ err, tenant: tenant.spec.capsuleCode }, 'could not write the status of an unserved tenant');
-    });
-  }
-
-  private async report({ tenant, reason, message }: Absence, now: number): Promise<void> {
-    const key = `${tenant.metadata.uid ?? tenant.metadata.name}/${message}`;
-    if (now - (this.reported.get(key) ?? Number.NEGATIVE_INFINITY) < REPORT_EVERY_MS) return;
-    this.reported.set(key, now);
-    this.options.log.warn({ tenant: tenant.spec.capsuleCode, pin: tenant.spec.operatorVersion, shard: shardOf(tenant), reason }, 'no running operator serves this tenant');
-    await this.options.kube.recordEvent(tenant, 'Warning', reason, message).catch((err: unknown) => {
-      this.options.log.warn({ err }, 'could not record event');
-    });
-  }
-
-  /** Checks now and then every `intervalMs` until `signal` aborts. */
-  async runUntil(signal: AbortSignal, intervalMs: number): Promise<void> {
-    while (!signal.aborted) {
-      await this.check().catch((err: unknown) => {
-        this.options.log.warn({ err }, 'version presence check failed');
-      });
-      await new Promise((resolve) => {
-        const timer = setTimeout(resolve, intervalMs);
-        signal.addEventListener('abort', () => {
-          clearTimeout(timer);
-          resolve(undefined);
-        }, { once: true });
-      });
-    }
-  }
-}
+/** What the verdict on one tenant depends on besides the Leases: its pin, shard, owner and wave. */
+export const judgedInputs = (tenant: EvaTenant): string =>
+  JSON.stringify([tenant.spec.operatorVersion ?? null, shardOf(tenant) ?? null, ownerOfTenant(tenant), tenant.spec.wave]);

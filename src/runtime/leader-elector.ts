@@ -4,18 +4,15 @@
  * renews it every retryPeriod and steps down when no renewal succeeded within renewDeadline, which
  * is shorter than leaseDuration, so it stops acting before anyone else may take the Lease over.
  * Every write carries the resourceVersion that was read: of two candidates racing for the same
- * Lease, one gets 409 Conflict and keeps waiting (leader-lease.ts reads and writes the Lease;
- * clock.ts is the time it runs on).
- *
- * Each operator version elects on its own Lease (`leaseNameForVersion`), so two versions run side
- * by side during an upgrade with one leader each.
+ * Lease, one gets 409 Conflict and keeps waiting (lease-record.ts reads and writes the Lease through
+ * a lease-store.ts, lease-math.ts judges it, clock.ts is the time it runs on). Which Lease is the
+ * caller's choice: the operator elects one per version and shard (src/controller/lease-names.ts).
  */
-import type { Kube } from '../adapters/kube.ts';
-import { kubeLeaseStore, type LeaseStore } from '../adapters/lease-store.ts';
 import type { Logger } from '../log.ts';
 import { type Clock, sleep, systemClock } from './clock.ts';
-import { type Attempt, LeaseRecord } from './leader-lease.ts';
-import { ACQUIRE_JITTER, electionTiming, type ElectionTiming } from './lease.ts';
+import { type Attempt, LeaseRecord } from './lease-record.ts';
+import { ACQUIRE_JITTER, electionTiming, type ElectionTiming } from './lease-math.ts';
+import type { LeaseStore } from './lease-store.ts';
 
 interface ElectionSettings {
   readonly namespace: string;
@@ -29,10 +26,8 @@ interface ElectionSettings {
   readonly clock?: Clock;
 }
 
-/** The Lease is read and written through `kube`, or through `store` (tests). */
-type LeaseSource = { readonly kube: Pick<Kube, 'coordination'>; readonly store?: undefined } | { readonly store: LeaseStore; readonly kube?: undefined };
-
-export type LeaderElectorOptions = ElectionSettings & LeaseSource;
+/** The Lease is read and written through `store` (the API: src/adapters/kube-leases.ts). */
+export type LeaderElectorOptions = ElectionSettings & { readonly store: LeaseStore };
 
 export interface LeaderCallbacks {
   /**
@@ -117,7 +112,7 @@ export class LeaderElector {
     this.#clock = options.clock ?? systemClock;
     this.#identity = options.identity;
     this.#lease = new LeaseRecord({
-      store: options.store ?? kubeLeaseStore(options.kube, options.namespace, options.leaseName),
+      store: options.store,
       clock: this.#clock,
       identity: options.identity,
       namespace: options.namespace,

@@ -5,8 +5,10 @@
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
-import { LeaderElector } from '../../../src/controller/leader-election.ts';
-import { leaseNameForVersion, microTimeMs } from '../../../src/controller/lease.ts';
+import { kubeLeaseStore } from '../../../src/adapters/kube-leases.ts';
+import { LeaderElector } from '../../../src/runtime/leader-elector.ts';
+import { leaseNameForVersion } from '../../../src/controller/lease-names.ts';
+import { microTimeMs } from '../../../src/runtime/lease-math.ts';
 import { createLogger } from '../../../src/log.ts';
 import { kubectl, kubectlOk } from '../../support/kubectl.ts';
 
@@ -48,7 +50,7 @@ function countActing(lease: string, delta: number): void {
 }
 
 function replica(leaseName: string, identity: string, timing: Timing): Replica {
-  const elector = new LeaderElector({ kube, namespace: ns, leaseName, identity, log, ...timing });
+  const elector = new LeaderElector({ store: kubeLeaseStore(kube, ns, leaseName), namespace: ns, leaseName, identity, log, ...timing });
   electors.push(elector);
   const self: Omit<Replica, 'run'> = { identity, elector, leading: false, startedAt: undefined, stoppedAt: undefined, leaders: [] };
   const run = elector.run({
