@@ -13,7 +13,7 @@ import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { Tier } from '../src/api/constants.ts';
-import { sagaRecordOf } from '../src/saga/persisted.ts';
+import { sagaRecordOf } from '../src/status/saga-record.ts';
 import { tenantNamespace } from '../src/tenancy/names.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { processAlive, repoRoot } from '../test/support/tools.ts';

@@ -12,7 +12,7 @@ import { Controller } from './controller/controller.ts';
 import { TenantInformer } from './controller/tenant-informer.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
 import { operatorSteps } from './controller/tenant-steps.ts';
-import { cacheFirstTenantStore, kubeTenantStore, type TenantStore } from './controller/tenant-store.ts';
+import { cacheFirstTenantStore, kubeTenantStore, type TenantStore } from './adapters/tenant-store.ts';
 import { LeaderElector } from './runtime/leader-elector.ts';
 import { leaseNameForVersion } from './controller/lease-names.ts';
 import { UnservedTenantReporter } from './controller/unserved-reporter.ts';

@@ -9,7 +9,8 @@ import type { EvaTenantStatus } from '../../src/api/evatenant.ts';
 import { MODULES_BY_TIER } from '../../src/api/modules.ts';
 import { parseEvaTenant } from '../../src/api/parse.ts';
 import { MODULE_BOUNDS_BY_TIER } from '../../src/api/tiers.ts';
-import { allConditions, mergeConditions } from '../../src/saga/conditions.ts';
+import { mergeConditions } from '../../src/status/conditions.ts';
+import { sagaConditions } from '../../src/status/tenant-status.ts';
 import { STEP_DESCRIPTORS } from '../../src/steps/registry.ts';
 import { STEP_NAMES } from '../../src/steps/step.ts';
 import { METADATA_KEYS, PHASE_MEANING, PROVISIONING_CONDITION_MEANING, SUMMARY_CONDITION_MEANING } from './api-metadata.ts';
@@ -56,7 +57,7 @@ function fieldSections(crd: Crd): string {
 }
 
 function conditionsSection(): string {
-  const active = allConditions({ stage: 'active', wasActive: true });
+  const active = sagaConditions({ stage: 'active', wasActive: true }, false);
   const stepsOf = (condition: string): string => STEP_NAMES.filter((s) => STEP_DESCRIPTORS[s].condition === condition).map(code).join(', ');
   const five = PROVISIONING_CONDITIONS.map((c) => [code(c), PROVISIONING_CONDITION_MEANING[c], stepsOf(c), code(active[c]?.reason ?? '')]);
   const summary = Object.entries(SUMMARY_CONDITION_MEANING).map(([c, meaning]) => [code(c), meaning, '', c === 'Ready' ? code(active['Ready']?.reason ?? '') : '']);
@@ -68,7 +69,7 @@ const phasesSection = (): string => `## Phases (\`status.phase\`)\n\n${table(['p
 /** The status of an Active Starter tenant, as the status code derives it (times fixed). */
 function exampleStatus(): string {
   const at = '2026-01-01T00:00:00Z';
-  const conditions = mergeConditions([], allConditions({ stage: 'active', wasActive: true }), at, 1);
+  const conditions = mergeConditions([], sagaConditions({ stage: 'active', wasActive: true }, false), at, 1);
   const modules = Object.fromEntries(MODULES_BY_TIER.Starter.map((m) => [m, { chartVersion: '1.0.0', replicas: 1, readyReplicas: 1, valuesDigest: 'sha256:…', message: 'available' }]));
   const status: EvaTenantStatus = { phase: 'Active', observedGeneration: 1, conditions, provisioningStartedAt: at, url: 'https://acmeco.tenants.example.com', modules };
   return `## Example status (an Active Starter tenant)\n\n\`\`\`yaml\nstatus:\n${stringify(status).replace(/^/gm, '  ').trimEnd()}\n\`\`\``;

@@ -5,7 +5,7 @@
  * Values are CamelCase, as Kubernetes condition reasons must be.
  */
 export const Reason = {
-  // -- condition bookkeeping (saga/conditions.ts) -----------------------------------------------
+  // -- condition bookkeeping (status/conditions.ts, status/summarize.ts) ---------------------------
   Progressing: 'Progressing',
   Pending: 'Pending',
   Interrupted: 'Interrupted',
@@ -22,7 +22,7 @@ export const Reason = {
   NatsCredentialsRefused: 'NatsCredentialsRefused',
   Retained: 'Retained',
 
-  // -- Normal events: the saga's progress (controller/status-writer.ts) and the decommission ------------
+  // -- Normal events: the saga's progress (status/status-writer.ts) and the decommission ------------
   ProvisioningStarted: 'ProvisioningStarted',
   NamespaceCreated: 'NamespaceCreated',
   SeedLoaded: 'SeedLoaded',

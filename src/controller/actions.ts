@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isConflict } from '../adapters/kube.ts';
-import type { SagaView } from '../saga/conditions.ts';
+import type { SagaView } from '../saga/view.ts';
 import { Reason } from '../api/reasons.ts';
 import { InputError, problemOf } from '../errors.ts';
 import type { StepName } from '../steps/step.ts';

@@ -6,7 +6,7 @@
 import { FINALIZER, OWNER_ANNOTATION, SHARD_LABEL, WAVE_LABEL } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { shardName } from './lease-names.ts';
-import type { TenantStore } from './tenant-store.ts';
+import type { TenantStore } from '../adapters/tenant-store.ts';
 
 export type Ownership =
   | { kind: 'mine' }

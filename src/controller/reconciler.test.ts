@@ -15,7 +15,7 @@ import { FailingTenantStore, MemoryTenantStore } from '../../test/support/tenant
 import { USER_ERROR_RECHECK_MS } from './actions.ts';
 import { TenantReconciler } from './reconciler.ts';
 import type { TenantSteps } from './tenant-steps.ts';
-import type { TenantStore } from './tenant-store.ts';
+import type { TenantStore } from '../adapters/tenant-store.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 
 const VERSION = '1.0.0';

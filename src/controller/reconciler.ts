@@ -7,7 +7,6 @@ import { MODULES_BY_TIER } from '../api/modules.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { FORCE_DECOMMISSION_ANNOTATION, RESTORE_FROM_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
-import type { ConditionState } from '../saga/conditions.ts';
 import type { OperatorConfig } from '../config.ts';
 import { type Logger, tenantLogger } from '../log.ts';
 import type { OperatorMetricsSink } from './metrics-sink.ts';
@@ -17,10 +16,10 @@ import { retainsData, type TenantScope } from '../tenancy/scope.ts';
 import { tenantNamespace } from '../tenancy/names.ts';
 import { type DecommissionResult, FORCED_REMOVE_RAN, forcedSteps } from './decommission.ts';
 import { decideOwnership, type OperatorSelf, ownerValue, removeFinalizer, syncMetadata } from './metadata.ts';
-import { StatusWriter } from './status-writer.ts';
-import { heldStatus, persistedSnapshotOf, provisionedSpecChanged } from './tenant-status.ts';
+import { StatusWriter } from '../status/status-writer.ts';
+import { heldStatus, persistedSnapshotOf, provisionedSpecChanged } from '../status/tenant-status.ts';
 import type { TenantSteps } from './tenant-steps.ts';
-import type { TenantStore } from './tenant-store.ts';
+import type { TenantStore } from '../adapters/tenant-store.ts';
 import { type Action, DONE, actionFor, driftDelayMs } from './actions.ts';
 
 export interface ReconcilerContext {
@@ -121,8 +120,7 @@ export class TenantReconciler {
     const observed = drift.inSync ? 'no drift observed' : `drift observed, not repaired: ${drift.step}: ${drift.reason}: ${drift.message}`;
     const deleting = tenant.metadata.deletionTimestamp === undefined ? '' : '; the deletion waits until then';
     const message = `spec.suspend is true: the operator changes nothing for this tenant; set it to false to resume${deleting}; ${observed}`;
-    const suspendedState: ConditionState = { status: 'True', reason: Reason.ReconciliationSuspended, message };
-    await writer.writeIfChanged(heldStatus(tenant, { idle: true, extra: { Suspended: suspendedState } }, new Date()));
+    await writer.writeIfChanged(heldStatus(tenant, { kind: 'suspended', message }, new Date()));
     return { kind: 'requeue', afterMs: driftDelayMs({ intervalSeconds: this.ctx.config.driftIntervalSeconds, key: tenant.metadata.uid ?? tenant.metadata.name }) };
   }
 
@@ -176,12 +174,6 @@ async function reportForced(writer: StatusWriter, forced: ReturnType<typeof forc
  */
 function decommissionStatus(tenant: EvaTenant, phase: 'Decommissioning' | 'Decommissioned', states: Record<string, string>): EvaTenantStatus {
   const pending = Object.entries(states).filter(([, state]) => state !== 'Removed' && state !== 'Retained').map(([step, state]) => `${step}: ${state}`);
-  const done = tenant.spec.dataRetention === 'Retain'
-    ? 'everything the tenant owned is removed but its retained data (NATS account, disabled; streams; seed bucket); this object is kept'
-    : 'everything the tenant owned is removed; this object is kept';
-  const ready: ConditionState =
-    phase === 'Decommissioned'
-      ? { status: 'True', reason: Reason.Decommissioned, message: done }
-      : { status: 'False', reason: Reason.Decommissioning, message: `removing the tenant's resources; not removed yet: ${pending.join('; ') || 'none'}` };
-  return heldStatus(tenant, { ready }, new Date(), { phase, decommission: states });
+  const standing = phase === 'Decommissioned' ? { kind: 'decommissioned' as const, dataRetained: tenant.spec.dataRetention === 'Retain' } : { kind: 'decommissioning' as const, pending };
+  return heldStatus(tenant, standing, new Date(), { phase, decommission: states });
 }

@@ -17,8 +17,8 @@ import type { CacheEvent } from '../adapters/tenant-objects.ts';
 import type { Logger } from '../log.ts';
 import { type Clock, sleep, systemClock } from '../runtime/clock.ts';
 import { shardOf } from './metadata.ts';
-import { heldStatus, sameStatus } from './tenant-status.ts';
-import type { TenantStore } from './tenant-store.ts';
+import { heldStatus, sameStatus } from '../status/tenant-status.ts';
+import type { TenantStore } from '../adapters/tenant-store.ts';
 import { type Absence, absentOperators, isStatusWriter, judgedInputs, type LiveOperators, presentLeases, recentlyGoneLeases } from './unserved-tenants.ts';
 
 const REPORT_EVERY_MS = 15 * 60_000;
@@ -180,7 +180,7 @@ export class UnservedTenantReporter {
 
   /** Stalled with the reason, written only when the stored status says something else. */
   async #writeStatus({ tenant, reason, message }: Absence): Promise<void> {
-    const status = heldStatus(tenant, { ready: { status: 'False', reason, message }, stalled: { status: 'True', reason, message } }, new Date(this.#clock.now()));
+    const status = heldStatus(tenant, { kind: 'unserved', reason, message }, new Date(this.#clock.now()));
     if (sameStatus(tenant.status, status)) return;
     await this.#options.store.writeStatus(tenant, status).catch((err: unknown) => {
       // A conflict means someone wrote first: the next pass judges the newer object.

@@ -12,6 +12,7 @@ import type { EvaTenant } from '../api/evatenant.ts';
 import { MAX_WAVE_ANNOTATION, OWNER_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { leaseExpiresAt } from '../runtime/lease-math.ts';
+import type { UnservedReason } from '../status/summarize.ts';
 import { leaseNameForVersion, shardLeaseSuffix, shardName } from './lease-names.ts';
 import { shardOf } from './metadata.ts';
 
@@ -59,7 +60,7 @@ const servesShard = (leaseName: string, shard: string | undefined): boolean =>
 export interface Absence {
   readonly tenant: EvaTenant;
   readonly cause: 'shard' | 'owner' | 'version' | 'wave';
-  readonly reason: typeof Reason.OperatorShardAbsent | typeof Reason.OperatorOwnerAbsent | typeof Reason.OperatorVersionAbsent | typeof Reason.OperatorWaveAbsent;
+  readonly reason: UnservedReason;
   readonly message: string;
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Reason } from '../api/reasons.ts';
 import type { StepName } from '../steps/step.ts';
-import type { SagaView } from './conditions.ts';
+import type { SagaView } from './view.ts';
 import { createActor } from 'xstate';
 import { runSaga, type SagaIo, viewOf } from './driver.ts';
 import { type SagaEmitted, tenantSagaMachine } from './machine.ts';

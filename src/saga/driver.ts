@@ -8,7 +8,8 @@
 import { type AnyMachineSnapshot, createActor, fromPromise, waitFor } from 'xstate';
 import { ShutdownError } from '../errors.ts';
 import { type DriftReport, STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
-import { conditionOf, type SagaStage, type SagaView } from './conditions.ts';
+import { conditionOf } from '../steps/registry.ts';
+import type { SagaStage, SagaView } from './view.ts';
 import { REST_TAG, type SagaEmitted, type SagaEvent, tenantSagaMachine } from './machine.ts';
 
 export interface SagaIo {

@@ -6,7 +6,8 @@ import { SeedCatalog } from '../bundle/seeds.ts';
 import { publicKeyOf } from '../adapters/nats-jwt.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { createLogger } from '../log.ts';
-import { hibernatedConditions, hibernatedPhase } from '../saga/conditions.ts';
+import { hibernatedPhase } from '../status/conditions.ts';
+import { sagaConditions } from '../status/tenant-status.ts';
 import { testScope } from '../../test/support/fixtures.ts';
 import { newAccountKeys } from '../nats/account-keys.ts';
 import { moduleValues } from './module-values.ts';
@@ -53,14 +54,14 @@ describe('hibernation (spec.lifecycle Suspended)', () => {
   });
 
   it('shows Suspended once at rest, with Ready True (as asked: kstatus Current), and Provisioning while it gets there', () => {
-    const resting = hibernatedConditions({ stage: 'active', wasActive: true });
+    const resting = sagaConditions({ stage: 'active', wasActive: true }, true);
     expect(hibernatedPhase({ stage: 'active', wasActive: true })).toBe('Suspended');
     expect(resting['Ready']).toMatchObject({ status: 'True', reason: 'Suspended' });
     expect(resting['Ready']?.message).toContain('nothing is served');
     expect(resting['ModulesDeployed']).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
     expect(resting['IngressReady']).toMatchObject({ status: 'True', reason: 'IngressWithdrawn' });
     expect(hibernatedPhase({ stage: 'provisioning', currentStep: 'modules', wasActive: true, updating: true })).toBe('Provisioning');
-    expect(hibernatedConditions({ stage: 'provisioning', currentStep: 'modules', wasActive: true })['Ready']?.status).not.toBe('False');
+    expect(sagaConditions({ stage: 'provisioning', currentStep: 'modules', wasActive: true }, true)['Ready']?.status).not.toBe('False');
   });
 });
 

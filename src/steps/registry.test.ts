@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Reason } from '../api/reasons.ts';
 import { DECOMMISSION_ORDER } from '../controller/decommission.ts';
-import { conditionOf } from '../saga/conditions.ts';
+import { conditionOf } from './registry.ts';
 import { namespaceStep } from './namespace.ts';
 import { STEP_DESCRIPTORS, type StepDescriptor, type StepDescriptors } from './registry.ts';
 import { STEP_NAMES } from './step.ts';

@@ -88,6 +88,9 @@ export const STEP_DESCRIPTORS: StepDescriptors = {
   ingress: { step: withdrawnWhileHibernated(ingressStep), condition: 'IngressReady', startedEvent: null, completedEvent: Reason.IngressProvisioned, decommission: { order: 10, inTenantNamespace: true } },
 };
 
+/** The condition a step reports, from its descriptor. */
+export const conditionOf = (step: StepName): ProvisioningCondition => STEP_DESCRIPTORS[step].condition;
+
 export const stepOf = (name: StepName): Step<OperatorDeps> => STEP_DESCRIPTORS[name].step;
 
 /** What the controller watches to wake tenants up (see controller/wakeups.ts). */

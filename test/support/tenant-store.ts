@@ -7,7 +7,7 @@ import { ApiException } from '@kubernetes/client-node';
 import type { EvaTenant, EvaTenantStatus } from '../../src/api/evatenant.ts';
 import type { EventType, JsonPatchOperation } from '../../src/adapters/kube.ts';
 import type { Reason } from '../../src/api/reasons.ts';
-import type { TenantStore } from '../../src/controller/tenant-store.ts';
+import type { TenantStore } from '../../src/adapters/tenant-store.ts';
 
 export interface RecordedEvent {
   readonly type: EventType;

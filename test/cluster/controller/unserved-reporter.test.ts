@@ -12,7 +12,7 @@ import { listLeases } from '../../../src/adapters/kube-leases.ts';
 import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
 import { leaseNameForVersion } from '../../../src/controller/lease-names.ts';
 import { TenantInformer } from '../../../src/controller/tenant-informer.ts';
-import { kubeTenantStore } from '../../../src/controller/tenant-store.ts';
+import { kubeTenantStore } from '../../../src/adapters/tenant-store.ts';
 import { UnservedTenantReporter } from '../../../src/controller/unserved-reporter.ts';
 import { createLogger } from '../../../src/log.ts';
 import { repoRoot } from '../../support/tools.ts';

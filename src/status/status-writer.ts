@@ -15,11 +15,11 @@ import { Reason } from '../api/reasons.ts';
 import { ShutdownError } from '../errors.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
-import { conditionOf, type SagaView } from '../saga/conditions.ts';
+import type { SagaView } from '../saga/view.ts';
 import type { SagaEmitted } from '../saga/machine.ts';
-import { STEP_DESCRIPTORS } from '../steps/registry.ts';
+import { conditionOf, STEP_DESCRIPTORS } from '../steps/registry.ts';
 import { buildStatus, sameStatus } from './tenant-status.ts';
-import type { TenantStore } from './tenant-store.ts';
+import type { TenantStore } from '../adapters/tenant-store.ts';
 
 /** Reads what status.modules and status.url show; `fresh`: from the API, not the watch caches. */
 export type Observe = (fresh: boolean) => Promise<ObservedTenant>;

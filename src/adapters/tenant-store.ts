@@ -4,7 +4,7 @@
  * The Kubernetes implementation is the API server through the Kube adapter.
  */
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
-import type { EventType, JsonPatchOperation, Kube } from '../adapters/kube.ts';
+import type { EventType, JsonPatchOperation, Kube } from './kube.ts';
 import type { Reason } from '../api/reasons.ts';
 
 export interface TenantStore {

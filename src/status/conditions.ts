@@ -1,7 +1,7 @@
 /**
- * Status is derived, never set piecemeal: one pure function turns where the saga stands into the
- * five conditions, Ready (summarised from the five, as Flux's summarize() does) and the phase.
- * Kept apart from I/O so the whole decision table is tested as a table.
+ * The condition table: where the saga stands (its view) turned into the five conditions the steps
+ * report and the phase, and how a new set merges into the stored one. Ready and the other summary
+ * conditions are summarize()'s alone (summarize.ts). Pure, so the whole table is tested as a table.
  */
 import { Reason } from '../api/reasons.ts';
 import {
@@ -11,12 +11,10 @@ import {
   type ProvisioningCondition,
 } from '../api/constants.ts';
 import type { Condition } from '../api/evatenant.ts';
-import { STEP_DESCRIPTORS } from '../steps/registry.ts';
+import type { StepProblem } from '../saga/machine.ts';
+import type { SagaView } from '../saga/view.ts';
+import { conditionOf } from '../steps/registry.ts';
 import { STEP_NAMES, type StepName } from '../steps/step.ts';
-import type { StepProblem } from './machine.ts';
-
-/** The condition a step reports, from its descriptor. */
-export const conditionOf = (step: StepName): ProvisioningCondition => STEP_DESCRIPTORS[step].condition;
 
 const stepsOf = (condition: ProvisioningCondition): StepName[] => STEP_NAMES.filter((step) => conditionOf(step) === condition);
 
@@ -28,24 +26,14 @@ const TRUE_REASON: Readonly<Record<ProvisioningCondition, [Reason, string]>> = {
   IngressReady: [Reason.IngressAdmitted, 'the tenant ingress routes to every module'],
 };
 
-export type SagaStage = 'requested' | 'provisioning' | 'waiting' | 'failed' | 'interrupted' | 'active' | 'checking' | 'degraded';
-
-/** Where the saga stands, as read from its snapshot. */
-export interface SagaView {
-  stage: SagaStage;
-  /** The step running now (provisioning), or the one a shutdown stopped the saga before (interrupted). */
-  currentStep?: StepName;
-  problem?: StepProblem;
-  wasActive: boolean;
-  /** A spec change is being applied (as opposed to drift being repaired). */
-  updating?: boolean;
-}
-
 export interface ConditionState {
   status: ConditionStatus;
   reason: Reason;
   message: string;
 }
+
+/** The saga is at rest with every step done (active), or checking for drift from there. */
+export const atRest = (view: SagaView): boolean => view.stage === 'active' || view.stage === 'checking';
 
 const conditionIndex = (c: ProvisioningCondition): number => PROVISIONING_CONDITIONS.indexOf(c);
 
@@ -79,7 +67,7 @@ function focusOf(view: SagaView): { condition: ProvisioningCondition; state: Con
 export function desiredConditions(view: SagaView): Record<ProvisioningCondition, ConditionState> {
   const pending: ConditionState = { status: 'Unknown', reason: Reason.Pending, message: 'waiting for earlier steps' };
   const focus = focusOf(view);
-  const allTrue = view.stage === 'active' || view.stage === 'checking';
+  const allTrue = atRest(view);
   const result = {} as Record<ProvisioningCondition, ConditionState>;
   for (const condition of PROVISIONING_CONDITIONS) {
     if (allTrue) result[condition] = trueState(condition);
@@ -90,19 +78,6 @@ export function desiredConditions(view: SagaView): Record<ProvisioningCondition,
     else result[condition] = pending;
   }
   return result;
-}
-
-export function readyState(conditions: Record<ProvisioningCondition, ConditionState>): ConditionState {
-  const notTrue = PROVISIONING_CONDITIONS.filter((c) => conditions[c].status !== 'True');
-  if (notTrue.length === 0) return { status: 'True', reason: Reason.Provisioned, message: 'all five conditions are True' };
-  const first = notTrue[0] as ProvisioningCondition;
-  const failing = notTrue.find((c) => conditions[c].status === 'False');
-  const shown = failing ?? first;
-  return {
-    status: failing ? 'False' : 'Unknown',
-    reason: conditions[shown].reason,
-    message: `${notTrue.join(', ')} not True; ${shown}: ${conditions[shown].message}`,
-  };
 }
 
 export function phaseOf(view: SagaView): Phase {
@@ -148,50 +123,17 @@ export function mergeConditions(
 }
 
 /**
- * kstatus's abnormal-true conditions (Flux's summarize keeps them the same way: present only while
- * True). Stalled: nothing changes until a human changes the input, which kstatus reports as Failed.
- * Reconciling: the operator is still working towards the spec (kstatus InProgress).
+ * The five of a hibernated tenant (spec.lifecycle Suspended) at rest say how each part is kept;
+ * before it rests, the five as for any tenant.
  */
-export function progressConditions(ready: ConditionState, stalled: ConditionState | undefined): Record<string, ConditionState> {
-  if (stalled) return { Stalled: stalled };
-  if (ready.status === 'True') return {};
-  return { Reconciling: { status: 'True', reason: Reason.Progressing, message: ready.message } };
-}
-
-function stalledOf(view: SagaView, ready: ConditionState): ConditionState | undefined {
-  const settled = view.stage === 'active' || view.stage === 'checking';
-  if (settled || !view.problem?.needsUser) return undefined;
-  return { status: 'True', reason: view.problem.reason, message: `needs a change by the user: ${ready.message}` };
-}
-
-export function allConditions(view: SagaView): Record<string, ConditionState> {
+export function hibernatedConditions(view: SagaView): Record<ProvisioningCondition, ConditionState> {
   const five = desiredConditions(view);
-  const ready = readyState(five);
-  return { ...five, Ready: ready, ...progressConditions(ready, stalledOf(view, ready)) };
-}
-
-const atRest = (view: SagaView): boolean => view.stage === 'active' || view.stage === 'checking';
-
-/**
- * A hibernated tenant (spec.lifecycle Suspended) at rest: the conditions say how each part is kept,
- * and Ready is True with reason Suspended: the tenant is as its spec asks (like a Decommissioned one),
- * and kstatus reads Ready False as InProgress, so Flux's wait would never pass on a hibernated tenant
- * in Git. That nothing is served says the phase, the reason and the message. Before it rests, as
- * allConditions.
- */
-export function hibernatedConditions(view: SagaView): Record<string, ConditionState> {
-  const all = allConditions(view);
-  if (!atRest(view)) return all;
+  if (!atRest(view)) return five;
   return {
-    ...all,
+    ...five,
     Provisioned: { status: 'True', reason: Reason.NatsCredentialsRefused, message: "NATS account, streams and tenant record are kept; the modules' credentials are refused" },
     ModulesDeployed: { status: 'True', reason: Reason.ScaledToZero, message: 'every module release is deployed with zero replicas' },
     IngressReady: { status: 'True', reason: Reason.IngressWithdrawn, message: 'the tenant Ingress is withdrawn: nothing is served' },
-    Ready: {
-      status: 'True',
-      reason: Reason.Suspended,
-      message: 'hibernated as asked (spec.lifecycle: Suspended), nothing is served: modules at zero replicas, Ingress withdrawn, NATS credentials refused, all data kept; set spec.lifecycle: Active to resume',
-    },
   };
 }
 

@@ -1,8 +1,8 @@
 import { createActor, fromPromise, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import type { StepName, StepOutcome } from '../steps/step.ts';
-import { tenantSagaMachine } from './machine.ts';
-import { sagaRecord, sagaRecordOf } from './persisted.ts';
+import { tenantSagaMachine } from '../saga/machine.ts';
+import { sagaRecord, sagaRecordOf } from './saga-record.ts';
 
 /** A machine whose steps finish, or wait at `waitAt`. */
 const machineWaitingAt = (waitAt?: StepName) =>

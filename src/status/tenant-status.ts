@@ -7,8 +7,10 @@ import { createHash } from 'node:crypto';
 import { canonicalJson } from '../canonical-json.ts';
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
 import { PROVISIONING_CONDITIONS, ROTATE_NATS_CREDENTIALS_ANNOTATION } from '../api/constants.ts';
-import { sagaRecord, sagaRecordOf } from '../saga/persisted.ts';
-import { allConditions, type ConditionState, hibernatedConditions, hibernatedPhase, mergeConditions, phaseOf, progressConditions, type SagaView } from '../saga/conditions.ts';
+import { sagaRecord, sagaRecordOf } from './saga-record.ts';
+import type { SagaView } from '../saga/view.ts';
+import { atRest, type ConditionState, desiredConditions, hibernatedConditions, hibernatedPhase, mergeConditions, phaseOf } from './conditions.ts';
+import { type Standing, summarize, SUMMARY_TYPES } from './summarize.ts';
 
 function elapsedSince(start: string, now: Date): number {
   return Math.max(0, Math.round((now.getTime() - Date.parse(start)) / 10) / 100);
@@ -25,10 +27,18 @@ function timings(previous: EvaTenantStatus, view: SagaView, conditions: EvaTenan
   return { provisioningStartedAt: startedAt, elapsedSeconds: elapsed };
 }
 
+/** The five from the saga's view (as a hibernated tenant keeps them, when it is one), and their summary. */
+export function sagaConditions(view: SagaView, hibernated: boolean): Record<string, ConditionState> {
+  if (hibernated && atRest(view)) return { ...hibernatedConditions(view), ...summarize({ kind: 'hibernated' }) };
+  const five = desiredConditions(view);
+  const needsUser = !atRest(view) && view.problem?.needsUser === true ? view.problem.reason : undefined;
+  return { ...five, ...summarize({ kind: 'provisioning', conditions: five, ...(needsUser === undefined ? {} : { needsUser }) }) };
+}
+
 export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknown, now: Date): EvaTenantStatus {
   const previous = tenant.status ?? {};
   const hibernated = tenant.spec.lifecycle === 'Suspended';
-  const desired = hibernated ? hibernatedConditions(view) : allConditions(view);
+  const desired = sagaConditions(view, hibernated);
   const conditions = mergeConditions(previous.conditions ?? [], desired, now.toISOString(), tenant.metadata.generation);
   const status: EvaTenantStatus = {
     phase: hibernated ? hibernatedPhase(view) : phaseOf(view),
@@ -40,28 +50,16 @@ export function buildStatus(tenant: EvaTenant, view: SagaView, persisted: unknow
   return status;
 }
 
-/** The summary conditions a held status replaces; the saga's own five stay as they were. */
-const SUMMARY_TYPES = new Set(['Ready', 'Reconciling', 'Stalled', 'Suspended']);
-
 /**
- * A status for a tenant the saga does not run for (decommissioning, suspended, unclaimed): the
- * stored status with a new summary (Ready, and Reconciling or Stalled as kstatus reads them) at the
- * current generation (no `ready`: the stored Ready is kept). `extra` adds conditions of its own (Suspended).
- * `base` replaces the stored status as the starting point (a decommission starts from nothing).
+ * A status for a tenant the saga does not run for (suspended, decommissioning, unserved): the stored
+ * status (or `base`: a decommission starts from nothing) with the summary of where it stands, at the
+ * current generation; the saga's own five stay as they were, and so does the stored Ready when the
+ * summary has none (suspended).
  */
-export function heldStatus(
-  tenant: EvaTenant,
-  summary: { ready?: ConditionState; stalled?: ConditionState; idle?: boolean; extra?: Record<string, ConditionState> },
-  now: Date,
-  base: EvaTenantStatus = tenant.status ?? {},
-): EvaTenantStatus {
+export function heldStatus(tenant: EvaTenant, standing: Exclude<Standing, { kind: 'provisioning' | 'hibernated' }>, now: Date, base: EvaTenantStatus = tenant.status ?? {}): EvaTenantStatus {
   const previous = tenant.status?.conditions ?? [];
-  const { ready, stalled, idle = false, extra } = summary;
-  // No new Ready: the stored one stays as it is.
-  const kept = (base.conditions ?? []).filter((c) => !SUMMARY_TYPES.has(c.type) || (c.type === 'Ready' && ready === undefined));
-  // Idle (suspended): nobody works towards the spec, so no Reconciling even while Ready is not True.
-  const progress = idle || ready === undefined ? {} : progressConditions(ready, stalled);
-  const desired = { ...(ready ? { Ready: ready } : {}), ...progress, ...extra };
+  const desired = summarize(standing);
+  const kept = (base.conditions ?? []).filter((c) => !SUMMARY_TYPES.has(c.type) || (c.type === 'Ready' && desired['Ready'] === undefined));
   const status: EvaTenantStatus = { ...base, conditions: [...kept, ...mergeConditions(previous, desired, now.toISOString(), tenant.metadata.generation)] };
   if (tenant.metadata.generation !== undefined) status.observedGeneration = tenant.metadata.generation;
   return status;

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { Reason } from '../api/reasons.ts';
-import { allConditions, desiredConditions, mergeConditions, phaseOf, readyState, type SagaView } from './conditions.ts';
+import type { SagaView } from '../saga/view.ts';
+import { desiredConditions, mergeConditions, phaseOf } from './conditions.ts';
+import { summarize } from './summarize.ts';
+import { sagaConditions } from './tenant-status.ts';
 
 const statuses = (view: SagaView): string =>
   Object.values(desiredConditions(view)).map((c) => c.status[0]).join('');
@@ -36,10 +39,10 @@ describe('conditions from the saga view', () => {
   });
 
   it('summarises Ready from the five', () => {
-    expect(allConditions({ stage: 'active', wasActive: true })['Ready']?.status).toBe('True');
-    const ready = readyState(desiredConditions({ stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: Reason.DeploymentUnavailable, message: 'orbit-crm 0/1', needsUser: false } }));
+    expect(sagaConditions({ stage: 'active', wasActive: true }, false)['Ready']?.status).toBe('True');
+    const ready = summarize({ kind: 'provisioning', conditions: desiredConditions({ stage: 'waiting', wasActive: false, problem: { step: 'modules', reason: Reason.DeploymentUnavailable, message: 'orbit-crm 0/1', needsUser: false } }) })['Ready'];
     expect(ready).toMatchObject({ status: 'False', reason: Reason.DeploymentUnavailable });
-    expect(ready.message).toContain('ModulesDeployed, IngressReady not True');
+    expect(ready?.message).toContain('ModulesDeployed, IngressReady not True');
   });
 });
 
@@ -59,7 +62,7 @@ describe('mergeConditions', () => {
 
 describe('kstatus summary (Reconciling, Stalled)', () => {
   const kinds = (view: SagaView): string => {
-    const all = allConditions(view);
+    const all = sagaConditions(view, false);
     return ['Reconciling', 'Stalled'].filter((t) => all[t]?.status === 'True').join(',') || 'none';
   };
   it.each<[string, SagaView, string]>([
@@ -76,7 +79,7 @@ describe('kstatus summary (Reconciling, Stalled)', () => {
   });
 
   it('names the input to fix on Stalled', () => {
-    const stalled = allConditions({ stage: 'failed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'seedsVersion "9" is not bundled', needsUser: true } })['Stalled'];
+    const stalled = sagaConditions({ stage: 'failed', wasActive: false, problem: { step: 'seed', reason: Reason.UnknownSeedsVersion, message: 'seedsVersion "9" is not bundled', needsUser: true } }, false)['Stalled'];
     expect(stalled).toMatchObject({ status: 'True', reason: Reason.UnknownSeedsVersion });
     expect(stalled?.message).toContain('seedsVersion "9" is not bundled');
   });

@@ -1,0 +1,86 @@
+/**
+ * The one summarize(), as Flux's: from where a tenant stands, its summary conditions, Ready and
+ * kstatus's abnormal-true pair (Reconciling while the operator works towards the spec, Stalled when
+ * nothing changes until a human changes the input; each present only while True), and Suspended.
+ * Every path derives them here (provisioning, hibernated, suspended, decommissioning, unserved):
+ * nothing else in src/ sets Ready (src/status/summarize.test.ts checks that no other file does).
+ */
+import { PROVISIONING_CONDITIONS, type ProvisioningCondition } from '../api/constants.ts';
+import { Reason } from '../api/reasons.ts';
+import type { ConditionState } from './conditions.ts';
+
+/** The reasons a tenant no running operator serves is reported with (src/controller/unserved-tenants.ts). */
+export type UnservedReason = typeof Reason.OperatorShardAbsent | typeof Reason.OperatorOwnerAbsent | typeof Reason.OperatorVersionAbsent | typeof Reason.OperatorWaveAbsent;
+
+/** Where a tenant stands, as far as its summary goes. */
+export type Standing =
+  /** The saga runs (or rests): Ready from the five; Stalled when a step waits for the user (`needsUser`: its reason). */
+  | { readonly kind: 'provisioning'; readonly conditions: Readonly<Record<ProvisioningCondition, ConditionState>>; readonly needsUser?: Reason }
+  /** Hibernated and at rest: as the spec asks. */
+  | { readonly kind: 'hibernated' }
+  /** spec.suspend: the operator changes nothing, so the stored Ready stays and nothing reconciles. */
+  | { readonly kind: 'suspended'; readonly message: string }
+  | { readonly kind: 'decommissioning'; readonly pending: readonly string[] }
+  | { readonly kind: 'decommissioned'; readonly dataRetained: boolean }
+  | { readonly kind: 'unserved'; readonly reason: UnservedReason; readonly message: string };
+
+/** The summary condition types; a summary without Ready keeps the stored one. */
+export const SUMMARY_TYPES: ReadonlySet<string> = new Set(['Ready', 'Reconciling', 'Stalled', 'Suspended']);
+
+const HIBERNATED_MESSAGE =
+  'hibernated as asked (spec.lifecycle: Suspended), nothing is served: modules at zero replicas, Ingress withdrawn, NATS credentials refused, all data kept; set spec.lifecycle: Active to resume';
+
+/** The summary conditions of a tenant standing where `standing` says. */
+export function summarize(standing: Standing): Record<string, ConditionState> {
+  switch (standing.kind) {
+    case 'provisioning':
+      return provisioningSummary(standing.conditions, standing.needsUser);
+    case 'hibernated':
+      // Ready True: kstatus reads Ready False as InProgress, so Flux's wait would never pass on a
+      // hibernated tenant in Git. That nothing is served, the phase, reason and message say.
+      return { Ready: { status: 'True', reason: Reason.Suspended, message: HIBERNATED_MESSAGE } };
+    case 'suspended':
+      return { Suspended: { status: 'True', reason: Reason.ReconciliationSuspended, message: standing.message } };
+    case 'decommissioning':
+      return withProgress({ status: 'False', reason: Reason.Decommissioning, message: `removing the tenant's resources; not removed yet: ${standing.pending.join('; ') || 'none'}` });
+    case 'decommissioned':
+      return { Ready: { status: 'True', reason: Reason.Decommissioned, message: decommissionedMessage(standing.dataRetained) } };
+    case 'unserved': {
+      const state: ConditionState = { status: 'False', reason: standing.reason, message: standing.message };
+      return withProgress(state, { ...state, status: 'True' });
+    }
+  }
+}
+
+function provisioningSummary(conditions: Readonly<Record<ProvisioningCondition, ConditionState>>, needsUser: Reason | undefined): Record<string, ConditionState> {
+  const ready = readyOf(conditions);
+  const stalled: ConditionState | undefined = needsUser === undefined ? undefined : { status: 'True', reason: needsUser, message: `needs a change by the user: ${ready.message}` };
+  return withProgress(ready, stalled);
+}
+
+/** Ready from the five: True when all are; else the first failing one's reason (or the first not True). */
+function readyOf(conditions: Readonly<Record<ProvisioningCondition, ConditionState>>): ConditionState {
+  const notTrue = PROVISIONING_CONDITIONS.filter((c) => conditions[c].status !== 'True');
+  const first = notTrue[0];
+  if (first === undefined) return { status: 'True', reason: Reason.Provisioned, message: 'all five conditions are True' };
+  const failing = notTrue.find((c) => conditions[c].status === 'False');
+  const shown = failing ?? first;
+  return {
+    status: failing ? 'False' : 'Unknown',
+    reason: conditions[shown].reason,
+    message: `${notTrue.join(', ')} not True; ${shown}: ${conditions[shown].message}`,
+  };
+}
+
+/** Ready with kstatus's pair: Stalled when given, else Reconciling while Ready is not True. */
+function withProgress(ready: ConditionState, stalled?: ConditionState): Record<string, ConditionState> {
+  if (stalled) return { Ready: ready, Stalled: stalled };
+  if (ready.status === 'True') return { Ready: ready };
+  return { Ready: ready, Reconciling: { status: 'True', reason: Reason.Progressing, message: ready.message } };
+}
+
+function decommissionedMessage(dataRetained: boolean): string {
+  return dataRetained
+    ? 'everything the tenant owned is removed but its retained data (NATS account, disabled; streams; seed bucket); this object is kept'
+    : 'everything the tenant owned is removed; this object is kept';
+}
