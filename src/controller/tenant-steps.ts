@@ -4,7 +4,7 @@
  * so the reconciler is tested with steps that succeed, wait or fail on cue.
  */
 import type { OperatorMetricsSink } from './metrics-sink.ts';
-import { type DecommissionResult, decommission } from './decommission.ts';
+import { type DecommissionResult, decommission } from '../saga/decommission.ts';
 import { refreshQueueDepth } from './queue-depth.ts';
 import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
 import type { DriftReport, StepName, StepOutcome } from '../steps/step.ts';

@@ -3,7 +3,7 @@
  * Step names are checked here against the decommission's own list (so a typo is refused before it is
  * written, with the names that exist); the API server's admission policy still decides who may set it.
  */
-import { DECOMMISSION_ORDER, forcedSteps } from '../controller/decommission.ts';
+import { DECOMMISSION_ORDER, forcedSteps } from '../saga/decommission.ts';
 
 /** The steps a decommission can be forced past, in its order. */
 export const STEPS: readonly string[] = DECOMMISSION_ORDER;

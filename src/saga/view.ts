@@ -1,6 +1,6 @@
 /** Where the saga stands, read from its snapshot: what the status room (src/status/) derives the status from. */
 import type { StepName } from '../steps/step.ts';
-import type { StepProblem } from './machine.ts';
+import type { StepProblem } from './provisioning-machine.ts';
 
 export type SagaStage = 'requested' | 'provisioning' | 'waiting' | 'failed' | 'interrupted' | 'active' | 'checking' | 'degraded';
 

@@ -11,7 +11,7 @@ import {
   type ProvisioningCondition,
 } from '../api/constants.ts';
 import type { Condition } from '../api/evatenant.ts';
-import type { StepProblem } from '../saga/machine.ts';
+import type { StepProblem } from '../saga/provisioning-machine.ts';
 import type { SagaView } from '../saga/view.ts';
 import { conditionOf } from '../steps/registry.ts';
 import { STEP_NAMES, type StepName } from '../steps/step.ts';

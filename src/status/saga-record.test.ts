@@ -1,7 +1,7 @@
 import { createActor, fromPromise, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import type { StepName, StepOutcome } from '../steps/step.ts';
-import { tenantSagaMachine } from '../saga/machine.ts';
+import { tenantSagaMachine } from '../saga/provisioning-machine.ts';
 import { sagaRecord, sagaRecordOf } from './saga-record.ts';
 
 /** A machine whose steps finish, or wait at `waitAt`. */

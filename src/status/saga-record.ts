@@ -22,7 +22,7 @@ interface CompactSaga {
   context: Record<string, unknown>;
 }
 
-/** The history state provisioning resumes through (machine.ts: provisioning.resume). */
+/** The history state provisioning resumes through (saga/provisioning-machine.ts: provisioning.resume). */
 const RESUME_HISTORY = 'tenant.provisioning.resume';
 const RESUME_PREFIX = 'tenant.provisioning.';
 

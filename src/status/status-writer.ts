@@ -16,7 +16,7 @@ import { ShutdownError } from '../errors.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
 import type { SagaView } from '../saga/view.ts';
-import type { SagaEmitted } from '../saga/machine.ts';
+import type { SagaEmitted } from '../saga/provisioning-machine.ts';
 import { conditionOf, STEP_DESCRIPTORS } from '../steps/registry.ts';
 import { buildStatus, sameStatus } from './tenant-status.ts';
 import type { TenantStore } from '../adapters/tenant-store.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Reason } from '../api/reasons.ts';
-import { DECOMMISSION_ORDER } from '../controller/decommission.ts';
+import { DECOMMISSION_ORDER } from '../saga/decommission.ts';
 import { conditionOf } from './registry.ts';
 import { namespaceStep } from './namespace.ts';
 import { STEP_DESCRIPTORS, type StepDescriptor, type StepDescriptors } from './registry.ts';

@@ -1,6 +1,6 @@
 /**
  * The tenant saga: one XState machine that owns the ORDER of provisioning and nothing else. Side
- * effects live in src/steps; the driver (saga/driver.ts) provides the actors and persists snapshots.
+ * effects live in src/steps; the driver (provisioning-driver.ts) provides the actors and persists snapshots.
  *
  *   requested -> provisioning(one state per step, in STEP_NAMES order: namespace ... ingress) -> active
  *   active --RECONCILE--> checking --in sync--> active

@@ -3,8 +3,8 @@ import { Reason } from '../api/reasons.ts';
 import type { StepName } from '../steps/step.ts';
 import type { SagaView } from './view.ts';
 import { createActor } from 'xstate';
-import { runSaga, type SagaIo, viewOf } from './driver.ts';
-import { type SagaEmitted, tenantSagaMachine } from './machine.ts';
+import { runSaga, type SagaIo, viewOf } from './provisioning-driver.ts';
+import { type SagaEmitted, tenantSagaMachine } from './provisioning-machine.ts';
 import { ShutdownError } from '../errors.ts';
 import type { StepOutcome } from '../steps/step.ts';
 

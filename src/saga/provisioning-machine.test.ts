@@ -3,7 +3,7 @@ import { Reason } from '../api/reasons.ts';
 import { createActor, fromPromise, waitFor, type SnapshotFrom } from 'xstate';
 import { DependencyError, InputError } from '../errors.ts';
 import type { StepName } from '../steps/step.ts';
-import { REST_TAG, tenantSagaMachine } from './machine.ts';
+import { REST_TAG, tenantSagaMachine } from './provisioning-machine.ts';
 import { ShutdownError } from '../errors.ts';
 import { type DriftReport, STEP_NAMES, type StepOutcome } from '../steps/step.ts';
 

@@ -10,7 +10,7 @@ import { ShutdownError } from '../errors.ts';
 import { type DriftReport, STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
 import { conditionOf } from '../steps/registry.ts';
 import type { SagaStage, SagaView } from './view.ts';
-import { REST_TAG, type SagaEmitted, type SagaEvent, tenantSagaMachine } from './machine.ts';
+import { REST_TAG, type SagaEmitted, type SagaEvent, tenantSagaMachine } from './provisioning-machine.ts';
 
 export interface SagaIo {
   runStep(step: StepName): Promise<StepOutcome>;
