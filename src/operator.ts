@@ -26,6 +26,7 @@ import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
 import { kubeLeaseStore, listLeases } from './adapters/kube-leases.ts';
 import { untilAborted } from './runtime/clock.ts';
 import { annotatingLeaseStore } from './runtime/lease-store.ts';
+import { RenderGuardServer } from './steps/render-guard-server.ts';
 import { ValuesSourceCache } from './adapters/values-sources.ts';
 import { ValuesFromWatch } from './controller/values-from-watch.ts';
 import { NatsPool } from './adapters/nats-pool.ts';
@@ -115,7 +116,16 @@ function helmOf(config: OperatorConfig, log: Logger, metrics: OperatorMetrics): 
   return countedHelm(helm, metrics);
 }
 
-function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objects: TenantObjectCache, valuesSources: ValuesSourceCache, log: Logger, metrics: OperatorMetrics): OperatorDeps {
+/** What the steps are handed, from the parts started before them. */
+interface StartedParts {
+  kube: Kube;
+  nats: NatsAccounts;
+  objects: TenantObjectCache;
+  valuesSources: ValuesSourceCache;
+  renderGuard: RenderGuardServer;
+}
+
+function buildDeps(config: OperatorConfig, { kube, nats, objects, valuesSources, renderGuard }: StartedParts, log: Logger, metrics: OperatorMetrics): OperatorDeps {
   return {
     kube,
     reads: apiReads(kube),
@@ -123,6 +133,7 @@ function buildDeps(config: OperatorConfig, kube: Kube, nats: NatsAccounts, objec
     valuesSources,
     nats,
     helm: helmOf(config, log, metrics),
+    renderGuard,
     // images.txt, the module charts and the seeds, read and fingerprinted here once.
     ...loadBundle(config),
     config,
@@ -202,7 +213,9 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const { keys, nats } = await connectNats(config, kube, log);
   const objects = new TenantObjectCache({ kube, log });
   const valuesSources = new ValuesSourceCache({ kube, log });
-  const deps = buildDeps(config, kube, nats, objects, valuesSources, log, metrics);
+  // Served from start to stop: every release's render is checked here (steps/render-guard-server.ts).
+  const renderGuard = await RenderGuardServer.start(config.renderGuard.runtimeDir);
+  const deps = buildDeps(config, { kube, nats, objects, valuesSources, renderGuard }, log, metrics);
   const valuesFrom = new ValuesFromWatch(valuesSources, config.leaseNamespace);
   const { informer, controller, tenants } = buildController(config, log, metrics, deps, objects, valuesFrom);
   // One active replica per operator version and shard: each has its own Lease.
@@ -245,6 +258,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       await elector.stop();
       await controller.stop();
       await deps.helm.close();
+      await renderGuard.close();
       await deps.nats.close();
       await keys.stop();
       await server.close();

@@ -33,6 +33,7 @@ import { deploymentProblem, deploymentProblems, instanceOf, type Problem } from 
 import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
+import type { RenderGuard } from './render-guard-server.ts';
 import { apiValuesSourceBindings, apiValuesSources, type ValuesSourceReads } from '../adapters/values-sources.ts';
 import { loadValuesFrom, retireValuesSources, type ValuesFromByModule, verifyValuesSourcesRetired } from './values-from.ts';
 
@@ -40,7 +41,9 @@ export interface ModuleStepDeps extends Bundle {
   kube: Kube;
   reads: KubeReads;
   helm: Helm;
-  config: Pick<OperatorConfig, 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'renderGuard' | 'leaseNamespace'>;
+  config: Pick<OperatorConfig, 'helmSecretsDir' | 'allowNonTmpfsSecrets' | 'moduleOtelEndpoint' | 'leaseNamespace'>;
+  /** The render guard the operator serves: every release's render goes through it. */
+  renderGuard: RenderGuard;
   /** Where spec.valuesFrom is read: the controller's watch caches; the API server when absent. */
   valuesSources?: ValuesSourceReads;
 }
@@ -114,7 +117,7 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
   // The catalogue's image, not the merged values': helm applies nothing else (steps/render-guard.ts).
   const image = imageReference(deps.images.resolveModule(desired.module, scope.tenant.spec.versions?.[desired.module]));
   const policy = { namespace: scope.namespace, release: desired.module, images: [image] };
-  const guard = await withRenderGuard(deps.config.renderGuard, policy, (postRenderer) => deps.helm.upgradeInstall({
+  const guard = await withRenderGuard(deps.renderGuard, policy, (postRenderer) => deps.helm.upgradeInstall({
     release: desired.module,
     namespace: scope.namespace,
     chart: desired.chart,

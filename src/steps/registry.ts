@@ -24,6 +24,7 @@ import type { NatsAccounts } from '../nats/accounts.ts';
 import { networkStep } from './network.ts';
 import { quotasStep } from './quotas.ts';
 import { recordStep } from './record.ts';
+import type { RenderGuard } from './render-guard-server.ts';
 import { revokeStep } from './revoke.ts';
 import { seedStep } from './seed.ts';
 import { type DriftReport, type Step, STEP_NAMES, type StepName, type StepOutcome, type Verdict, type WakeOn, withdrawnWhileHibernated } from './step.ts';
@@ -41,6 +42,7 @@ export interface OperatorDeps extends Bundle {
   valuesSources?: ValuesSourceReads;
   nats: NatsAccounts;
   helm: Helm;
+  renderGuard: RenderGuard;
   config: OperatorConfig;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The operator's side of the render guard (steps/render-guard.ts): the policy of one release
- * registered with the guard this process serves (steps/render-guard-server.ts), its token and socket
+ * registered with the guard the operator serves from its start to its stop (steps/render-guard-server.ts), its token and socket
  * handed to helm's post-renderer (in the helm server's request, or the CLI plugin's environment;
  * never an argument), and the guard's refusals read back as the tenant's problem, RenderRejected
  * naming the object or image.
@@ -15,10 +15,9 @@
 import type { PostRenderer } from '../adapters/helm.ts';
 import type { ModuleImage } from '../bundle/images.ts';
 import { Reason } from '../api/reasons.ts';
-import type { RenderGuardSettings } from '../config.ts';
-import { DependencyError, InputError } from '../errors.ts';
+import { InputError } from '../errors.ts';
 import { refusalMessage, type RenderPolicy } from './render-guard.ts';
-import { type GuardCost, renderGuardServer } from './render-guard-server.ts';
+import type { GuardCost, RenderGuard } from './render-guard-server.ts';
 
 /** The reference the module chart prints for an image (eva-module-lib.image): by digest when there is one. */
 export const imageReference = (image: ModuleImage): string =>
@@ -26,20 +25,13 @@ export const imageReference = (image: ModuleImage): string =>
 
 /**
  * Runs `apply` (one helm call) with the guard as its post-renderer and returns what the guard cost.
- * A refusal becomes InputError RenderRejected; any other failure (the guard could not start or
- * judge, helm failed) stays what it was.
+ * A refusal becomes InputError RenderRejected; any other failure (the guard could not judge, helm
+ * failed) stays what it was.
  */
-export async function withRenderGuard(
-  settings: RenderGuardSettings,
-  policy: RenderPolicy,
-  apply: (postRenderer: PostRenderer) => Promise<void>,
-): Promise<GuardCost | undefined> {
-  const server = await renderGuardServer(settings.runtimeDir).catch((err: unknown) => {
-    throw new DependencyError(Reason.HelmFailed, `the render guard could not start: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-  });
-  using call = server.register(policy);
+export async function withRenderGuard(guard: RenderGuard, policy: RenderPolicy, apply: (postRenderer: PostRenderer) => Promise<void>): Promise<GuardCost | undefined> {
+  using call = guard.register(policy);
   try {
-    await apply({ socket: server.socketPath, token: call.token });
+    await apply({ socket: guard.socketPath, token: call.token });
     return call.cost;
   } catch (err) {
     if (call.refusals.length === 0) throw err;

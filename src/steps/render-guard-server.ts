@@ -36,6 +36,9 @@ export interface GuardCost {
   readonly checkCpuMs: number;
 }
 
+/** What a release's helm call needs of the guard: where to ask, and a token for its policy. */
+export type RenderGuard = Pick<RenderGuardServer, 'socketPath' | 'register'>;
+
 /** One release's registration: its token, and what the guard found once helm asked. */
 export class GuardCall implements Disposable {
   readonly token = randomBytes(32).toString('hex');
@@ -173,20 +176,4 @@ export class RenderGuardServer {
     call.cost = { ms: hundredths(ms), cpuMs: hundredths(clientCpuMs + checkCpuMs), clientCpuMs: hundredths(clientCpuMs), checkCpuMs: hundredths(checkCpuMs) };
     return reply;
   }
-}
-
-const servers = new Map<string, Promise<RenderGuardServer>>();
-
-/**
- * The operator's one guard server (per parent folder), started on the first release it checks. A
- * server that failed to start is tried again on the next release.
- */
-export function renderGuardServer(parent: string): Promise<RenderGuardServer> {
-  let server = servers.get(parent);
-  if (server === undefined) {
-    server = RenderGuardServer.start(parent);
-    servers.set(parent, server);
-    server.catch(() => servers.delete(parent));
-  }
-  return server;
 }

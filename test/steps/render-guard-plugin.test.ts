@@ -16,12 +16,14 @@ import { renderGuardSettings } from '../../src/config.ts';
 import { InputError } from '../../src/errors.ts';
 import { withRenderGuard } from '../../src/steps/render-guard-run.ts';
 import type { RenderPolicy } from '../../src/steps/render-guard.ts';
+import { renderGuardForFile } from '../support/render-guard.ts';
 import { repoRoot, tool } from '../support/tools.ts';
 
 const NS = 'eva-tenant-abcdef';
 const IMAGE = 'ghcr.io/aidonow/orbit-crm:1.0.0';
 const POLICY: RenderPolicy = { namespace: NS, release: 'orbit-crm', images: [IMAGE] };
 const settings = renderGuardSettings();
+const renderGuard = renderGuardForFile();
 const scratch = mkdtempSync(join(tmpdir(), 'eva-guard-plugin-'));
 afterAll(() => {
   rmSync(scratch, { recursive: true, force: true });
@@ -56,7 +58,7 @@ async function dyingOperator(reply: string): Promise<{ socket: string; server: S
 describe('the render guard plugin under the real helm', () => {
   it('lets the chart through: helm prints the objects the guard checked, and the guard reports its cost', async () => {
     let out = '';
-    const cost = await withRenderGuard(settings, POLICY, async (postRenderer) => {
+    const cost = await withRenderGuard(renderGuard(), POLICY, async (postRenderer) => {
       out = await template(postRenderer);
     });
     expect(kinds(out)).toEqual(['ConfigMap', 'Deployment', 'Secret', 'Service']);
@@ -69,7 +71,7 @@ describe('the render guard plugin under the real helm', () => {
   });
 
   it('refuses an image outside the catalogue: helm renders nothing, RenderRejected names the object and the image', async () => {
-    const err = await withRenderGuard(settings, POLICY, (postRenderer) => template(postRenderer, ['image.tag=evil']).then(() => undefined)).catch((e: unknown) => e);
+    const err = await withRenderGuard(renderGuard(), POLICY, (postRenderer) => template(postRenderer, ['image.tag=evil']).then(() => undefined)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputError);
     expect((err as InputError).reason).toBe('RenderRejected');
     expect((err as InputError).message).toBe(
@@ -78,13 +80,13 @@ describe('the render guard plugin under the real helm', () => {
   });
 
   it('a post-renderer the operator did not register (wrong token, no socket, no plugin) fails closed: helm renders nothing', async () => {
-    const wrongToken = await withRenderGuard(settings, POLICY, (postRenderer) =>
+    const wrongToken = await withRenderGuard(renderGuard(), POLICY, (postRenderer) =>
       template({ ...postRenderer, token: 'f'.repeat(64) }).then(() => undefined),
     ).catch((e: unknown) => e);
     expect(wrongToken).not.toBeInstanceOf(InputError);
     expect((wrongToken as Error).message).toContain('plugin "eva-render-guard" exited with error');
 
-    const noSocket = await withRenderGuard(settings, POLICY, (postRenderer) =>
+    const noSocket = await withRenderGuard(renderGuard(), POLICY, (postRenderer) =>
       template({ ...postRenderer, socket: join(scratch, 'absent.sock') }).then(() => undefined),
     ).catch((e: unknown) => e);
     expect(noSocket).not.toBeInstanceOf(InputError);

@@ -12,12 +12,14 @@ import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HelmServer } from '../../../src/adapters/helm-server.ts';
 import { parseHistory } from '../../../src/adapters/helm.ts';
-import { renderGuardSettings } from '../../../src/config.ts';
 import { DependencyError, InputError } from '../../../src/errors.ts';
 import { withRenderGuard } from '../../../src/steps/render-guard-run.ts';
 import { helmServerPids } from '../../../e2e/support/helm.ts';
 import { eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
+import { renderGuardForFile } from '../../support/render-guard.ts';
 import { helmServerBinary, processAlive, tool } from '../../support/tools.ts';
+
+const renderGuard = renderGuardForFile();
 
 const RUN = Date.now().toString(36).slice(-5);
 const NS = `eva-helm-server-${RUN}`;
@@ -117,9 +119,8 @@ describe('the helm server (real API server)', () => {
   });
 
   it('hands the render guard helm\'s render as JSON lines: an allowed release is applied as checked, a refused one not at all (RenderRejected)', async () => {
-    const settings = renderGuardSettings();
     const policy = { namespace: NS, release: RELEASE, images: [] };
-    const cost = await withRenderGuard(settings, policy, (postRenderer) =>
+    const cost = await withRenderGuard(renderGuard(), policy, (postRenderer) =>
       server.upgradeInstall({ release: RELEASE, namespace: NS, chart, valuesFiles: [valuesFile('guarded', 'greeting: guarded\n')], postRenderer }),
     );
     expect(greeting()).toBe('guarded');
@@ -128,7 +129,7 @@ describe('the helm server (real API server)', () => {
     expect(cost?.checkCpuMs).toBeGreaterThan(0);
 
     const refused = await caught(() =>
-      withRenderGuard(settings, policy, (postRenderer) =>
+      withRenderGuard(renderGuard(), policy, (postRenderer) =>
         server.upgradeInstall({ release: RELEASE, namespace: NS, chart, valuesFiles: [valuesFile('escape', 'greeting: escaped\nnamespace: kube-system\n')], postRenderer }),
       ),
     );

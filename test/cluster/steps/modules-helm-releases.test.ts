@@ -31,10 +31,10 @@ import { helmServerBinary, repoRoot, tool } from '../../support/tools.ts';
 import { configMapIn, hostileCharts } from '../../support/hostile-charts.ts';
 import { testScope, useNatsServer } from '../../support/fixtures.ts';
 import { apiKube } from '../../support/api-reads.ts';
-import { renderGuardSettings } from '../../../src/config.ts';
 import { recordStep } from '../../../src/steps/record.ts';
 import { seedStep } from '../../../src/steps/seed.ts';
 import { fileReadsDuring } from '../../support/fs-reads.ts';
+import { renderGuardForFile } from '../../support/render-guard.ts';
 
 /** What step 'account' writes into Secret eva-nats; the modules step only mounts it and follows its revision. */
 const natsCreds = async (): Promise<string> => {
@@ -55,16 +55,18 @@ const helmCalls: { operation: string; request: Readonly<Record<string, unknown>>
 const logLines: string[] = [];
 const namespaces: string[] = [];
 
+const renderGuard = renderGuardForFile();
+
 function deps(): ModuleStepDeps {
   return {
     ...apiKube(kube),
     helm,
     ...bundle,
+    renderGuard: renderGuard(),
     config: {
       helmSecretsDir: secretsDir,
       allowNonTmpfsSecrets: false,
       moduleOtelEndpoint: 'http://otel-collector.eva-system:4318',
-      renderGuard: renderGuardSettings(),
       leaseNamespace: 'default',
     },
   };
