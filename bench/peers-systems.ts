@@ -1,8 +1,8 @@
 /**
  * The three systems bench/peers.ts puts side by side, each as `prepare` (before the clock: CRDs,
  * controllers, namespaces) and then `start` (the clock runs) and `waitReady`. The same tenants, the
- * same charts, the same values (src/steps/module-values.ts's moduleValues, with fresh credentials as the
- * operator makes them) and the same meaning of Ready: every Deployment as src/steps/modules.ts's
+ * same charts, the same values (src/steps/modules/module-values.ts's moduleValues, with fresh credentials as the
+ * operator makes them) and the same meaning of Ready: every Deployment as src/steps/modules/modules.ts's
  * deploymentProblem judges it (Available, rolled out), which kwok's pods make true.
  */
 import { execFileSync } from 'node:child_process';
@@ -18,8 +18,8 @@ import { loadKubeConfig } from '../src/adapters/kube.ts';
 import { createLogger } from '../src/log.ts';
 import { chartPath } from '../src/bundle/charts.ts';
 import { SeedCatalog } from '../src/bundle/seeds.ts';
-import { deploymentProblem } from '../src/steps/module-readiness.ts';
-import { moduleValues, type ModuleValues } from '../src/steps/module-values.ts';
+import { deploymentProblem } from '../src/steps/modules/module-readiness.ts';
+import { moduleValues, type ModuleValues } from '../src/steps/modules/module-values.ts';
 import { helmServerPids } from '../e2e/support/helm.ts';
 import { type OperatorProcess, startOperator } from '../e2e/support/operator.ts';
 import { kubectlOk, requiredEnv, tenantManifest } from '../test/support/kubectl.ts';
@@ -220,7 +220,7 @@ function helmRelease(code: string, module: ModuleName, values: ModuleValues, dis
     metadata: { name: module, namespace: namespaceOf(code) },
     spec: {
       interval: '10m',
-      // The operator's helm timeout (src/steps/modules.ts) and history (helm --history-max 5, Flux's default too).
+      // The operator's helm timeout (src/steps/modules/modules.ts) and history (helm --history-max 5, Flux's default too).
       timeout: '2m',
       maxHistory: 5,
       chart: { spec: { chart: module, sourceRef: { kind: 'HelmRepository', name: HELM_REPOSITORY, namespace: 'flux-system' }, interval: '10m' } },

@@ -18,7 +18,7 @@
  *                (server-side apply), no helm, no controller: what the control plane alone costs
  * Concurrency: `concurrency` releases in flight on every side (operator HELM_CONCURRENCY and
  * RECONCILE_CONCURRENCY, helm-controller and source-controller --concurrent, the floor's workers).
- * Ready: every Deployment Available and rolled out (src/steps/modules.ts deploymentProblem; kwok makes
+ * Ready: every Deployment Available and rolled out (src/steps/modules/modules.ts deploymentProblem; kwok makes
  * the pods Ready); for eva, every tenant Active (which includes it); for Flux also every HelmRelease Ready.
  * Namespaces (and Flux's credential Secrets) are made before the clock; eva makes its own in its clock.
  */

@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { repoRoot, tool } from '../test/support/tools.ts';
-import { VALUES_HASH_LABEL } from '../src/steps/release-state.ts';
+import { VALUES_HASH_LABEL } from '../src/steps/modules/release-state.ts';
 import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { helmReleases, recordingHelm } from './support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';

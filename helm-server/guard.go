@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// guardTicket names the render guard the operator serves (src/steps/render-guard-server.ts) and the
+// guardTicket names the render guard the operator serves (src/steps/render-guard/render-guard-server.ts) and the
 // one-time token it registered for this release with the release's policy. The policy never leaves
 // the operator: this process holds only the token.
 type guardTicket struct {

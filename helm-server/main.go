@@ -70,7 +70,7 @@ func run(socket string, logger *slog.Logger) error {
 	}()
 	go func() {
 		<-ctx.Done()
-		// A release left pending is unlocked by the operator's next pass (steps/release-state.ts).
+		// A release left pending is unlocked by the operator's next pass (steps/modules/release-state.ts).
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = server.Shutdown(shutdown)

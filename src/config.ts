@@ -23,7 +23,7 @@ export type { NatsSettings } from './config/nats.ts';
 export type { NetworkPolicySettings } from './config/network-policy.ts';
 export type { PreflightSettings } from './config/preflight.ts';
 
-/** Where helm finds the render guard's plugin and the operator serves its check (steps/render-guard-server.ts). */
+/** Where helm finds the render guard's plugin and the operator serves its check (steps/render-guard/render-guard-server.ts). */
 export interface RenderGuardSettings {
   /** HELM_PLUGINS for the operator's helm: holds the post-renderer plugin eva-render-guard. */
   pluginsDir: string;

@@ -26,7 +26,7 @@ import { apiReads, TenantObjectCache } from './adapters/tenant-objects.ts';
 import { kubeLeaseStore, listLeases } from './adapters/kube-leases.ts';
 import { untilAborted } from './runtime/clock.ts';
 import { annotatingLeaseStore } from './runtime/lease-store.ts';
-import { RenderGuardServer } from './steps/render-guard-server.ts';
+import { RenderGuardServer } from './steps/render-guard/render-guard-server.ts';
 import { ValuesSourceCache } from './adapters/values-sources.ts';
 import { ValuesFromWatch } from './controller/values-from-watch.ts';
 import { NatsPool } from './adapters/nats-pool.ts';
@@ -213,7 +213,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const { keys, nats } = await connectNats(config, kube, log);
   const objects = new TenantObjectCache({ kube, log });
   const valuesSources = new ValuesSourceCache({ kube, log });
-  // Served from start to stop: every release's render is checked here (steps/render-guard-server.ts).
+  // Served from start to stop: every release's render is checked here (steps/render-guard/render-guard-server.ts).
   const renderGuard = await RenderGuardServer.start(config.renderGuard.runtimeDir);
   const deps = buildDeps(config, { kube, nats, objects, valuesSources, renderGuard }, log, metrics);
   const valuesFrom = new ValuesFromWatch(valuesSources, config.leaseNamespace);

@@ -100,7 +100,7 @@ describe('the render guard (real operator, helm and API server)', () => {
   }, 600_000);
 
   it('retries stay refused: nothing is applied and no release appears, however often the operator tries', async () => {
-    // Each attempt is a new helm upgrade that renders and checks anew (steps/render-guard-run.ts): a
+    // Each attempt is a new helm upgrade that renders and checks anew (steps/render-guard/render-guard-run.ts): a
     // failed upgrade counted now is a retry (the hostile tenant's is the only release that fails here).
     const failedUpgrades = async (): Promise<number> => metricSum(await scrape(operator), 'eva_helm_operations_total', 'operation="upgrade",result="error"');
     const before = await failedUpgrades();

@@ -1,5 +1,5 @@
 # The render guard's post-renderer as helm runs it (plugin.yaml): a client of the check the operator
-# serves over a unix socket (src/steps/render-guard-server.ts, which documents the exchange). It reads
+# serves over a unix socket (src/steps/render-guard/render-guard-server.ts, which documents the exchange). It reads
 # the rendered manifests from stdin, sends them with the token the operator registered for this
 # release, and prints the checked objects only when the whole allowed reply arrived: exit 0. Anything
 # else (a refusal, no operator, a short reply) prints nothing and exits 1, so helm applies nothing.

@@ -2,8 +2,8 @@
 import { accountKeysName } from '../../src/nats/account-keys.ts';
 import { NATS_CREDENTIALS_SECRET } from '../../src/steps/account.ts';
 import { credentialsSecretName } from '../../src/steps/credentials.ts';
-import { INGRESS_NAME } from '../../src/steps/ingress.ts';
-import { TLS_SECRET_NAME } from '../../src/steps/ingress-tls.ts';
+import { INGRESS_NAME } from '../../src/steps/ingress/ingress.ts';
+import { TLS_SECRET_NAME } from '../../src/steps/ingress/ingress-tls.ts';
 import { NETWORK_POLICY_NAME } from '../../src/steps/network.ts';
 import { TENANTS_BUCKET } from '../../src/steps/record.ts';
 import { commandsStream, dataBucket, eventsStream, inboxPrefix, streamSubject, tenantNamespace, tenantSubjects } from '../../src/tenancy/names.ts';

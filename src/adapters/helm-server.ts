@@ -7,7 +7,7 @@
  *
  * Supervision: started on the first call; when it exits (crash, OOM kill), the calls it was serving
  * fail with HelmFailed and the next call starts a new one; a release it left pending is unlocked by
- * the next pass like after any interrupted helm (steps/release-state.ts). It ends with the operator:
+ * the next pass like after any interrupted helm (steps/modules/release-state.ts). It ends with the operator:
  * `close()`, or, if the operator is killed, when its standard input (held by the operator) closes.
  * Secret values travel as paths of values files on the tmpfs, as with the CLI; the request names no
  * value.

@@ -4,7 +4,7 @@
  * `data.release` is the release as JSON, gzipped, base64-encoded (helm's storage/driver/util.go),
  * then base64-encoded again by the Secret. Whatever writes Secrets in the namespace can write such a
  * record, so the operator reads what helm would act on (the manifest it deletes from and diffs
- * against, the hooks it would run) before it starts helm (steps/release-records.ts).
+ * against, the hooks it would run) before it starts helm (steps/modules/release-records.ts).
  *
  * Also the one write the operator makes to a record itself: marking a revision a dead helm left
  * pending as failed (Flux helm-controller's "unlock"), so the next upgrade runs through the render

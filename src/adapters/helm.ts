@@ -18,7 +18,7 @@ import { redactSecrets } from '../log.ts';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
 
 /**
- * The render guard a release is piped through before anything is applied (steps/render-guard-run.ts):
+ * The render guard a release is piped through before anything is applied (steps/render-guard/render-guard-run.ts):
  * the operator's guard socket and the one-time token registered for this release. Helm applies only
  * what the guard returns, nothing when it refuses or cannot answer.
  */

@@ -58,7 +58,7 @@ export type NamespaceQuota = Readonly<Record<CountKey, string>> & Readonly<Parti
  *   - pods: replicas at the tier's bound (MODULE_BOUNDS_BY_TIER.maxReplicas) plus the rolling update's
  *     surge (25%, rounded up) per module: Starter 2 x (2 + 1) = 6, Customer 4 x (3 + 1) = 16,
  *     Enterprise 6 x (10 + 3) = 78, Platform 6 x (20 + 5) = 150. Seed data is loaded by the module
- *     pods' init containers (seed-init-containers.ts): no pods of its own.
+ *     pods' init containers (steps/seed/seed-init-containers.ts): no pods of its own.
  */
 const COUNTS = { 'services.loadbalancers': '0', 'services.nodeports': '0', persistentvolumeclaims: '0' } as const;
 
@@ -102,7 +102,7 @@ export const ACCOUNT_BY_TIER: Readonly<Record<Tier, AccountTier>> = {
  * What a tenant may ask of each module (spec.helmValues.<module>.replicaCount and .resources, both
  * requests and limits, per container): Enterprise and Platform have no namespace quota, so these are
  * the only thing that stops one tenant from taking the nodes. Quantities use the forms of
- * module-values.ts (CPU_PATTERN, MEMORY_PATTERN). Enforced by the CRD (CEL) and again by the operator.
+ * steps/modules/module-values.ts (CPU_PATTERN, MEMORY_PATTERN). Enforced by the CRD (CEL) and again by the operator.
  */
 export interface ModuleBounds {
   readonly maxReplicas: number;

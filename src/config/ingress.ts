@@ -1,4 +1,4 @@
-/** INGRESS_TLS_*, INGRESS_ANNOTATIONS: the tenant Ingress's certificate and extra annotations (steps/ingress.ts). */
+/** INGRESS_TLS_*, INGRESS_ANNOTATIONS: the tenant Ingress's certificate and extra annotations (steps/ingress/ingress.ts). */
 import { type EnvReader, LABEL_KEY, type Labels } from './env-reader.ts';
 
 /**

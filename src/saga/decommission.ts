@@ -7,7 +7,7 @@ import { LABELS } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { problemOf } from '../errors.ts';
 import { retainedAccount } from '../steps/account.ts';
-import { retainedSeed } from '../steps/seed.ts';
+import { retainedSeed } from '../steps/seed/seed.ts';
 import { retainedStreams } from '../steps/streams.ts';
 import { type OperatorDeps, STEP_DESCRIPTORS, stepOf } from '../steps/registry.ts';
 import { STEP_NAMES, type Step, type StepName } from '../steps/step.ts';

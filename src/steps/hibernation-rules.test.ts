@@ -10,10 +10,10 @@ import { hibernatedPhase } from '../status/conditions.ts';
 import { sagaConditions } from '../status/tenant-status.ts';
 import { testScope } from '../../test/support/fixtures.ts';
 import { newAccountKeys } from '../nats/account-keys.ts';
-import { moduleValues } from './module-values.ts';
+import { moduleValues } from './modules/module-values.ts';
 import { REFUSED_UNTIL_RESUMED, tenantClaims } from '../nats/accounts.ts';
 import { ingressUrl, moduleStatus } from './observed.ts';
-import { VALUES_HASH_LABEL } from './release-state.ts';
+import { VALUES_HASH_LABEL } from './modules/release-state.ts';
 import { isHibernated, retainsData, type TenantScope } from '../tenancy/scope.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));

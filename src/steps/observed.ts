@@ -9,9 +9,9 @@ import type { ModuleStatus } from '../api/evatenant.ts';
 import type { ModuleName } from '../api/modules.ts';
 import { readReleases, type ReleaseRecord } from '../adapters/helm.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
-import { INGRESS_NAME } from './ingress.ts';
-import { deploymentProblem } from './module-readiness.ts';
-import { VALUES_HASH_LABEL } from './release-state.ts';
+import { INGRESS_NAME } from './ingress/ingress.ts';
+import { deploymentProblem } from './modules/module-readiness.ts';
+import { VALUES_HASH_LABEL } from './modules/release-state.ts';
 import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
 
 export interface ObservedTenant {

@@ -14,8 +14,8 @@ import { guardPlugin } from '../../src/adapters/helm-cli.ts';
 import type { PostRenderer } from '../../src/adapters/helm.ts';
 import { renderGuardSettings } from '../../src/config.ts';
 import { InputError } from '../../src/errors.ts';
-import { withRenderGuard } from '../../src/steps/render-guard-run.ts';
-import type { RenderPolicy } from '../../src/steps/render-guard.ts';
+import { withRenderGuard } from '../../src/steps/render-guard/render-guard-run.ts';
+import type { RenderPolicy } from '../../src/steps/render-guard/render-guard.ts';
 import { renderGuardForFile } from '../support/render-guard.ts';
 import { repoRoot, tool } from '../support/tools.ts';
 

@@ -189,7 +189,7 @@ describe('with exactly the chart RBAC', () => {
       kubectlOk(['label', kind, bound, '-n', RELEASE_NAMESPACE, `${uid}=uid-earlier`]);
       const on = (name: string, ...args: string[]): CommandResult => asOperator([...args.slice(0, 1), kind, name, '-n', RELEASE_NAMESPACE, ...args.slice(1)]);
       const merge = (name: string, patch: Manifest): CommandResult => on(name, 'patch', '--type', 'merge', '-p', JSON.stringify(patch));
-      // Positive controls: exactly the two writes of src/steps/values-from.ts.
+      // Positive controls: exactly the two writes of src/steps/modules/values-from-sources.ts.
       expectAllowed(on(labelled, 'label', `${uid}=uid-now`), `${kind}: binding`);
       expectAllowed(merge(bound, { metadata: { labels: { [source]: null }, annotations: { 'eva.aidonow.com/retired-from': 'uid-earlier' } } }), `${kind}: retiring`);
       expectPolicyRefusal(on(bound, 'label', `${uid}=uid-now`, '--overwrite'), `${kind}: rebinding`);

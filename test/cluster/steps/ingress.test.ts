@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kube, loadKubeConfig } from '../../../src/adapters/kube.ts';
-import { ingressStep, type IngressStepDeps } from '../../../src/steps/ingress.ts';
+import { ingressStep, type IngressStepDeps } from '../../../src/steps/ingress/ingress.ts';
 import { READY } from '../../../src/steps/step.ts';
 import { testScope } from '../../support/fixtures.ts';
 import { apiKube } from '../../support/api-reads.ts';

@@ -23,8 +23,8 @@ import { DependencyError, InputError, type StepError } from '../../../src/errors
 import { formatCreds, newSeed, publicKeyOf, signUser } from '../../../src/adapters/nats-jwt.ts';
 import { NATS_CREDENTIALS_SECRET } from '../../../src/steps/account.ts';
 import { credentialsSecretName, credentialsStep } from '../../../src/steps/credentials.ts';
-import { type ModuleStepDeps, modulesStep } from '../../../src/steps/modules.ts';
-import { VALUES_HASH_LABEL } from '../../../src/steps/release-state.ts';
+import { type ModuleStepDeps, modulesStep } from '../../../src/steps/modules/modules.ts';
+import { VALUES_HASH_LABEL } from '../../../src/steps/modules/release-state.ts';
 import type { TenantScope } from '../../../src/tenancy/scope.ts';
 import type { Verdict } from '../../../src/steps/step.ts';
 import { helmServerBinary, repoRoot, tool } from '../../support/tools.ts';
@@ -32,7 +32,7 @@ import { configMapIn, hostileCharts } from '../../support/hostile-charts.ts';
 import { testScope, useNatsServer } from '../../support/fixtures.ts';
 import { apiKube } from '../../support/api-reads.ts';
 import { recordStep } from '../../../src/steps/record.ts';
-import { seedStep } from '../../../src/steps/seed.ts';
+import { seedStep } from '../../../src/steps/seed/seed.ts';
 import { fileReadsDuring } from '../../support/fs-reads.ts';
 import { renderGuardForFile } from '../../support/render-guard.ts';
 

@@ -21,7 +21,7 @@ import { type AccountKeyStore, accountKeysName, KubeAccountKeyStore, type Stored
 import type { NatsAccounts } from '../../../src/nats/accounts.ts';
 import { accountStep, retainedAccount } from '../../../src/steps/account.ts';
 import { recordStep } from '../../../src/steps/record.ts';
-import { retainedSeed, seedStep } from '../../../src/steps/seed.ts';
+import { retainedSeed, seedStep } from '../../../src/steps/seed/seed.ts';
 import { READY } from '../../../src/steps/step.ts';
 import { retainedStreams, streamsStep } from '../../../src/steps/streams.ts';
 import { dataBucket, eventsStream, kvStream } from '../../../src/tenancy/names.ts';

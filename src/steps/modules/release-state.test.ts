@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ReleaseRecord } from '../adapters/helm.ts';
+import type { ReleaseRecord } from '../../adapters/helm.ts';
 import { actionFor, problemFor, releaseProblems, type ReleaseState, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
 
 const release = (status: string, hash = 'h1', version = 3): ReleaseRecord => ({ name: 'orbit-crm', version, status, labels: { [VALUES_HASH_LABEL]: hash } });

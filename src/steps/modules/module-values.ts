@@ -8,17 +8,17 @@
  * helm through a tmpfs values file.
  */
 import { createHash } from 'node:crypto';
-import { moduleValuesProblems, originProblems } from '../api/module-values.ts';
-import type { ModuleName } from '../api/modules.ts';
-import { Reason } from '../api/reasons.ts';
-import type { Bundle } from '../bundle/bundle.ts';
-import { canonicalJson } from '../canonical-json.ts';
-import type { OperatorConfig } from '../config.ts';
-import { InputError } from '../errors.ts';
-import { NATS_CREDENTIALS_SECRET } from './account.ts';
-import { desiredSeedsVersion } from './record.ts';
-import { isHibernated, type TenantScope } from '../tenancy/scope.ts';
-import { NO_VALUES_FROM, type ValuesFragment, type ValuesFromByModule } from './values-from.ts';
+import { moduleValuesProblems, originProblems } from '../../api/module-values.ts';
+import type { ModuleName } from '../../api/modules.ts';
+import { Reason } from '../../api/reasons.ts';
+import type { Bundle } from '../../bundle/bundle.ts';
+import { canonicalJson } from '../../canonical-json.ts';
+import type { OperatorConfig } from '../../config.ts';
+import { InputError } from '../../errors.ts';
+import { NATS_CREDENTIALS_SECRET } from '../account.ts';
+import { desiredSeedsVersion } from '../record.ts';
+import { isHibernated, type TenantScope } from '../../tenancy/scope.ts';
+import { NO_VALUES_FROM, type ValuesFragment, type ValuesFromByModule } from './values-from-sources.ts';
 
 type Values = Record<string, unknown>;
 
@@ -93,7 +93,7 @@ export interface ValuesInput {
   credentials: Readonly<Record<string, string>>;
   /** A digest of the credentials in Secret eva-nats: new credentials, new pods. */
   natsRevision: string;
-  /** spec.valuesFrom as read (steps/values-from.ts); none when absent. */
+  /** spec.valuesFrom as read (steps/modules/values-from-sources.ts); none when absent. */
   valuesFrom?: ValuesFromByModule;
 }
 

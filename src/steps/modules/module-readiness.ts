@@ -4,8 +4,8 @@
  * the status's module summary (observed.ts) and the benchmarks (bench/) judge Ready the same way.
  */
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
-import type { ModuleName } from '../api/modules.ts';
-import { Reason } from '../api/reasons.ts';
+import type { ModuleName } from '../../api/modules.ts';
+import { Reason } from '../../api/reasons.ts';
 
 export type Problem = { reason: Reason; message: string };
 type DeploymentCondition = NonNullable<NonNullable<V1Deployment['status']>['conditions']>[number];

@@ -11,9 +11,9 @@
  * refused, as is any tenant for a source without the label. The decommission retires the tenant's
  * bindings (`retireValuesSources`), so nothing it was handed can be read again.
  */
-import { LABELS } from '../api/constants.ts';
-import { isModuleName, type ModuleName } from '../api/modules.ts';
-import { Reason } from '../api/reasons.ts';
+import { LABELS } from '../../api/constants.ts';
+import { isModuleName, type ModuleName } from '../../api/modules.ts';
+import { Reason } from '../../api/reasons.ts';
 import {
   DEFAULT_VALUES_KEY,
   describeReference,
@@ -22,14 +22,14 @@ import {
   VALUES_SOURCE_TENANT_LABEL,
   VALUES_SOURCE_UID_LABEL,
   type ValuesReference,
-} from '../api/values-from.ts';
-import { isConflict } from '../adapters/kube.ts';
-import type { ValuesSourceBindings, ValuesSourceObject, ValuesSourceReads } from '../adapters/values-sources.ts';
-import { DependencyError, InputError } from '../errors.ts';
-import { tenantUid } from '../tenancy/ownership.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
-import { notReady, READY, type Verdict } from './step.ts';
-import { parseTenantYaml } from './tenant-yaml.ts';
+} from '../../api/values-from.ts';
+import { isConflict } from '../../adapters/kube.ts';
+import type { ValuesSourceBindings, ValuesSourceObject, ValuesSourceReads } from '../../adapters/values-sources.ts';
+import { DependencyError, InputError } from '../../errors.ts';
+import { tenantUid } from '../../tenancy/ownership.ts';
+import type { TenantScope } from '../../tenancy/scope.ts';
+import { notReady, READY, type Verdict } from '../step.ts';
+import { parseTenantYaml } from '../tenant-yaml.ts';
 
 type Values = Record<string, unknown>;
 

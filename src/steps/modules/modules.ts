@@ -11,31 +11,31 @@
  * labels and Deployments only. Whether a Deployment serves is module-readiness.ts's to judge; what a
  * release's state calls for is release-state.ts's.
  */
-import { Reason } from '../api/reasons.ts';
+import { Reason } from '../../api/reasons.ts';
 import { createHash } from 'node:crypto';
 import type { V1Deployment } from '@kubernetes/client-node';
-import { LABELS, MANAGED_BY, MODULE_LABEL } from '../api/constants.ts';
-import { RELEASE_HISTORY_MAX } from '../api/tiers.ts';
-import type { ModuleName } from '../api/modules.ts';
-import type { OperatorConfig } from '../config.ts';
-import { type Helm, readReleases, type ReleaseRecord } from '../adapters/helm.ts';
+import { LABELS, MANAGED_BY, MODULE_LABEL } from '../../api/constants.ts';
+import { RELEASE_HISTORY_MAX } from '../../api/tiers.ts';
+import type { ModuleName } from '../../api/modules.ts';
+import type { OperatorConfig } from '../../config.ts';
+import { type Helm, readReleases, type ReleaseRecord } from '../../adapters/helm.ts';
 import { actionFor, isOurs, releaseProblems, releaseState, undesiredReleases, VALUES_HASH_LABEL } from './release-state.ts';
 import { checkedRecords, unlockRelease } from './release-records.ts';
-import type { Bundle } from '../bundle/bundle.ts';
-import type { Kube } from '../adapters/kube.ts';
-import type { KubeReads } from '../adapters/tenant-objects.ts';
-import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from './account.ts';
-import { credentialsSecretName, readCredentials } from './credentials.ts';
-import { writeSecretValuesFile } from '../adapters/secret-values-file.ts';
-import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../errors.ts';
+import type { Bundle } from '../../bundle/bundle.ts';
+import type { Kube } from '../../adapters/kube.ts';
+import type { KubeReads } from '../../adapters/tenant-objects.ts';
+import { NATS_CREDENTIALS_SECRET, NATS_CREDS_KEY } from '../account.ts';
+import { credentialsSecretName, readCredentials } from '../credentials.ts';
+import { writeSecretValuesFile } from '../../adapters/secret-values-file.ts';
+import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../../errors.ts';
 import { type ModuleValues, moduleValues, secretStrings, valuesFileContent, valuesHash } from './module-values.ts';
 import { deploymentProblem, deploymentProblems, instanceOf, type Problem } from './module-readiness.ts';
-import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
-import { imageReference, withRenderGuard } from './render-guard-run.ts';
-import type { RenderGuard } from './render-guard-server.ts';
-import { apiValuesSourceBindings, apiValuesSources, type ValuesSourceReads } from '../adapters/values-sources.ts';
-import { loadValuesFrom, retireValuesSources, type ValuesFromByModule, verifyValuesSourcesRetired } from './values-from.ts';
+import { notReady, READY, type Step, type Verdict, wakeOn } from '../step.ts';
+import type { TenantScope } from '../../tenancy/scope.ts';
+import { imageReference, withRenderGuard } from '../render-guard/render-guard-run.ts';
+import type { RenderGuard } from '../render-guard/render-guard-server.ts';
+import { apiValuesSourceBindings, apiValuesSources, type ValuesSourceReads } from '../../adapters/values-sources.ts';
+import { loadValuesFrom, retireValuesSources, type ValuesFromByModule, verifyValuesSourcesRetired } from './values-from-sources.ts';
 
 export interface ModuleStepDeps extends Bundle {
   kube: Kube;
@@ -114,7 +114,7 @@ async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: 
     log,
   });
   const started = Date.now();
-  // The catalogue's image, not the merged values': helm applies nothing else (steps/render-guard.ts).
+  // The catalogue's image, not the merged values': helm applies nothing else (steps/render-guard/render-guard.ts).
   const image = imageReference(deps.images.resolveModule(desired.module, scope.tenant.spec.versions?.[desired.module]));
   const policy = { namespace: scope.namespace, release: desired.module, images: [image] };
   const guard = await withRenderGuard(deps.renderGuard, policy, (postRenderer) => deps.helm.upgradeInstall({
@@ -239,7 +239,7 @@ async function judgeDeployments(scope: TenantScope, kube: Kube, deployments: rea
   return verdictOf(deploymentProblems(deployments, scope.modules, pods));
 }
 
-/** The releases, and the tenant's bindings to values sources in the operator's namespace (values-from.ts). */
+/** The releases, and the tenant's bindings to values sources in the operator's namespace (values-from-sources.ts). */
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const ours = (await readReleases(deps.reads, scope.namespace)).filter(isOurs);
   const retire = { module: 'spec.valuesFrom', run: () => retireValuesSources(scope, apiValuesSourceBindings(deps.kube), deps.config.leaseNamespace) };

@@ -6,12 +6,12 @@
  */
 import { X509Certificate } from 'node:crypto';
 import type { V1IngressTLS, V1Secret } from '@kubernetes/client-node';
-import { LABELS, MANAGED_BY } from '../api/constants.ts';
-import { Reason } from '../api/reasons.ts';
-import { type IngressSettings, ISSUER_ANNOTATION } from '../config.ts';
-import { deleteIgnoringNotFound, type Kube, readOptional } from '../adapters/kube.ts';
-import { notReady, READY, type Verdict } from './step.ts';
-import { type TenantScope } from '../tenancy/scope.ts';
+import { LABELS, MANAGED_BY } from '../../api/constants.ts';
+import { Reason } from '../../api/reasons.ts';
+import { type IngressSettings, ISSUER_ANNOTATION } from '../../config.ts';
+import { deleteIgnoringNotFound, type Kube, readOptional } from '../../adapters/kube.ts';
+import { notReady, READY, type Verdict } from '../step.ts';
+import { type TenantScope } from '../../tenancy/scope.ts';
 
 /** The Secret the tenant Ingress names: cert-manager's (issuer) or the operator's copy (secret). */
 export const TLS_SECRET_NAME = 'eva-tenant-tls';

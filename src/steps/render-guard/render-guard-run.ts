@@ -1,6 +1,6 @@
 /**
- * The operator's side of the render guard (steps/render-guard.ts): the policy of one release
- * registered with the guard the operator serves from its start to its stop (steps/render-guard-server.ts), its token and socket
+ * The operator's side of the render guard (steps/render-guard/render-guard.ts): the policy of one release
+ * registered with the guard the operator serves from its start to its stop (steps/render-guard/render-guard-server.ts), its token and socket
  * handed to helm's post-renderer (in the helm server's request, or the CLI plugin's environment;
  * never an argument), and the guard's refusals read back as the tenant's problem, RenderRejected
  * naming the object or image.
@@ -12,10 +12,10 @@
  * helm runs, the post-renderer finds no socket, or an unfinished reply, and returns nothing: helm
  * applies nothing. Nothing unchecked can be applied, however the previous attempt ended.
  */
-import type { PostRenderer } from '../adapters/helm.ts';
-import type { ModuleImage } from '../bundle/images.ts';
-import { Reason } from '../api/reasons.ts';
-import { InputError } from '../errors.ts';
+import type { PostRenderer } from '../../adapters/helm.ts';
+import type { ModuleImage } from '../../bundle/images.ts';
+import { Reason } from '../../api/reasons.ts';
+import { InputError } from '../../errors.ts';
 import { refusalMessage, type RenderPolicy } from './render-guard.ts';
 import type { GuardCost, RenderGuard } from './render-guard-server.ts';
 

@@ -16,7 +16,7 @@
  *   reply     `allow <bytes>\n<exactly that many bytes of checked JSON documents>`, or `refuse\n<why>\n`
  * The client prints the allowed bytes only when all of them arrived; anything else (a refusal, an
  * unknown token, an operator that died mid-check, a short reply) makes it exit non-zero, and helm
- * then applies nothing. So a crash on either side fails closed (steps/render-guard-run.ts).
+ * then applies nothing. So a crash on either side fails closed (steps/render-guard/render-guard-run.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';

@@ -2,22 +2,22 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { KV } from 'nats';
 import { describe, expect, it } from 'vitest';
-import { seedFileEntries as fileEntries, testAccounts, testScope, useNatsServer, withAccount } from '../../test/support/fixtures.ts';
-import { SeedCatalog, seedDigest } from '../bundle/seeds.ts';
-import type { RecordStepDeps } from './record.ts';
-import { MODULES } from '../api/modules.ts';
-import type { Step } from './step.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
-import { DependencyError, InputError } from '../errors.ts';
-import { readTenantRecord, recordStep } from './record.ts';
-import { canonicalJson } from '../canonical-json.ts';
+import { seedFileEntries as fileEntries, testAccounts, testScope, useNatsServer, withAccount } from '../../../test/support/fixtures.ts';
+import { SeedCatalog, seedDigest } from '../../bundle/seeds.ts';
+import type { RecordStepDeps } from '../record.ts';
+import { MODULES } from '../../api/modules.ts';
+import type { Step } from '../step.ts';
+import type { TenantScope } from '../../tenancy/scope.ts';
+import { DependencyError, InputError } from '../../errors.ts';
+import { readTenantRecord, recordStep } from '../record.ts';
+import { canonicalJson } from '../../canonical-json.ts';
 import { diffSeed, seedStep } from './seed.ts';
-import { dataBucket } from '../tenancy/names.ts';
-import type { NatsSession } from '../adapters/nats.ts';
-import { READY } from './step.ts';
-import { streamsStep } from './streams.ts';
+import { dataBucket } from '../../tenancy/names.ts';
+import type { NatsSession } from '../../adapters/nats.ts';
+import { READY } from '../step.ts';
+import { streamsStep } from '../streams.ts';
 
-const SEEDS = SeedCatalog.load(fileURLToPath(new URL('../../seeds', import.meta.url)));
+const SEEDS = SeedCatalog.load(fileURLToPath(new URL('../../../seeds', import.meta.url)));
 
 describe('seed data (pure)', () => {
   it('diff puts missing and changed keys, deletes only owned keys no longer wanted', () => {

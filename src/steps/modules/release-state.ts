@@ -4,12 +4,12 @@
  * and the problem verify reports follow. Pure, so the decision table is tested as a table.
  *
  * A release a dead helm left locked ("another operation is in progress") is unlocked, then upgraded
- * through the render guard (release-records.ts); nothing is ever rolled back to a stored manifest.
+ * through the render guard (its stored records checked: release-records.ts); nothing is ever rolled back to a stored manifest.
  */
-import { GROUP, LABELS, MANAGED_BY } from '../api/constants.ts';
-import { isModuleName, type ModuleName } from '../api/modules.ts';
-import { Reason } from '../api/reasons.ts';
-import type { ReleaseRecord } from '../adapters/helm.ts';
+import { GROUP, LABELS, MANAGED_BY } from '../../api/constants.ts';
+import { isModuleName, type ModuleName } from '../../api/modules.ts';
+import { Reason } from '../../api/reasons.ts';
+import type { ReleaseRecord } from '../../adapters/helm.ts';
 
 /** The release label that says "this release has exactly these values on exactly this chart". */
 export const VALUES_HASH_LABEL = `${GROUP}/values-hash`;

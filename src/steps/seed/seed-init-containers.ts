@@ -3,8 +3,8 @@
  * has a pod whose `seed-loader` init container loaded the desired seeds version and exited 0.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import type { Kube } from '../adapters/kube.ts';
-import type { ModuleName } from '../api/modules.ts';
+import type { Kube } from '../../adapters/kube.ts';
+import type { ModuleName } from '../../api/modules.ts';
 
 const SEED_INIT_CONTAINER = 'seed-loader';
 const MODULE_LABEL = 'eva.aidonow.com/module';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DependencyError, InputError } from '../errors.ts';
+import { DependencyError, InputError } from '../../errors.ts';
 import { combineFailures } from './modules.ts';
 
 describe('failures of several modules', () => {

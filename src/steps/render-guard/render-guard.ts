@@ -22,7 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import { parseAllDocuments } from 'yaml';
-import { MAX_YAML_DEPTH, syntaxDepth } from './tenant-yaml.ts';
+import { MAX_YAML_DEPTH, syntaxDepth } from '../tenant-yaml.ts';
 
 /** What the operator allows one release to render; set by the operator, never from an EvaTenant. */
 export interface RenderPolicy {
@@ -120,7 +120,7 @@ function jsonOf(value: unknown): string {
 }
 
 /**
- * Why an object of a stored release record (steps/release-records.ts) may not be acted on: helm
+ * Why an object of a stored release record (steps/modules/release-records.ts) may not be acted on: helm
  * deletes such objects (uninstall, or an upgrade that no longer renders them) and diffs an upgrade
  * against them, but never applies them again, so where they are and what they are is what matters:
  * the kinds and names a module owns, in the tenant's namespace, no hooks. What they run or expose

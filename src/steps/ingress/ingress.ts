@@ -4,15 +4,15 @@
  * it an address, or, with INGRESS_READY_ON_CREATE, as soon as it exists; with TLS (ingress-tls.ts)
  * also once the certificate it names is there, unexpired and for the host.
  */
-import { LABELS, MANAGED_BY } from '../api/constants.ts';
-import { Reason } from '../api/reasons.ts';
+import { LABELS, MANAGED_BY } from '../../api/constants.ts';
+import { Reason } from '../../api/reasons.ts';
 import type { V1Ingress, V1IngressSpec } from '@kubernetes/client-node';
-import type { OperatorConfig } from '../config.ts';
-import { deleteIgnoringNotFound, type Kube } from '../adapters/kube.ts';
-import type { KubeReads } from '../adapters/tenant-objects.ts';
+import type { OperatorConfig } from '../../config.ts';
+import { deleteIgnoringNotFound, type Kube } from '../../adapters/kube.ts';
+import type { KubeReads } from '../../adapters/tenant-objects.ts';
 import { ingressAnnotations, ingressTls, judgeTls, judgeTlsCopy, removeTlsCopy, syncTlsCopy } from './ingress-tls.ts';
-import { notReady, READY, type Step, type Verdict, wakeOn } from './step.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
+import { notReady, READY, type Step, type Verdict, wakeOn } from '../step.ts';
+import type { TenantScope } from '../../tenancy/scope.ts';
 
 export const INGRESS_NAME = 'eva-tenant';
 const MODULE_PORT = 8080;

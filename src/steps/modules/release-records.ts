@@ -7,7 +7,7 @@
  * call on a module release, every stored revision of it (helm chooses which one it acts on by its
  * own rules; checking all of them needs none of those rules) must hold only what the operator
  * writes: the release's name and namespace in its payload, payload and labels agreeing, no hooks,
- * and a manifest the render guard's placement rules allow (render-guard.ts storedObjectProblems).
+ * and a manifest the render guard's placement rules allow (render-guard/render-guard.ts storedObjectProblems).
  * Anything else is refused with ReleaseRecordRefused, naming release, revision and what is wrong,
  * and helm is not run on that release at all.
  *
@@ -15,11 +15,11 @@
  * revision is marked failed and the caller upgrades, through the render guard. No rollback: a
  * rollback applies a stored manifest again, which no guard ever sees.
  */
-import { Reason } from '../api/reasons.ts';
-import type { Kube } from '../adapters/kube.ts';
-import { markReleaseFailed, readStoredReleases, type StoredBody, type StoredRelease } from '../adapters/helm-storage.ts';
-import { InputError } from '../errors.ts';
-import { checkStoredManifest } from './render-guard.ts';
+import { Reason } from '../../api/reasons.ts';
+import type { Kube } from '../../adapters/kube.ts';
+import { markReleaseFailed, readStoredReleases, type StoredBody, type StoredRelease } from '../../adapters/helm-storage.ts';
+import { InputError } from '../../errors.ts';
+import { checkStoredManifest } from '../render-guard/render-guard.ts';
 import { isPending } from './release-state.ts';
 
 /** The release a record must belong to: helm's release name (= the module) in the tenant's namespace. */

@@ -1,14 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { EvaTenant } from '../api/evatenant.ts';
-import { ImageCatalog } from '../bundle/images.ts';
-import { SeedCatalog } from '../bundle/seeds.ts';
-import { createLogger } from '../log.ts';
-import { InputError } from '../errors.ts';
+import type { EvaTenant } from '../../api/evatenant.ts';
+import { ImageCatalog } from '../../bundle/images.ts';
+import { SeedCatalog } from '../../bundle/seeds.ts';
+import { createLogger } from '../../log.ts';
+import { InputError } from '../../errors.ts';
 import { deepMerge, moduleValues, secretStrings, type ValuesDeps, valuesFileContent, valuesHash } from './module-values.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
-import { testScope } from '../../test/support/fixtures.ts';
+import type { TenantScope } from '../../tenancy/scope.ts';
+import { testScope } from '../../../test/support/fixtures.ts';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const DIGEST = 'c'.repeat(64);

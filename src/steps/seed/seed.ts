@@ -10,24 +10,24 @@
  * desired one (any module). Listing the bucket instead would also delete what modules wrote there
  * themselves, which is tenant data; a seed-owned key the module also writes is the accepted overlap.
  */
-import { Reason } from '../api/reasons.ts';
-import { ACCOUNT_BY_TIER } from '../api/tiers.ts';
-import type { Kube } from '../adapters/kube.ts';
+import { Reason } from '../../api/reasons.ts';
+import { ACCOUNT_BY_TIER } from '../../api/tiers.ts';
+import type { Kube } from '../../adapters/kube.ts';
 import { seededByInitContainers } from './seed-init-containers.ts';
-import { canonicalJson } from '../canonical-json.ts';
+import { canonicalJson } from '../../canonical-json.ts';
 import type { KV } from 'nats';
-import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
-import type { NatsStepDeps } from './step.ts';
-import type { SeedCatalog, SeedEntries } from '../bundle/seeds.ts';
-import { dataBucket, kvStream } from '../tenancy/names.ts';
-import { codeInUse, type Custody, hasRetainedMarks, mayActOn, ownerMetadata, ownerOf, tenantUid, withoutRetainedMarks } from '../tenancy/ownership.ts';
-import { markRetained, notMarkedRetained } from './streams.ts';
-import { MODULES } from '../api/modules.ts';
-import type { Logger } from '../log.ts';
-import { DependencyError, InputError } from '../errors.ts';
-import { desiredSeedsVersion, readTenantRecord, type RecordStepDeps, type StoredRecord, writeTenantRecord } from './record.ts';
-import { READY, notReady, type Step, type Verdict } from './step.ts';
-import type { TenantScope } from '../tenancy/scope.ts';
+import { JS_ERR, jsErrCode, type NatsSession } from '../../adapters/nats.ts';
+import type { NatsStepDeps } from '../step.ts';
+import type { SeedCatalog, SeedEntries } from '../../bundle/seeds.ts';
+import { dataBucket, kvStream } from '../../tenancy/names.ts';
+import { codeInUse, type Custody, hasRetainedMarks, mayActOn, ownerMetadata, ownerOf, tenantUid, withoutRetainedMarks } from '../../tenancy/ownership.ts';
+import { markRetained, notMarkedRetained } from '../streams.ts';
+import { MODULES } from '../../api/modules.ts';
+import type { Logger } from '../../log.ts';
+import { DependencyError, InputError } from '../../errors.ts';
+import { desiredSeedsVersion, readTenantRecord, type RecordStepDeps, type StoredRecord, writeTenantRecord } from '../record.ts';
+import { READY, notReady, type Step, type Verdict } from '../step.ts';
+import type { TenantScope } from '../../tenancy/scope.ts';
 
 export interface SeedDiff {
   readonly puts: readonly { readonly key: string; readonly value: unknown }[];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { gzipSync } from 'node:zlib';
-import { encodePayload, MAX_RELEASE_PAYLOAD_BYTES, parseStoredRelease, type StoredRelease } from '../adapters/helm-storage.ts';
+import { encodePayload, MAX_RELEASE_PAYLOAD_BYTES, parseStoredRelease, type StoredRelease } from '../../adapters/helm-storage.ts';
 import { recordProblems, refusalOf } from './release-records.ts';
 
 const NS = 'eva-tenant-abcdef';

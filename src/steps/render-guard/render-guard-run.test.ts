@@ -10,11 +10,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { renderGuardSettings } from '../config.ts';
-import { DependencyError, InputError } from '../errors.ts';
+import { renderGuardSettings } from '../../config.ts';
+import { DependencyError, InputError } from '../../errors.ts';
 import type { RenderPolicy } from './render-guard.ts';
-import { RENDER_GUARD_PLUGIN } from '../adapters/helm-cli.ts';
-import type { PostRenderer } from '../adapters/helm.ts';
+import { RENDER_GUARD_PLUGIN } from '../../adapters/helm-cli.ts';
+import type { PostRenderer } from '../../adapters/helm.ts';
 import { imageReference, withRenderGuard } from './render-guard-run.ts';
 import { RenderGuardServer } from './render-guard-server.ts';
 
