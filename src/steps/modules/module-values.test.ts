@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../../api/evatenant.ts';
@@ -9,8 +8,8 @@ import { InputError } from '../../errors.ts';
 import { deepMerge, moduleValues, secretStrings, type ValuesDeps, valuesFileContent, valuesHash } from './module-values.ts';
 import type { TenantScope } from '../../tenancy/scope.ts';
 import { testScope } from '../../../test/support/fixtures.ts';
+import { repoRoot } from '../../../test/support/tools.ts';
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const DIGEST = 'c'.repeat(64);
 
 function scopeFor(spec: Partial<EvaTenant['spec']> = {}): TenantScope {

@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -13,8 +12,8 @@ import type { TenantScope } from '../../tenancy/scope.ts';
 import { testScope } from '../../../test/support/fixtures.ts';
 import { moduleValues, secretStrings, type ValuesDeps, valuesFileContent, valuesHash } from './module-values.ts';
 import { atPath, loadValuesFrom, type ValuesFromByModule } from './values-from-sources.ts';
+import { repoRoot } from '../../../test/support/tools.ts';
 
-const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const OPERATOR_NS = 'eva-system';
 const TENANT_NS = 'eva-tenant-acmeco';
 const LABELLED = { 'eva.aidonow.com/values-source': 'true' };
