@@ -186,10 +186,6 @@ $dry_run && dry=" (dry run: nothing is changed)"
 
 # Versions are compared by the operator's own rules (src/versions.ts), through its command.
 semver_valid() { eva_cli semver valid "$1"; }
-semver_compare() { eva_cli semver compare "$1" "$2"; }
-
-# The `spec:` section of an object kubectl printed as YAML (empty when it has none).
-spec_section() { eva_cli manifests section "$1" spec || true; }
 
 # kubectl, with the last line of its error on failure: `kube_or_die <what> <kubectl args...>`.
 kube_or_die() {
@@ -239,65 +235,22 @@ if ((${#missing[@]})); then
 fi
 echo "  permissions  CRDs, cluster RBAC, Deployments in $namespace, EvaTenants: yes"
 
-# The installed EvaTenant CRD against crds/: older is upgraded, newer is never downgraded.
-bundled_apis=$(kube_or_die "cannot read $crd_file" create --dry-run=client -f "$crd_file" -o jsonpath='{.spec.versions[*].name}')
-live_crd=$(kube_or_die "cannot read the installed CRD $crd" get crd "$crd" --ignore-not-found \
-  -o jsonpath="{.spec.versions[*].name}{\"|\"}{.status.storedVersions[*]}{\"|\"}{.metadata.annotations.${crd_stamp//./\\.}}")
-crd_state=absent
-if [[ -z $live_crd ]]; then
-  echo "  CRD      $crd is not installed: step 2 installs the bundled one ($app_version, API versions $bundled_apis)"
-else
-  IFS='|' read -r live_apis stored_apis stamp <<<"$live_crd"
-  newer_apis=() older_apis=()
-  for api in $live_apis $stored_apis; do
-    [[ " $bundled_apis " == *" $api "* || " ${newer_apis[*]} " == *" $api "* ]] || newer_apis+=("$api")
-  done
-  for api in $bundled_apis; do [[ " $live_apis " == *" $api "* ]] || older_apis+=("$api"); done
-  if [[ -n $stamp ]] && ! semver_valid "$stamp"; then
-    echo "  CRD      ignoring the annotation $crd_stamp='$stamp' of the installed CRD: not a version"
-    stamp=""
-  fi
-  live_label="installed with no $crd_stamp annotation"
-  [[ -z $stamp ]] || live_label="installed version $stamp"
-  if ((${#newer_apis[@]})); then
-    die "the installed EvaTenant CRD is NEWER than this checkout's: it serves or stores ${newer_apis[*]}, which crds/ ($app_version: $bundled_apis) does not have. Refusing to downgrade it: use the quickstart of the release that installed it"
-  elif [[ -n $stamp && $(semver_compare "$stamp" "$app_version") == 1 ]]; then
-    die "the installed EvaTenant CRD is NEWER than this checkout's: $crd_stamp=$stamp, crds/ is $app_version. Refusing to downgrade it: use the quickstart of release $stamp or later"
-  elif ((${#older_apis[@]})); then
-    crd_state=older
-    echo "  CRD      OLDER than crds/ ($live_label; API versions $live_apis, crds/ adds ${older_apis[*]}): step 2 upgrades it to $app_version"
-  else
-    # The same API versions: compare the spec the API server has with the one applying crds/ would give.
-    kubectl get crd "$crd" -o yaml >"$work/crd-live.yaml" 2>"$work/kubectl.err" ||
-      die "cannot read the installed CRD $crd: $(tail -n 1 "$work/kubectl.err")"
-    kube_or_die "the server-side dry run of $crd_file failed" apply --server-side --force-conflicts --field-manager="$field_manager" \
-      --dry-run=server -f "$crd_file" -o yaml >"$work/crd-merged.yaml"
-    command -v diff >/dev/null 2>&1 || die "diff not found in PATH: it compares the installed CRD with crds/"
-    spec_section "$work/crd-live.yaml" >"$work/crd-live.spec"
-    spec_section "$work/crd-merged.yaml" >"$work/crd-merged.spec"
-    [[ -s $work/crd-live.spec && -s $work/crd-merged.spec ]] || die "cannot find the spec of the CRD $crd in the API server's answer"
-    differs=0
-    diff -u "$work/crd-live.spec" "$work/crd-merged.spec" >"$work/crd.diff" || differs=$?
-    ((differs <= 1)) || die "comparing the installed CRD with crds/ failed (diff exit status $differs)"
-    if ((differs == 0)); then
-      crd_state=same
-      echo "  CRD      the SAME as crds/ ($live_label; API versions $live_apis): step 2 changes nothing in it"
-    else
-      removed=$(grep -c '^-[^-]' "$work/crd.diff" || true)
-      if [[ -n $stamp && $(semver_compare "$stamp" "$app_version") == -1 ]]; then
-        crd_state=older
-        echo "  CRD      OLDER than crds/ ($live_label, crds/ is $app_version): step 2 upgrades it"
-      elif ((removed == 0)); then
-        crd_state=older
-        echo "  CRD      OLDER than crds/ ($live_label; crds/ only adds to its schema): step 2 upgrades it to $app_version"
-      else
-        printf 'quickstart: applying crds/ would remove or change %s line(s) of the installed CRD:\n' "$removed" >&2
-        grep '^[-+][^-+]' "$work/crd.diff" | head -n 12 | sed 's/^/  /' >&2
-        die "the installed EvaTenant CRD ($live_label) is NEWER than this checkout's $app_version, or was changed by hand. Refusing to downgrade it. If this checkout is the one you want, apply it yourself (kubectl apply --server-side --force-conflicts -f crds/) and run again"
-      fi
-    fi
-  fi
+# The installed EvaTenant CRD against crds/: older is upgraded, newer is never downgraded. The
+# decision is eva-operator's (src/release/crd-plan.ts); this fetches what it reads.
+crd_plan() {
+  eva_cli crd-plan --bundled "$crd_file" --app-version "$app_version" --installed "$work/crd-live.json" "$@" 2>"$work/crd-plan.err" ||
+    die "$(cat "$work/crd-plan.err")"
+}
+kube_or_die "cannot read the installed CRD $crd" get crd "$crd" --ignore-not-found -o json >"$work/crd-live.json"
+plan=$(crd_plan) || exit 1
+if [[ ${plan%%$'\n'*} == compare ]]; then
+  # The same API versions: the spec applying crds/ would give, from the API server.
+  kube_or_die "the server-side dry run of $crd_file failed" apply --server-side --force-conflicts --field-manager="$field_manager" \
+    --dry-run=server -f "$crd_file" -o json >"$work/crd-merged.json"
+  plan=$(crd_plan --merged "$work/crd-merged.json") || exit 1
 fi
+crd_state=${plan%%$'\n'*}
+[[ $plan != *$'\n'* ]] || printf '%s\n' "${plan#*$'\n'}"
 
 # The quick-start NATS runs in operator mode: reuse the keys of an earlier install of this release, or
 # make new ones with the operator's own command (in RAM: the seeds never touch this disk). Sets

@@ -12,6 +12,7 @@
  *   tenant-manifest --name --code --tier --wave --operator-version   an EvaTenant as YAML (tenant-manifest.ts)
  *   manifests images|value|section   what scripts read from YAML and JSON (manifests.ts)
  *   release images|stage-chart|verify-chart|manifest   what scripts/release.sh decides (publish-commands.ts)
+ *   crd-plan --bundled F --app-version V [--installed F] [--merged F]   what quickstart.sh does with the installed CRD (crd-plan.ts)
  * Exit status: 0 done, 1 the check found problems (or a version is not semver), 2 a usage or input error.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -20,6 +21,7 @@ import { DIGEST_PLACEHOLDER, ImageCatalogError, mirrorRegistry, OWN_PREFIX, pars
 import { releaseHelmBinary } from '../config.ts';
 import { compareVersions, isSemver } from '../versions.ts';
 import { CheckUsageError, checkImages } from './check-images.ts';
+import { crdPlanCommand } from './crd-plan.ts';
 import { manifestsCommand, readInput } from './manifests.ts';
 import { publishCommand } from './publish-commands.ts';
 import { tenantManifestCommand } from './tenant-manifest.ts';
@@ -176,4 +178,4 @@ function semverCommand(): Command {
   return semver;
 }
 
-export const releaseCommands = (): Command[] => [imagesCommand(), semverCommand(), tenantManifestCommand(), manifestsCommand(), publishCommand()];
+export const releaseCommands = (): Command[] => [imagesCommand(), semverCommand(), tenantManifestCommand(), manifestsCommand(), publishCommand(), crdPlanCommand()];
