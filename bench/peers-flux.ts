@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { killOnExit, stopChild } from '../test/support/child-processes.ts';
 import { freePort } from '../test/support/ports.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { requiredEnv } from '../test/support/kubectl.ts';
@@ -145,11 +146,7 @@ export async function startFlux(dir: string, concurrency: number): Promise<FluxP
     };
     child.stdout.on('data', append);
     child.stderr.on('data', append);
-    const killChild = (): void => {
-      child.kill('SIGKILL');
-    };
-    process.once('exit', killChild);
-    child.once('exit', () => process.removeListener('exit', killChild));
+    killOnExit(child);
     children[controller] = child;
   }
   const pidOf = (controller: FluxController): number => children[controller]?.pid ?? -1;
@@ -158,23 +155,7 @@ export async function startFlux(dir: string, concurrency: number): Promise<FluxP
     pids: { 'source-controller': pidOf('source-controller'), 'helm-controller': pidOf('helm-controller') },
     logs: () => output,
     stop: async () => {
-      await Promise.all(
-        Object.values(children).map(
-          (child) =>
-            new Promise<void>((resolve) => {
-              if (child.exitCode !== null || child.signalCode !== null) resolve();
-              else {
-                child.once('exit', () => {
-                  resolve();
-                });
-                child.kill('SIGTERM');
-                setTimeout(() => {
-                  child.kill('SIGKILL');
-                }, 15_000).unref();
-              }
-            }),
-        ),
-      );
+      await Promise.all(Object.values(children).map((child) => stopChild(child)));
       rmSync(storage, { recursive: true, force: true });
     },
   };

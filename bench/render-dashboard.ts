@@ -18,7 +18,7 @@
  * time range, the panel width and the 1 s scrape interval), to /api/v1/query_range (instant targets:
  * /api/v1/query at the end of the range). The remaining tenants are deleted afterwards.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -43,6 +43,7 @@ import {
 } from '../test/charts/dashboard.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
 import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
+import { killOnExit, stopChild } from '../test/support/child-processes.ts';
 import { freePort } from '../test/support/ports.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { dashboardSvg, type PanelData, type Series } from './dashboard-svg.ts';
@@ -116,15 +117,12 @@ async function startPrometheus(binary: string, dir: string, target: string): Pro
   });
   let output = '';
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const killChild = (): void => {
-    child.kill('SIGKILL');
-  };
-  process.once('exit', killChild);
+  killOnExit(child);
   for (let i = 0; i < 300 && !(await ready(url)); i += 1) {
     if (child.exitCode !== null) throw new Error(`Prometheus exited:\n${output}`);
     await sleep(100);
   }
-  return { url, version, stop: () => stopChild(child, killChild) };
+  return { url, version, stop: async () => { await stopChild(child); } };
 }
 
 async function ready(url: string): Promise<boolean> {
@@ -133,20 +131,6 @@ async function ready(url: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function stopChild(child: ChildProcess, killChild: () => void): Promise<void> {
-  process.removeListener('exit', killChild);
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) {
-      resolve();
-      return;
-    }
-    child.once('exit', () => {
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 // ---- the workload ------------------------------------------------------------------------------------

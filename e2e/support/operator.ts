@@ -3,9 +3,10 @@
  * plane, as the chart's ServiceAccount under the chart's RBAC and admission policy (the identity
  * test/support/operator-identity.ts makes; the helm processes it runs inherit it).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { exited, killOnExit } from '../../test/support/child-processes.ts';
 import { requiredEnv } from '../../test/support/kubectl.ts';
 import { suiteOperatorEnv } from '../../test/support/operator-identity.ts';
 import { helmServerBinary, repoRoot } from '../../test/support/tools.ts';
@@ -23,13 +24,6 @@ export interface OperatorProcess {
   /** Resolves with the exit code once the process has exited, for whatever reason. */
   exited(): Promise<number | null>;
   secretFilesLeft(): string[];
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once('exit', (code) => { resolve(code); });
-  });
 }
 
 const secretsDirs = new Set<string>();
@@ -92,13 +86,7 @@ export function startOperator(env: Record<string, string> = {}, secretsDir?: str
     env: operatorEnv(env, dir),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  // Never outlive the test or benchmark that started it (a crashed runner must not leave an
-  // operator claiming tenants on the shared local cluster).
-  const killChild = (): void => {
-    child.kill('SIGKILL');
-  };
-  process.once('exit', killChild);
-  child.once('exit', () => process.removeListener('exit', killChild));
+  killOnExit(child);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

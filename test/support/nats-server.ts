@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootstrap } from '../../src/nats-bootstrap.ts';
 import { tool } from './tools.ts';
+import { stopChild } from './child-processes.ts';
 
 export interface NatsServerOptions {
   /** JetStream file storage limit, e.g. '100MB' (default: 75% of the free disk). */
@@ -82,16 +83,8 @@ function launch(args: string[]): Promise<ChildProcess> {
   });
 }
 
-function terminate(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
+async function terminate(child: ChildProcess | undefined): Promise<void> {
+  if (child !== undefined) await stopChild(child, 5_000);
 }
 
 /** The server's configuration: operator mode with a full resolver that accepts pushes and deletions. */
