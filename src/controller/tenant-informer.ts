@@ -33,7 +33,7 @@ function parsedOrNothing(obj: KubernetesObject): EvaTenant | undefined {
 }
 
 /** A tenant without a phase has not been reconciled yet: Requested. */
-function phaseOf(obj: KubernetesObject): string {
+function storedPhase(obj: KubernetesObject): string {
   const status = (obj as { status?: { phase?: unknown } }).status;
   return typeof status?.phase === 'string' ? status.phase : 'Requested';
 }
@@ -91,10 +91,10 @@ export class TenantInformer {
     });
     // The bookkeeping first, so handlers see it up to date.
     informer.on('add', (obj) => {
-      this.countPhase(obj, phaseOf(obj));
+      this.countPhase(obj, storedPhase(obj));
     });
     informer.on('update', (obj) => {
-      this.countPhase(obj, phaseOf(obj));
+      this.countPhase(obj, storedPhase(obj));
     });
     informer.on('delete', (obj) => {
       this.countPhase(obj, undefined);

@@ -7,14 +7,13 @@
 import { readFileSync } from 'node:fs';
 import { Reason } from '../api/reasons.ts';
 import type { PreflightSettings } from '../config.ts';
-import { DependencyError } from '../errors.ts';
+import { DependencyError, messageOf } from '../errors.ts';
 import { createNatsClient, type NatsClient } from '../adapters/nats.ts';
 import { parseCreds } from '../adapters/nats-jwt.ts';
 import { NatsSystem } from '../adapters/nats-system.ts';
 import type { NatsFacts } from './facts.ts';
 import { seen, unseen } from './facts.ts';
 
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
 async function connected(client: NatsClient): Promise<NatsFacts | undefined> {
   try {

@@ -174,7 +174,7 @@ export class StatusWriter {
       if (started) this.becameActiveAfterSeconds = (Date.now() - Date.parse(started)) / 1000;
     }
     // The saga's own events are named as their reasons in the catalogue.
-    this.queueEvent('Normal', Reason[emitted.type], messageOf(emitted.type));
+    this.queueEvent('Normal', Reason[emitted.type], sagaEventMessage(emitted.type));
   }
 
   async event(type: 'Normal' | 'Warning', reason: Reason, message: string): Promise<void> {
@@ -232,7 +232,7 @@ function takesUpStoredProblem(stored: EvaTenantStatus | undefined, view: SagaVie
   return stored.conditions?.some((c) => c.type === condition && c.status === 'False') === true;
 }
 
-function messageOf(type: SagaEmitted['type']): string {
+function sagaEventMessage(type: SagaEmitted['type']): string {
   switch (type) {
     case 'ProvisioningStarted':
       return 'provisioning started';

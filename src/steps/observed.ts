@@ -36,7 +36,7 @@ function chartVersionOf(module: string, deployment: V1Deployment | undefined): s
   return label?.startsWith(`${module}-`) ? label.slice(module.length + 1).replaceAll('_', '+') : undefined;
 }
 
-function messageOf(scope: TenantScope, release: ReleaseRecord | undefined, deployment: V1Deployment | undefined): string {
+function moduleMessage(scope: TenantScope, release: ReleaseRecord | undefined, deployment: V1Deployment | undefined): string {
   if (release === undefined) return 'no release installed';
   if (release.status !== 'deployed') return `release revision ${release.version} is ${release.status}`;
   if (deployment === undefined) return 'the release has no Deployment';
@@ -49,7 +49,7 @@ export function moduleStatus(scope: TenantScope, module: ModuleName, release: Re
   const status: ModuleStatus = {
     readyReplicas: deployment?.status?.readyReplicas ?? 0,
     replicas: deployment?.spec?.replicas ?? 0,
-    message: messageOf(scope, release, deployment).slice(0, MESSAGE_LIMIT),
+    message: moduleMessage(scope, release, deployment).slice(0, MESSAGE_LIMIT),
   };
   const chartVersion = chartVersionOf(module, deployment);
   if (chartVersion !== undefined) status.chartVersion = chartVersion;
