@@ -14,7 +14,6 @@ import { NatsSystem } from '../adapters/nats-system.ts';
 import type { NatsFacts } from './facts.ts';
 import { seen, unseen } from './facts.ts';
 
-
 async function connected(client: NatsClient): Promise<NatsFacts | undefined> {
   try {
     await client.session();
