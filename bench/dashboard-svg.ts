@@ -6,7 +6,7 @@
  */
 import { parse, View } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import type { Dashboard, Panel } from '../test/charts/dashboard.ts';
+import type { Dashboard, Panel } from '../test/support/dashboard.ts';
 
 /** One series of one query: its legend name and its samples (null where Prometheus has none, or NaN). */
 export interface Series {

@@ -27,8 +27,8 @@ import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { connect } from 'nats';
 import type { Tier } from '../src/api/constants.ts';
-import { adminOperatorEnv, type OperatorProcess, removeSecretsDir, startOperator } from '../e2e/support/operator.ts';
-import { waitForGone } from '../e2e/support/tenants.ts';
+import { adminOperatorEnv, type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { waitForGone } from '../test/support/tenants.ts';
 import {
   allValues,
   catalogueFromExposition,
@@ -40,7 +40,7 @@ import {
   substitute,
   type Target,
   type VariableValues,
-} from '../test/charts/dashboard.ts';
+} from '../test/support/dashboard.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
 import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { killOnExit, stopChild } from '../test/support/child-processes.ts';

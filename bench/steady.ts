@@ -6,8 +6,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { GROUP, PLURAL, VERSION as API_VERSION } from '../src/api/constants.ts';
-import { metricSum, scrape } from '../e2e/support/metrics.ts';
-import type { OperatorProcess } from '../e2e/support/operator.ts';
+import { metricSum, scrape } from '../test/support/metrics.ts';
+import type { OperatorProcess } from '../test/support/operator.ts';
 import { kubectlOk } from '../test/support/kubectl.ts';
 
 export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;

@@ -18,7 +18,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CONDITION_TYPES } from '../src/api/constants.ts';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { repoRoot } from '../test/support/tools.ts';
-import { type AirGapSummary, isLocalName, summaryFromOutput } from './support/air-gap.ts';
+import { type AirGapSummary, isLocalName, summaryFromOutput } from '../test/support/air-gap.ts';
 
 const RUN_TIMEOUT_MS = 280_000;
 

@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
 import { parseCreds } from '../src/adapters/nats-jwt.ts';
-import { inRegistry, inTenant, tenantAccount } from './support/nats.ts';
+import { inRegistry, inTenant, tenantAccount } from '../test/support/nats.ts';
 import { repoRoot } from '../test/support/tools.ts';
-import { helmReleases } from './support/helm.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
+import { helmReleases } from '../test/support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
 import {
   applyTenant,
   conditionFalse,
@@ -28,7 +28,7 @@ import {
   readTenant,
   waitForGone,
   waitForTenant,
-} from './support/tenants.ts';
+} from '../test/support/tenants.ts';
 
 /** The operator on the shared NATS, and the one on this file's own NATS (case 4). */
 const VERSION = '9.1.0';

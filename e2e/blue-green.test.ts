@@ -28,8 +28,8 @@ import { tenantNamespace } from '../src/tenancy/names.ts';
 import { type AuditEvent, auditLogPath, auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
-import { type OperatorProcess, startOperator } from './support/operator.ts';
-import { applyTenant, isActive, patchTenantSpec, waitForGone, waitForTenant } from './support/tenants.ts';
+import { type OperatorProcess, startOperator } from '../test/support/operator.ts';
+import { applyTenant, isActive, patchTenantSpec, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 const BLUE = '9.5.0';
 const GREEN = '9.6.0';

@@ -17,10 +17,10 @@ import { sagaRecordOf } from '../src/status/saga-record.ts';
 import { tenantNamespace } from '../src/tenancy/names.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { processAlive, repoRoot } from '../test/support/tools.ts';
-import { helmProcesses, helmServerPids } from './support/helm.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
-import { expectConverged, helm, helmList, tenantObject } from './support/converged.ts';
+import { helmProcesses, helmServerPids } from '../test/support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { readTenant, waitForGone, waitForPhase } from '../test/support/tenants.ts';
+import { expectConverged, helm, helmList, tenantObject } from '../test/support/converged.ts';
 
 const OPERATOR_VERSION = '9.2.0';
 /** MAX_WAVE 0: this operator claims only the tenants pinned to it, never another test's. */
@@ -122,7 +122,7 @@ function watchPendingInstall(namespace: string, timeoutMs: number): LineWatch {
   );
 }
 
-// ---- what a converged tenant looks like: e2e/support/converged.ts --------------------------------------
+// ---- what a converged tenant looks like: test/support/converged.ts --------------------------------------
 
 /** pids of what runs the namespace's helm upgrades: helm CLI processes, or our operator's helm server. */
 const helmUpgradePids = (namespace: string): number[] => [

@@ -2,7 +2,7 @@
  * Faults of the control plane while tenants provision: etcd frozen for 15 s (SIGSTOP), then the
  * kube-apiserver restarted, then NATS restarted. What real control planes survive, the local one
  * must too, and so must the operator (run as a Deployment would run it: started again if it exits).
- * Every tenant ends Active with exactly one of everything (e2e/support/converged.ts).
+ * Every tenant ends Active with exactly one of everything (test/support/converged.ts).
  *
  * It freezes etcd: it runs only on the test suite's own control plane (test/support/cluster-setup.ts),
  * never on a developer's. One operator version of its own, only tenants pinned to it.
@@ -14,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_CLUSTER } from '../test/support/cluster-setup.ts';
 import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
 import { processAlive, repoRoot } from '../test/support/tools.ts';
-import { expectConverged } from './support/converged.ts';
-import { type SupervisedOperator, superviseOperator } from './support/operator.ts';
-import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
+import { expectConverged } from '../test/support/converged.ts';
+import { type SupervisedOperator, superviseOperator } from '../test/support/operator.ts';
+import { readTenant, waitForGone, waitForPhase } from '../test/support/tenants.ts';
 
 const VERSION = '9.3.0';
 const CODES = ['FAULTA', 'FAULTB', 'FAULTC', 'FAULTD', 'FAULTE', 'FAULTF'] as const;

@@ -25,10 +25,10 @@ import { repoRoot } from '../test/support/tools.ts';
 import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { API_VERSION, KIND, MAX_WAVE_ANNOTATION, OWNER_ANNOTATION, SHARD_LABEL } from '../src/api/constants.ts';
 import { leaseNameForVersion } from '../src/controller/lease-names.ts';
-import { buildTool, captureTenant as capture, judge, labelled, type TenantObject as Obj } from './support/health-verdicts.ts';
-import { metricSum, scrape } from './support/metrics.ts';
-import { type OperatorProcess, startOperator } from './support/operator.ts';
-import { applyTenant, describeShowsWarning, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from './support/tenants.ts';
+import { buildTool, captureTenant as capture, judge, labelled, type TenantObject as Obj } from '../test/support/health-verdicts.ts';
+import { metricSum, scrape } from '../test/support/metrics.ts';
+import { type OperatorProcess, startOperator } from '../test/support/operator.ts';
+import { applyTenant, describeShowsWarning, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 const OWNER = '9.8.0';
 const SECOND = '9.8.1';

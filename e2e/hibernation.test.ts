@@ -24,12 +24,12 @@ import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { operatorNamespace } from '../test/support/operator-identity.ts';
-import { captureTenant, fluxAndArgo, labelled } from './support/health-verdicts.ts';
-import { helmReleases } from './support/helm.ts';
-import { metricSum, scrape } from './support/metrics.ts';
-import { type AccountSession, connectAsModule, type Credentials, inTenant, moduleCredentials, type NatsTarget, publishAsModule, readAsModule, refused, streamNames, tenantAccount } from './support/nats.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
+import { captureTenant, fluxAndArgo, labelled } from '../test/support/health-verdicts.ts';
+import { helmReleases } from '../test/support/helm.ts';
+import { metricSum, scrape } from '../test/support/metrics.ts';
+import { type AccountSession, connectAsModule, type Credentials, inTenant, moduleCredentials, type NatsTarget, publishAsModule, readAsModule, refused, streamNames, tenantAccount } from '../test/support/nats.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 /** The operator before and after the upgrade. */
 const OLD = '9.5.0';

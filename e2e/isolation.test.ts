@@ -19,9 +19,9 @@ import { formatCreds, newSeed, publicKeyOf, signUser } from '../src/adapters/nat
 import { kubectl, kubectlOk, requiredEnv } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { confinedIdentity } from '../test/support/operator-identity.ts';
-import { type AccountSession, clusterAccounts, connectAsModule, inRegistry, inTenant, moduleCredentials, streamNames, tenantAccount, tenantAccountIn } from './support/nats.ts';
-import { type OperatorProcess, operatorEnv, removeSecretsDir, startOperator } from './support/operator.ts';
-import { applyTenant, conditionFalse, isActive, waitForGone, waitForTenant } from './support/tenants.ts';
+import { type AccountSession, clusterAccounts, connectAsModule, inRegistry, inTenant, moduleCredentials, streamNames, tenantAccount, tenantAccountIn } from '../test/support/nats.ts';
+import { type OperatorProcess, operatorEnv, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { applyTenant, conditionFalse, isActive, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 const VERSION = '9.6.0';
 const A = 'ISOAAA';

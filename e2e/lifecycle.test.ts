@@ -17,12 +17,12 @@ import { StringCodec } from 'nats';
 import { FINALIZER } from '../src/api/constants.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
-import { inRegistry, inTenant, type NatsTarget, streamNames } from './support/nats.ts';
+import { inRegistry, inTenant, type NatsTarget, streamNames } from '../test/support/nats.ts';
 import { repoRoot } from '../test/support/tools.ts';
-import { helmProcesses, helmReleases } from './support/helm.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { metricSum, scrape } from './support/metrics.ts';
-import { applyTenant, isActive, patchTenantSpec, pinnedVersion, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
+import { helmProcesses, helmReleases } from '../test/support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { metricSum, scrape } from '../test/support/metrics.ts';
+import { applyTenant, isActive, patchTenantSpec, pinnedVersion, type TenantView, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 const VERSION = '9.3.0';
 /** The operator on this file's own NATS (cases: NATS wiped, deleted while NATS is down). */

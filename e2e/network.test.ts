@@ -16,7 +16,7 @@
 import { testPki } from '../test/support/certificates.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
-import { active, applyTenant, inNode, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, runScript, tenant, tenantNs, until } from './support/real-node.ts';
+import { active, applyTenant, inNode, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, runScript, tenant, tenantNs, until } from '../test/support/real-node.ts';
 
 const DOMAIN = 'tenants.eva.test';
 const TRAEFIK_IP = '10.96.0.80';

@@ -8,10 +8,10 @@ import { StringCodec } from 'nats';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import { kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { repoRoot } from '../test/support/tools.ts';
-import { helmReleases } from './support/helm.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { connectAsModule, inRegistry, inTenant, moduleCredentials, streamNames, tenantAccount } from './support/nats.ts';
-import { readTenant, waitForGone, waitForPhase } from './support/tenants.ts';
+import { helmReleases } from '../test/support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { connectAsModule, inRegistry, inTenant, moduleCredentials, streamNames, tenantAccount } from '../test/support/nats.ts';
+import { readTenant, waitForGone, waitForPhase } from '../test/support/tenants.ts';
 
 const SAMPLES = [
   { name: 'acmeco', code: 'ACMECO', tier: 'Starter', file: 'evatenant-starter.yaml' },

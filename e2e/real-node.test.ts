@@ -12,8 +12,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
-import type { HeartbeatReport } from './support/real-node-probe.ts';
-import { active, applyTenant, builtDigests, inNodeOk, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, REGISTRY, type Result, runScript, tenant, tenantNs, until } from './support/real-node.ts';
+import type { HeartbeatReport } from '../test/support/real-node-probe.ts';
+import { active, applyTenant, builtDigests, inNodeOk, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, REGISTRY, type Result, runScript, tenant, tenantNs, until } from '../test/support/real-node.ts';
 
 const CUSTOMER = 'rnode';
 const CUSTOMER_CODE = 'RNODEA';
@@ -32,7 +32,7 @@ const operatorPods = (): PodView[] => pods(OPERATOR_NS, 'app.kubernetes.io/name=
 
 function heartbeats(code: string, modules: readonly string[]): HeartbeatReport {
   // The tenant's own credentials, from its Secret, on stdin of the probe (never argv, never disk).
-  const out = inNodeOk(['bash', '-c', `kubectl get secret eva-nats -n ${tenantNs(code)} -o 'jsonpath={.data.nats\\.creds}' | base64 -d | node_modules/.bin/node e2e/support/real-node-probe.ts heartbeats ${code} ${modules.join(' ')}`]);
+  const out = inNodeOk(['bash', '-c', `kubectl get secret eva-nats -n ${tenantNs(code)} -o 'jsonpath={.data.nats\\.creds}' | base64 -d | node_modules/.bin/node test/support/real-node-probe.ts heartbeats ${code} ${modules.join(' ')}`]);
   return JSON.parse(out) as HeartbeatReport;
 }
 

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { repoRoot } from '../test/support/tools.ts';
-import { freshNode, imagesDir, inNode, inNodeOk, natsAuthFiles, OPERATOR_NS, pods, realNodeState, type Result, runScript, tenantNs } from './support/real-node.ts';
+import { freshNode, imagesDir, inNode, inNodeOk, natsAuthFiles, OPERATOR_NS, pods, realNodeState, type Result, runScript, tenantNs } from '../test/support/real-node.ts';
 
 const NODE_IP = '10.254.0.1';
 const RELEASE_REGISTRY = `${NODE_IP}:5001`;

@@ -20,9 +20,9 @@ import { eventually, kubectl, kubectlOk } from '../test/support/kubectl.ts';
 import { operatorNatsEnv, startNatsServer, type TestNatsServer } from '../test/support/nats-server.ts';
 import { operatorNamespace } from '../test/support/operator-identity.ts';
 import { repoRoot } from '../test/support/tools.ts';
-import { type Credentials, inTenant, moduleCredentials, type NatsTarget, publishAsModule, readAsModule, refused, streamNames, tenantAccount } from './support/nats.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { isActive, patchTenantSpec, pinnedVersion, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
+import { type Credentials, inTenant, moduleCredentials, type NatsTarget, publishAsModule, readAsModule, refused, streamNames, tenantAccount } from '../test/support/nats.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { isActive, patchTenantSpec, pinnedVersion, type TenantView, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 const VERSION = '9.7.26';
 const VICTIM = 'VICTMA';

@@ -28,9 +28,9 @@ import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/
 import { repoRoot, tool } from '../test/support/tools.ts';
 import { VALUES_HASH_LABEL } from '../src/steps/modules/release-state.ts';
 import { operatorNamespace } from '../test/support/operator-identity.ts';
-import { helmReleases, recordingHelm } from './support/helm.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from './support/operator.ts';
-import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from './support/tenants.ts';
+import { helmReleases, recordingHelm } from '../test/support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
+import { applyTenant, isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 const VERSION = '9.8.20';
 const CASE_MS = 420_000;

@@ -16,13 +16,16 @@ const testFiles = execFileSync('git', ['ls-files', '--cached', '--others', '--ex
   .filter(Boolean)
   .filter((file) => !file.startsWith('node_modules/'));
 
+/** The test helpers (test/support/) that reach the control plane: kubectl, its setup, and the e2e ones. */
+const CONTROL_PLANE_HELPERS = ['kubectl', 'cluster-setup', 'air-gap', 'converged', 'health-verdicts', 'helm', 'metrics', 'nats', 'operator', 'real-node-probe', 'real-node', 'tenants'];
+
 /**
- * What a test uses to reach a control plane: the kubectl, cluster-setup and e2e helpers, a control
- * plane of its own (dev-cluster.sh, real-node.sh), or the kubeconfig the cluster setup exports (read
- * through loadKubeConfig, not one the test writes for a stand-in server).
+ * What a test uses to reach a control plane: a helper of CONTROL_PLANE_HELPERS, a control plane of
+ * its own (dev-cluster.sh, real-node.sh), or the kubeconfig the cluster setup exports (read through
+ * loadKubeConfig, not one the test writes for a stand-in server).
  */
 export function needsControlPlane(text: string): boolean {
-  const helpers = /support\/(kubectl|cluster-setup)\.ts'|from '[./]*e2e\/support\/|from '\.\/support\/|scripts\/dev-cluster\.sh|scripts\/lib\/real-node\.sh/;
+  const helpers = new RegExp(`support\\/(${CONTROL_PLANE_HELPERS.join('|')})\\.ts'|scripts\\/dev-cluster\\.sh|scripts\\/lib\\/real-node\\.sh`);
   const setupKubeconfig = text.includes('loadKubeConfig(') && !text.includes("process.env['KUBECONFIG'] =");
   return helpers.test(text) || setupKubeconfig;
 }
@@ -71,7 +74,10 @@ describe('test files', () => {
 
   it('the control-plane check sees each way in (positive controls) and passes a stand-in kubeconfig', () => {
     expect(needsControlPlane("import { kubectlOk } from '../../support/kubectl.ts';")).toBe(true);
-    expect(needsControlPlane("import { waitForPhase } from '../../e2e/support/tenants.ts';")).toBe(true);
+    expect(needsControlPlane("import { waitForPhase } from '../test/support/tenants.ts';")).toBe(true);
+    expect(needsControlPlane("import { startOperator } from '../../support/operator.ts';")).toBe(true);
+    expect(needsControlPlane("import { startNatsServer } from '../support/nats-server.ts';")).toBe(false);
+    expect(needsControlPlane("import { fakeHelm } from '../support/fake-helm.ts';")).toBe(false);
     expect(needsControlPlane('const kube = new Kube(loadKubeConfig());')).toBe(true);
     expect(needsControlPlane("spawnSync('bash', [join(repoRoot, 'scripts/dev-cluster.sh'), 'up'])")).toBe(true);
     expect(needsControlPlane("process.env['KUBECONFIG'] = standIn; new Kube(loadKubeConfig());")).toBe(false);

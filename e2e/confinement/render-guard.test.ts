@@ -16,10 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, kubectl, kubectlOk } from '../../test/support/kubectl.ts';
 import { clusterAdminBinding, configMapIn, deploymentWithImage, type HostileCharts, hostileCharts } from '../../test/support/hostile-charts.ts';
 import { repoRoot, tool } from '../../test/support/tools.ts';
-import { helmReleases } from '../support/helm.ts';
-import { metricSum, scrape } from '../support/metrics.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from '../support/operator.ts';
-import { applyTenant, conditionFalse, isActive, pinnedVersion, waitForGone, waitForTenant } from '../support/tenants.ts';
+import { helmReleases } from '../../test/support/helm.ts';
+import { metricSum, scrape } from '../../test/support/metrics.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../../test/support/operator.ts';
+import { applyTenant, conditionFalse, isActive, pinnedVersion, waitForGone, waitForTenant } from '../../test/support/tenants.ts';
 
 const VERSION = '9.8.0';
 const PROBE = 'eva-guard-probe';

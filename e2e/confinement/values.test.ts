@@ -14,9 +14,9 @@ import { parse } from 'yaml';
 import { eventually, kubectl, kubectlOk, tenantManifest } from '../../test/support/kubectl.ts';
 import { HOSTILE } from '../../test/support/hostile-charts.ts';
 import { repoRoot } from '../../test/support/tools.ts';
-import { helmReleases } from '../support/helm.ts';
-import { type OperatorProcess, removeSecretsDir, startOperator } from '../support/operator.ts';
-import { describeShowsWarning, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from '../support/tenants.ts';
+import { helmReleases } from '../../test/support/helm.ts';
+import { type OperatorProcess, removeSecretsDir, startOperator } from '../../test/support/operator.ts';
+import { describeShowsWarning, isActive, patchTenantSpec, pinnedVersion, waitForGone, waitForTenant } from '../../test/support/tenants.ts';
 
 const VERSION = '9.6.1';
 const CASE_MS = 600_000;

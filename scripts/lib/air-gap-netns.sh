@@ -6,7 +6,7 @@
 #   scripts/lib/air-gap-netns.sh [--code CODE] [--timeout SECONDS]
 #
 # Progress goes to stderr; the last line on stdout is one JSON summary (AirGapSummary in
-# e2e/support/air-gap.ts). The script judges nothing: the test does.
+# test/support/air-gap.ts). The script judges nothing: the test does.
 #
 # The namespaces (unshare --net --mount --pid): the network one has lo and a veth pair whose two ends
 # both stay inside, carrying an address and an IPv4 and IPv6 default route, so that a connection to any
@@ -101,7 +101,7 @@ seal_network() {
 }
 
 start_dns() {
-  node "$root/e2e/support/air-gap.ts" dns "$out/dns.jsonl" "$out/dns.ready" </dev/null >"$out/dns.log" 2>&1 &
+  node "$root/test/support/air-gap.ts" dns "$out/dns.jsonl" "$out/dns.ready" </dev/null >"$out/dns.log" 2>&1 &
   echo $! >"$out/dns.pid"
   for _ in $(seq 1 100); do [[ -f "$out/dns.ready" ]] && break; sleep 0.1; done
   [[ -f "$out/dns.ready" ]] || { cat "$out/dns.log" >&2; fail "the loopback DNS server did not start"; }
@@ -221,5 +221,5 @@ controls
 log "tearing down"
 teardown
 mark teardown
-node "$root/e2e/support/air-gap.ts" summary "$out"
+node "$root/test/support/air-gap.ts" summary "$out"
 [[ -z $failed ]]

@@ -3,7 +3,7 @@
  * (first word of a command, after `|`, `&&`, `;`, `$(`, `then`, `do`, wrappers such as `exec`,
  * `sudo`, `timeout 5`, `command -v`, and the lists of `for tool in a b c` loops that check tools),
  * and in TypeScript the literal program of spawn/execFile calls and of the argv run in the real
- * node's namespaces (e2e/support/real-node.ts `inNode*`, which runs host programs). A heuristic: it over-reports (a word that is no program resolves to nothing and is
+ * node's namespaces (test/support/real-node.ts `inNode*`, which runs host programs). A heuristic: it over-reports (a word that is no program resolves to nothing and is
  * dropped by the caller) rather than miss a tool; scripts/prerequisites.test.ts checks what it finds.
  */
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { MODULES } from '../../src/api/modules.ts';
 import { HOSTILE, PROBE_ATTACK } from '../support/hostile-charts.ts';
-import { chartsDir, type ConfigMap, type Deployment, helm, type HelmResult, parseManifest, type Secret, template } from './render.ts';
+import { chartsDir, type ConfigMap, type Deployment, helm, type HelmResult, parseManifest, type Secret, template } from '../support/chart-render.ts';
 
 const SCHEMA_REFUSAL = "values don't meet the specifications of the schema";
 const NAMESPACE = 'tenant-test';

@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { TIERS } from '../../src/api/constants.ts';
 import { MODULES, type ModuleName } from '../../src/api/modules.ts';
 import { tool } from '../support/tools.ts';
-import { type Container, chartsDir, type EnvVar, helm, libChart, render, type Rendered, template } from './render.ts';
+import { type Container, chartsDir, type EnvVar, helm, libChart, render, type Rendered, template } from '../support/chart-render.ts';
 
 const CODE = 'ABCDEF';
 const DIGEST = `sha256:${'0123456789abcdef'.repeat(4)}`;

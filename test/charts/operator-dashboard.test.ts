@@ -22,8 +22,8 @@ import {
   queryPanels,
   substitute,
   variableQuery,
-} from './dashboard.ts';
-import { helm, type HelmResult, type KubeObject, parseManifest } from './render.ts';
+} from '../support/dashboard.ts';
+import { helm, type HelmResult, type KubeObject, parseManifest } from '../support/chart-render.ts';
 
 const chartDir = join(repoRoot, 'charts/eva-operator');
 const NAMESPACE = 'eva-system';

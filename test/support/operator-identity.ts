@@ -10,7 +10,7 @@
  *
  * The default export is the `cluster` project's second globalSetup (after cluster-setup.ts): one
  * identity for the run, exported to the test workers as EVA_OPERATOR_KUBECONFIG and
- * EVA_OPERATOR_NAMESPACE, which e2e/support/operator.ts's startOperator uses by default. At the end
+ * EVA_OPERATOR_NAMESPACE, which test/support/operator.ts's startOperator uses by default. At the end
  * of the run it fails if the API server refused any write of that identity (the audit log): a
  * refusal the tests did not notice is still a permission the chart lacks or a write the operator
  * should not make.

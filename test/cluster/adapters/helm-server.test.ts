@@ -14,7 +14,7 @@ import { HelmServer } from '../../../src/adapters/helm-server.ts';
 import { parseHistory } from '../../../src/adapters/helm.ts';
 import { DependencyError, InputError } from '../../../src/errors.ts';
 import { withRenderGuard } from '../../../src/steps/render-guard/render-guard-run.ts';
-import { helmServerPids } from '../../../e2e/support/helm.ts';
+import { helmServerPids } from '../../support/helm.ts';
 import { eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 import { renderGuardForFile } from '../../support/render-guard.ts';
 import { helmServerBinary, processAlive, tool } from '../../support/tools.ts';

@@ -15,7 +15,7 @@ import { type CommandResult, kubectl, kubectlOk } from '../../support/kubectl.ts
 import { repoRoot } from '../../support/tools.ts';
 import { runLetters } from '../../support/random.ts';
 import { type ChartRelease, fullnameOf, policyOf, policyRefusal, renderConfinement, serviceAccountUser, untilConfinement } from '../../support/operator-identity.ts';
-import { applyTenant } from '../../../e2e/support/tenants.ts';
+import { applyTenant } from '../../support/tenants.ts';
 
 const runId = randomBytes(3).toString('hex');
 const CHART: ChartRelease = { release: `adm-${runId}`, namespace: `eva-adm-${runId}` };

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { auditOffset } from '../../support/audit.ts';
 import { kubectl, kubectlOk, requiredEnv } from '../../support/kubectl.ts';
 import { type ChartRelease, confinedIdentity, policyRefusal, policyOf, refusedWritesSince, serviceAccountUser, SUITE_OPERATOR } from '../../support/operator-identity.ts';
-import { operatorEnv } from '../../../e2e/support/operator.ts';
+import { operatorEnv } from '../../support/operator.ts';
 
 const whoami = (kubeconfig: string): string => kubectlOk(['--kubeconfig', kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
 

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import setupTestCluster, { TEST_CLUSTER } from '../../support/cluster-setup.ts';
 import { eventually, kubectlOk, requiredEnv, tenantManifest } from '../../support/kubectl.ts';
-import { waitForGone, waitForPhase } from '../../../e2e/support/tenants.ts';
+import { waitForGone, waitForPhase } from '../../support/tenants.ts';
 import { processAlive, repoRoot } from '../../support/tools.ts';
 
 const CODE = 'NEWCMR';

@@ -1,7 +1,7 @@
 /**
  * Run INSIDE the real node's namespaces (scripts/lib/real-node.sh exec), where NATS answers:
  *
- *   <tenant's nats.creds on stdin> node e2e/support/real-node-probe.ts heartbeats <CODE> <module>...
+ *   <tenant's nats.creds on stdin> node test/support/real-node-probe.ts heartbeats <CODE> <module>...
  *
  * Connects as the tenant's modules do (the tenant's own credentials from its Secret eva-nats, read from
  * stdin so that they touch neither argv nor disk, and the tenant's inbox prefix), and prints one JSON
@@ -50,7 +50,7 @@ async function heartbeats(code: string, modules: readonly string[]): Promise<Hea
 
 const [command, code, ...modules] = process.argv.slice(2);
 if (command !== 'heartbeats' || code === undefined || modules.length === 0) {
-  process.stderr.write('usage: node e2e/support/real-node-probe.ts heartbeats <CODE> <module>... (creds on stdin)\n');
+  process.stderr.write('usage: node test/support/real-node-probe.ts heartbeats <CODE> <module>... (creds on stdin)\n');
   process.exit(2);
 }
 process.stdout.write(`${JSON.stringify(await heartbeats(code, modules))}\n`);

@@ -1,5 +1,5 @@
 /** Reading EvaTenants and their conditions as a user would, through kubectl. */
-import { eventually, kubectl, kubectlOk, tenantManifest } from '../../test/support/kubectl.ts';
+import { eventually, kubectl, kubectlOk, tenantManifest } from './kubectl.ts';
 
 export interface TenantView {
   phase?: string;

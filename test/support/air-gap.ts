@@ -2,9 +2,9 @@
  * The air-gap check (scripts/lib/air-gap-netns.sh, e2e/air-gap.test.ts), in two halves run inside the
  * sealed network namespace and one read by the test:
  *
- *   node e2e/support/air-gap.ts dns <log.jsonl> <ready-file>   a loopback DNS server (127.0.0.53 and
+ *   node test/support/air-gap.ts dns <log.jsonl> <ready-file>   a loopback DNS server (127.0.0.53 and
  *       ::1, port 53, UDP and TCP) that records every question it gets and answers NXDOMAIN
- *   node e2e/support/air-gap.ts summary <dir>                  turns what the script collected in <dir>
+ *   node test/support/air-gap.ts summary <dir>                  turns what the script collected in <dir>
  *       into one JSON line (AirGapSummary)
  *
  * The DNS server never forwards anything: it is the only resolver the namespace knows, so every name any

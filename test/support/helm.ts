@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processStat, tool } from '../../test/support/tools.ts';
+import { processStat, tool } from './tools.ts';
 
 export interface HelmRelease {
   name: string;

@@ -9,9 +9,9 @@ import { connect, jwtAuthenticator, NatsError, type JetStreamClient, type JetStr
 import { parseCreds, signUser, newSeed } from '../../src/adapters/nats-jwt.ts';
 import { keysFromSecret } from '../../src/nats/account-keys.ts';
 import { inboxPrefix } from '../../src/tenancy/names.ts';
-import { kubectl } from '../../test/support/kubectl.ts';
-import { operatorNamespace } from '../../test/support/operator-identity.ts';
-import { testAccounts } from '../../test/support/fixtures.ts';
+import { kubectl } from './kubectl.ts';
+import { operatorNamespace } from './operator-identity.ts';
+import { testAccounts } from './fixtures.ts';
 import type { NatsAccounts } from '../../src/nats/accounts.ts';
 
 export interface NatsTarget {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { repoRoot, tool } from '../support/tools.ts';
+import { repoRoot, tool } from './tools.ts';
 
 export const chartsDir = join(repoRoot, 'charts/modules');
 export const libChart = 'eva-module-lib';

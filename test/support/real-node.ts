@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from '../../test/support/tools.ts';
+import { repoRoot } from './tools.ts';
 
 /** The test's own node: never the default dev cluster other engineers use. */
 export const realNodeState = process.env.EVA_REAL_NODE_E2E_DIR ?? join(process.env.XDG_STATE_HOME ?? join(homedir(), '.local/state'), 'eva-operator/real-node-e2e');

@@ -10,7 +10,7 @@ import { parser } from '@prometheus-io/lezer-promql';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { OperatorMetrics } from '../../src/metrics/metrics.ts';
-import { repoRoot } from '../support/tools.ts';
+import { repoRoot } from './tools.ts';
 
 export const dashboardPath = join(repoRoot, 'charts/eva-operator/dashboards/eva-operator.json');
 

@@ -6,8 +6,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { kubectlOk } from '../../test/support/kubectl.ts';
-import { repoRoot } from '../../test/support/tools.ts';
+import { kubectlOk } from './kubectl.ts';
+import { repoRoot } from './tools.ts';
 
 export interface Verdict {
   status: string;

@@ -6,10 +6,10 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { exited, killOnExit } from '../../test/support/child-processes.ts';
-import { requiredEnv } from '../../test/support/kubectl.ts';
-import { suiteOperatorEnv } from '../../test/support/operator-identity.ts';
-import { helmServerBinary, repoRoot } from '../../test/support/tools.ts';
+import { exited, killOnExit } from './child-processes.ts';
+import { requiredEnv } from './kubectl.ts';
+import { suiteOperatorEnv } from './operator-identity.ts';
+import { helmServerBinary, repoRoot } from './tools.ts';
 
 export interface OperatorProcess {
   readonly secretsDir: string;
