@@ -112,7 +112,7 @@ timed() { # <what> <command...>: runs it, records its seconds in $scratch/times
   echo "$what $((SECONDS - t0))" >>"$scratch/times"
 }
 
-# The tags images.txt pins, by repository, from the operator's own reader of it (src/release/commands.ts).
+# The tags images.txt pins, by repository, from the operator's own reader of it (src/script-commands/commands.ts).
 declare -A pinned_tags=()
 pinned_lines=$(eva_cli images lines --file "$root/images.txt") || die "cannot read $root/images.txt"
 while IFS=$'\t' read -r _ repository tag _ _; do pinned_tags[$repository]=$tag; done <<<"$pinned_lines"

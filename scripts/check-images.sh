@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks images.txt, the one list of container images (see its header), against what uses images
-# (the rules live in src/release/check-images.ts, run as `eva-operator images check`):
+# (the rules live in src/script-commands/check-images.ts, run as `eva-operator images check`):
 #
 #   * every line is <registry>/<repository>:<tag>@sha256:<64 hex digits | PLACEHOLDER>, listed once;
 #     a line without a digest or malformed fails, naming its line number;

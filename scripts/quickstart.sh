@@ -137,7 +137,7 @@ tenant_manifest() { # <operator version>
   eva_cli tenant-manifest --name "$name" --code "$code" --tier "$tier" --wave "$wave" --operator-version "$1"
 }
 
-# Formats (the EvaTenant manifest, images.txt, semver) are the operator's command's (src/release/).
+# Formats (the EvaTenant manifest, images.txt, semver) are the operator's command's (src/script-commands/).
 # shellcheck source=lib/eva-cli.sh
 source "$root/scripts/lib/eva-cli.sh"
 
@@ -236,7 +236,7 @@ fi
 echo "  permissions  CRDs, cluster RBAC, Deployments in $namespace, EvaTenants: yes"
 
 # The installed EvaTenant CRD against crds/: older is upgraded, newer is never downgraded. The
-# decision is eva-operator's (src/release/crd-plan.ts); this fetches what it reads.
+# decision is eva-operator's (src/script-commands/crd-plan.ts); this fetches what it reads.
 crd_plan() {
   eva_cli crd-plan --bundled "$crd_file" --app-version "$app_version" --installed "$work/crd-live.json" "$@" 2>"$work/crd-plan.err" ||
     die "$(cat "$work/crd-plan.err")"

@@ -7,7 +7,7 @@
  *   eva-operator nats-bootstrap  generate the NATS operator, system account and the operator's Secret
  *   eva-operator preflight  check the cluster and NATS before installing (src/preflight/; the chart's `helm test`)
  * Script helpers, hidden from --help (they are for scripts/, e.g. scripts/lib/eva-cli.sh, not for users):
- *   eva-operator images | semver | tenant-manifest | manifests | release ...  format logic the scripts call (src/release/commands.ts)
+ *   eva-operator images | semver | tenant-manifest | manifests | release ...  format logic the scripts call (src/script-commands/commands.ts)
  * Day-2 commands for users are the kubectl plugin kubectl-eva (src/kubectl-eva/, docs/cli.md).
  * The operator, the NATS bootstrap and the preflight's probes are imported when their command runs, so the small commands
  * scripts call start fast.
@@ -17,7 +17,7 @@ import { renderCrdYaml } from './api/crd.ts';
 import { ConfigError, loadConfig, operatorVersionOf } from './config.ts';
 import { createLogger } from './log.ts';
 import { preflightCommand } from './preflight/command.ts';
-import { releaseCommands } from './release/commands.ts';
+import { releaseCommands } from './script-commands/commands.ts';
 
 async function run(): Promise<void> {
   let config;

@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   (cli | kubectl-eva) -> (operator | preflight) -> controller -> metrics -> status -> saga -> steps -> release -> nats -> config -> adapters -> runtime -> bundle -> tenancy -> (errors, log, versions, ...) -> api
+ *   (cli | kubectl-eva) -> (operator | preflight) -> controller -> metrics -> status -> saga -> steps -> script-commands -> nats -> config -> adapters -> runtime -> bundle -> tenancy -> (errors, log, versions, ...) -> api
  * and no two files import each other, directly or round about, inside a folder either (no import
  * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
@@ -26,7 +26,8 @@ const LAYER: Readonly<Record<string, number>> = {
   'config.ts': 2.5,
   adapters: 2,
   nats: 2.6,
-  release: 2.7,
+  // The decisions and formats the scripts ask `eva-operator` for (not Helm releases).
+  'script-commands': 2.7,
   steps: 3,
   saga: 4,
   // The status room: the condition table, the one summarize(), the saga record, the writer (between the saga and the controllers).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sourced by scripts: `eva_cli ARGS...` runs this checkout's `eva-operator` command on Node 24 from
 # node_modules (installed on first use). Formats (images.txt, semver, the EvaTenant manifest) are read
-# and written there, in TypeScript, by one reader each (src/release/commands.ts); bash keeps the
+# and written there, in TypeScript, by one reader each (src/script-commands/commands.ts); bash keeps the
 # process plumbing. `eva_operator_version` prints the version of package.json; `eva_render` fills a
 # template file of scripts/.
 eva_cli_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

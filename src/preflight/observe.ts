@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { PreflightSettings } from '../config.ts';
 import { describeApiError, type Kube, readOptional } from '../adapters/kube.ts';
-import { valueAt } from '../release/manifests.ts';
+import { valueAt } from '../script-commands/manifests.ts';
 import { type AdmissionFacts, type IngressClassFact, type IngressNamespaceFact, type KubernetesFacts, type Observations, type Seen, seen, type TlsFacts, unseen } from './facts.ts';
 import { ADMISSION_API, ADMISSION_KINDS } from './kubernetes-checks.ts';
 import { observeNats } from './observe-nats.ts';

@@ -1,5 +1,5 @@
 /**
- * `eva-operator release ...`: the decisions scripts/release.sh asks for (src/release/publish.ts); the
+ * `eva-operator release ...`: the decisions scripts/release.sh asks for (src/script-commands/publish.ts); the
  * script keeps the building, pushing and packaging.
  *   release images --built F --registry R --version V [--file images.txt]   the images.txt the release ships (stdout)
  *   release stage-chart <dir> --images F --version V                        make a chart copy the released chart
