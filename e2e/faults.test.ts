@@ -18,7 +18,7 @@ import { expectConverged } from '../test/support/converged.ts';
 import { type SupervisedOperator, superviseOperator } from '../test/support/operator.ts';
 import { readTenant, waitForGone, waitForPhase } from '../test/support/tenants.ts';
 
-const VERSION = '9.3.0';
+const VERSION = '9.11.0';
 const CODES = ['FAULTA', 'FAULTB', 'FAULTC', 'FAULTD', 'FAULTE', 'FAULTF'] as const;
 const FREEZE_MS = 15_000;
 const ACTIVE_TIMEOUT_MS = 300_000;

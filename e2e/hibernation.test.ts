@@ -12,7 +12,7 @@
  * restore annotation takes the data (streams and bucket) over, and a Delete then purges it all.
  * While NATS is down an Active tenant is Degraded (kstatus InProgress, Argo CD Degraded).
  *
- * Isolation: its own NATS (restarted here) and operator versions 9.5.0, then 9.5.1, with MAX_WAVE 0;
+ * Isolation: its own NATS (restarted here) and operator versions 9.4.0, then 9.4.1, with MAX_WAVE 0;
  * tenants pinned to them, capsule codes HIBERN, SUSPND, RETAIN and RETKEP, deleted at the end.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,8 +32,8 @@ import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/s
 import { isActive, patchTenantSpec, pinnedVersion, readTenant, type TenantView, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
 /** The operator before and after the upgrade. */
-const OLD = '9.5.0';
-const NEW = '9.5.1';
+const OLD = '9.4.0';
+const NEW = '9.4.1';
 const DRIFT_INTERVAL_SECONDS = 3;
 const HIBERNATE = 'HIBERN';
 /** spec.suspend, and deletionProtection. */

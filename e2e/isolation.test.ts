@@ -23,7 +23,7 @@ import { type AccountSession, clusterAccounts, connectAsModule, inRegistry, inTe
 import { type OperatorProcess, operatorEnv, removeSecretsDir, startOperator } from '../test/support/operator.ts';
 import { applyTenant, conditionFalse, isActive, waitForGone, waitForTenant } from '../test/support/tenants.ts';
 
-const VERSION = '9.6.0';
+const VERSION = '9.10.0';
 const A = 'ISOAAA';
 const B = 'ISOBBB';
 const sc = StringCodec();
@@ -246,7 +246,7 @@ describe('the operator refuses to start with NATS credentials the server rejects
       cwd: repoRoot,
       encoding: 'utf8',
       timeout: 60_000,
-      env: operatorEnv({ OPERATOR_VERSION: '9.6.1', MAX_WAVE: '0', HELM_SECRETS_ALLOW_NON_TMPFS: 'true', ...env }, dir),
+      env: operatorEnv({ OPERATOR_VERSION: '9.10.1', MAX_WAVE: '0', HELM_SECRETS_ALLOW_NON_TMPFS: 'true', ...env }, dir),
     });
     return { status: result.status, output: `${result.stdout}${result.stderr}` };
   }

@@ -72,6 +72,19 @@ describe('test files', () => {
     expect(wrong).toEqual([]);
   });
 
+  it("run operators of versions of their own: a file interrupted mid-run leaves tenants pinned to its version, which another file's operator must not take", () => {
+    const filesByVersion = new Map<string, Set<string>>();
+    for (const file of testFiles.filter(inClusterFolder)) {
+      for (const [version] of readFileSync(join(root, file), 'utf8').matchAll(/(?<=')9\.\d+\.\d+(?=')/g)) {
+        filesByVersion.set(version, (filesByVersion.get(version) ?? new Set()).add(file));
+      }
+    }
+    // 9.9.9 is the version that never runs (a pin to an absent operator).
+    const shared = [...filesByVersion].filter(([version, files]) => version !== '9.9.9' && files.size > 1);
+    expect(shared.map(([version, files]) => `${version}: ${[...files].join(', ')}`)).toEqual([]);
+    expect(filesByVersion.size, 'the check sees the versions').toBeGreaterThan(10);
+  });
+
   it('the control-plane check sees each way in (positive controls) and passes a stand-in kubeconfig', () => {
     expect(needsControlPlane("import { kubectlOk } from '../../support/kubectl.ts';")).toBe(true);
     expect(needsControlPlane("import { waitForPhase } from '../test/support/tenants.ts';")).toBe(true);

@@ -21,7 +21,7 @@ import { metricSum, scrape } from '../../test/support/metrics.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../../test/support/operator.ts';
 import { applyTenant, conditionFalse, isActive, pinnedVersion, waitForGone, waitForTenant } from '../../test/support/tenants.ts';
 
-const VERSION = '9.8.0';
+const VERSION = '9.12.0';
 const PROBE = 'eva-guard-probe';
 const FOREIGN_IMAGE = 'docker.io/library/busybox:1.36';
 const CATALOGUE_IMAGE = 'ghcr.io/aidonow/orbit-crm:1.0.0';
