@@ -4,10 +4,11 @@
  * and no two files import each other, directly or round about, inside a folder either (no import
  * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../test/support/source-files.ts';
 
 const SRC = dirname(fileURLToPath(import.meta.url));
 
@@ -42,14 +43,6 @@ const LAYER: Readonly<Record<string, number>> = {
   // The kubectl plugin (its own executable, dist/kubectl-eva): an entry beside cli.ts, reading the API and the decommission's step list.
   'kubectl-eva': 8,
 };
-
-function sourceFiles(dir: string, withTests = false): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path, withTests);
-    return entry.name.endsWith('.ts') && (withTests || !entry.name.endsWith('.test.ts')) ? [path] : [];
-  });
-}
 
 /** The layer name of a file: its top folder under src/, or its own name for files directly in src/. */
 const unitOf = (file: string): string => relative(SRC, file).split('/')[0] ?? file;

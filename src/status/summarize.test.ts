@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../../test/support/source-files.ts';
 import { PROVISIONING_CONDITIONS, type ProvisioningCondition } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import type { ConditionState } from './conditions.ts';
@@ -38,13 +39,10 @@ describe('summarize: every path a tenant stands on', () => {
 });
 
 /** Production files of src/ (relative) whose code constructs a Ready condition: a `Ready:` key or a `type: 'Ready'`. */
-function readySetters(dir = SRC): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return readySetters(path);
-    if (!entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts')) return [];
-    return constructsReady(readFileSync(path, 'utf8')) ? [relative(SRC, path)] : [];
-  });
+function readySetters(): string[] {
+  return sourceFiles(SRC)
+    .filter((path) => constructsReady(readFileSync(path, 'utf8')))
+    .map((path) => relative(SRC, path));
 }
 
 /** A `Ready` key whose value is an object or a name (`Ready: ready,`), not prose (`is Ready: each …`); or a `type: 'Ready'`. */
