@@ -11,7 +11,7 @@ import { ConfigError, type OperatorConfig } from './config.ts';
 import { Controller } from './controller/controller.ts';
 import { TenantInformer } from './controller/tenant-informer.ts';
 import { TenantReconciler } from './controller/reconciler.ts';
-import { operatorSteps } from './controller/tenant-steps.ts';
+import { operatorSteps } from './saga/tenant-steps.ts';
 import { cacheFirstTenantStore, kubeTenantStore, type TenantStore } from './adapters/tenant-store.ts';
 import { LeaderElector } from './runtime/leader-elector.ts';
 import { leaseNameForVersion } from './controller/lease-names.ts';

@@ -1,11 +1,8 @@
 /** What the controller records; implemented by metrics/metrics.ts (OperatorMetrics). */
 import type { Tier } from '../api/constants.ts';
-import type { StepName } from '../steps/step.ts';
+import type { StepMetrics } from '../saga/tenant-steps.ts';
 
-export interface OperatorMetricsSink {
-  observeStep(step: StepName, tier: Tier, seconds: number): void;
+export interface OperatorMetricsSink extends StepMetrics {
   observeTimeToActive(tier: Tier, seconds: number): void;
-  setQueueDepth(code: string, stream: string, messages: number): void;
-  forgetQueueDepth(code: string, stream: string): void;
   forgetTenant(code: string): void;
 }

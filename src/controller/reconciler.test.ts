@@ -14,7 +14,7 @@ import { testTenant } from '../../test/support/fixtures.ts';
 import { FailingTenantStore, MemoryTenantStore } from '../../test/support/tenant-store.ts';
 import { USER_ERROR_RECHECK_MS } from './actions.ts';
 import { TenantReconciler } from './reconciler.ts';
-import type { TenantSteps } from './tenant-steps.ts';
+import type { TenantSteps } from '../saga/tenant-steps.ts';
 import type { TenantStore } from '../adapters/tenant-store.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 

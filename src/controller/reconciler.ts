@@ -18,7 +18,7 @@ import { type DecommissionResult, FORCED_REMOVE_RAN, forcedSteps } from '../saga
 import { decideOwnership, type OperatorSelf, ownerValue, removeFinalizer, syncMetadata } from './metadata.ts';
 import { StatusWriter } from '../status/status-writer.ts';
 import { heldStatus, persistedSnapshotOf, provisionedSpecChanged } from '../status/tenant-status.ts';
-import type { TenantSteps } from './tenant-steps.ts';
+import type { TenantSteps } from '../saga/tenant-steps.ts';
 import type { TenantStore } from '../adapters/tenant-store.ts';
 import { type Action, DONE, actionFor, driftDelayMs } from './actions.ts';
 

@@ -6,11 +6,14 @@
 import type { NatsSession } from '../adapters/nats.ts';
 import type { NatsAccounts } from '../nats/accounts.ts';
 import { JS_ERR, jsErrCode } from '../adapters/nats.ts';
-import type { OperatorMetrics } from '../metrics/metrics.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { STREAM_KINDS, streamName } from '../tenancy/names.ts';
 
-export type QueueDepthSink = Pick<OperatorMetrics, 'setQueueDepth' | 'forgetQueueDepth'>;
+/** Where the depths go: the operator's metrics (metrics/metrics.ts). */
+export interface QueueDepthSink {
+  setQueueDepth(code: string, stream: string, messages: number): void;
+  forgetQueueDepth(code: string, stream: string): void;
+}
 
 /** Message count of a stream, or undefined when the stream does not exist. */
 async function messages(session: NatsSession, name: string): Promise<number | undefined> {

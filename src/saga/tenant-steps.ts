@@ -3,9 +3,9 @@
  * refresh what only the steps' world can tell once a tenant is Active (its queue depth). An interface,
  * so the reconciler is tested with steps that succeed, wait or fail on cue.
  */
-import type { OperatorMetricsSink } from './metrics-sink.ts';
-import { type DecommissionResult, decommission } from '../saga/decommission.ts';
-import { refreshQueueDepth } from './queue-depth.ts';
+import type { Tier } from '../api/constants.ts';
+import { type DecommissionResult, decommission } from './decommission.ts';
+import { type QueueDepthSink, refreshQueueDepth } from '../steps/queue-depth.ts';
 import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/registry.ts';
 import type { DriftReport, StepName, StepOutcome } from '../steps/step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
@@ -22,7 +22,12 @@ export interface TenantSteps {
   observe(scope: TenantScope, fresh: boolean): Promise<ObservedTenant>;
 }
 
-export function operatorSteps(deps: OperatorDeps, metrics: OperatorMetricsSink): TenantSteps {
+/** What running the steps records (the operator's metrics, metrics/metrics.ts). */
+export interface StepMetrics extends QueueDepthSink {
+  observeStep(step: StepName, tier: Tier, seconds: number): void;
+}
+
+export function operatorSteps(deps: OperatorDeps, metrics: StepMetrics): TenantSteps {
   return {
     runStep: (step, scope) =>
       runStep(step, scope, deps, {

@@ -3,7 +3,7 @@ import { testAccounts, testScope, useNatsServer, withAccount } from '../../test/
 import type { TenantScope } from '../tenancy/scope.ts';
 import { OperatorMetrics } from '../metrics/metrics.ts';
 import { refreshQueueDepth } from './queue-depth.ts';
-import { streamsStep } from '../steps/streams.ts';
+import { streamsStep } from './streams.ts';
 import { streamName } from '../tenancy/names.ts';
 
 /** The capsule_queue_depth samples of one capsule, as "stream value" pairs. */
