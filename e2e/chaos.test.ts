@@ -1,22 +1,24 @@
 /**
  * Crash safety with the real operator process: SIGKILL it at the worst moments (right after a
  * condition turns True, in the middle of a helm install with helm killed too), SIGTERM it while it
- * provisions, restart it on the same secrets folder, and check that every tenant converges to Active
- * with exactly one of everything and no secret values file left behind.
+ * provisions, take its Lease away while helm runs, restart it on the same secrets folder, and check that
+ * every tenant converges to Active with exactly one of everything and no secret values file left behind.
  *
  * Isolation (the cluster is shared): one operator process with its own version, only tenants pinned
  * to that version, unique capsule codes, all deleted again at the end.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
 import type { Tier } from '../src/api/constants.ts';
 import { sagaRecordOf } from '../src/status/saga-record.ts';
 import { tenantNamespace } from '../src/tenancy/names.ts';
-import { kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
-import { processAlive, repoRoot } from '../test/support/tools.ts';
+import { leaseNameForVersion } from '../src/controller/lease-names.ts';
+import { eventually, kubectl, kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
+import { processAlive, processStat, repoRoot } from '../test/support/tools.ts';
 import { helmProcesses, helmServerPids } from '../test/support/helm.ts';
 import { type OperatorProcess, removeSecretsDir, startOperator } from '../test/support/operator.ts';
 import { readTenant, waitForGone, waitForPhase } from '../test/support/tenants.ts';
@@ -162,6 +164,42 @@ function pendingReleaseSecrets(namespace: string): string[] {
 
 
 
+/** The operator's running `helm upgrade` processes: its children, read from /proc. */
+function helmUpgradeChildren(operatorPid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      if (processStat(pid)?.ppid !== operatorPid) return false;
+      try {
+        return readFileSync(`/proc/${String(pid)}/cmdline`, 'utf8').split('\0').includes('upgrade');
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+}
+
+/**
+ * A helm CLI whose upgrades first wait 60 s (then run the pinned helm): an install still runs when the
+ * Lease is taken, whatever the machine's speed. SIGTERM ends it like a real helm.
+ */
+function slowUpgradeHelm(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'eva-e2e-chaos-helm-')), 'helm');
+  const realHelm = join(process.env['EVA_TOOLS_DIR'] ?? '', 'helm');
+  writeFileSync(file, `#!/usr/bin/env bash\nif [[ $1 == upgrade ]]; then sleep 60 & wait $!; fi\nexec ${JSON.stringify(realHelm)} "$@"\n`);
+  chmodSync(file, 0o755);
+  return file;
+}
+
+/** Someone else holds our Lease from now on, for an hour (as a replica that took it over would). */
+function takeLease(): { namespace: string; name: string } {
+  const name = leaseNameForVersion(OPERATOR_VERSION);
+  const namespace = kubectlOk(['get', 'lease', '-A', '--field-selector', `metadata.name=${name}`, '-o', 'jsonpath={.items[0].metadata.namespace}']);
+  const spec = { holderIdentity: 'chaos-intruder', leaseDurationSeconds: 3600, renewTime: new Date().toISOString().replace('Z', '000Z') };
+  kubectlOk(['patch', 'lease', '-n', namespace, name, '--type', 'merge', '-p', JSON.stringify({ spec })]);
+  return { namespace, name };
+}
+
 /** Restarts the operator on the same secrets folder and times how long the tenant takes to be Active. */
 async function restartAndTimeToActive(code: string, label: string): Promise<number> {
   const started = Date.now();
@@ -189,7 +227,7 @@ describe('crash safety of the real operator process', () => {
     secretsDir = mkdtempSync('/dev/shm/eva-e2e-chaos-');
     startOurOperator();
     // Leftovers of an interrupted earlier run (our names, pinned to our version) go first.
-    const leftovers = ['CHAOSA', 'CHAOSB', ...MID_HELM_CODES, 'CHAOSG', 'CHAOSH'].map(nameOf).filter(
+    const leftovers = ['CHAOSA', 'CHAOSB', ...MID_HELM_CODES, 'CHAOSG', 'CHAOSH', 'CHAOSI'].map(nameOf).filter(
       (name) => kubectl(['get', 'evt', name, '-o', 'jsonpath={.spec.operatorVersion}']).stdout === OPERATOR_VERSION,
     );
     await deleteTenants(leftovers);
@@ -335,6 +373,36 @@ describe('crash safety of the real operator process', () => {
     // What was done stays reported as done: a graceful stop is no reason for a condition to regress.
     expect(view?.conditions['NamespaceReady']?.status).toBe('True');
     await restartAndTimeToActive(code, 'SIGTERM between steps');
+    await expectConverged(code, tier, () => operator.secretFilesLeft());
+  }, 400_000);
+
+  it('the Lease taken while helm runs: the operator ends its helm processes, then exits 1; a restart completes the tenant', async () => {
+    const code = 'CHAOSI';
+    const tier = 'Customer';
+    // The helm CLI: its processes are the operator's children, which the exit that follows a lost Lease would leave running.
+    await operator.ready();
+    const exitCode = await stopOperator();
+    expect(exitCode, operator.logs().slice(-4000)).toBe(0);
+    operator = startOperator({ ...OPERATOR_ENV, HELM_SERVER_BINARY: '', HELM_BINARY: slowUpgradeHelm() }, secretsDir);
+    operatorDown = false;
+    await operator.ready();
+    applyTenant(code, tier);
+    expect(await eventually(() => helmUpgradeChildren(operator.pid).length > 0, ACTIVE_TIMEOUT_MS, 100), 'helm never started for the tenant').toBe(true);
+    const running = helmUpgradeChildren(operator.pid);
+    const lease = takeLease();
+    operatorDown = true;
+    try {
+      const lostAt = Date.now();
+      const exitAfterLoss = await operator.exited();
+      console.log(`[chaos] Lease taken with ${String(running.length)} helm upgrades running: exited ${String(exitAfterLoss)} after ${((Date.now() - lostAt) / 1000).toFixed(1)} s`);
+      expect(exitAfterLoss, operator.logs().slice(-4000)).toBe(1);
+      expect(operator.logs()).toContain('lost leadership; exiting');
+      expect(running.filter(processAlive), 'a helm process outlived the operator that lost its Lease').toEqual([]);
+    } finally {
+      // Given back whatever happened: no later case (nor afterAll's deletions) could lead otherwise.
+      kubectlOk(['delete', 'lease', '-n', lease.namespace, lease.name]);
+    }
+    await restartAndTimeToActive(code, 'Lease taken while helm ran');
     await expectConverged(code, tier, () => operator.secretFilesLeft());
   }, 400_000);
 });

@@ -42,7 +42,7 @@ import { type OperatorDeps, WAKE_ON } from './steps/registry.ts';
 export interface RunningOperator {
   stop(): Promise<void>;
   metricsPort: number;
-  /** Resolves if this replica loses leadership without being stopped: the process should exit. */
+  /** Resolves if this replica loses leadership without being stopped, once its helm processes have ended: the process should exit. */
   lostLeadership: Promise<void>;
 }
 
@@ -205,6 +205,28 @@ function unservedReporter(
   return reporter;
 }
 
+/**
+ * Leadership lost: another replica may soon act on the same tenants, so the helm processes this one
+ * started end before the loss is reported (the exit that follows would leave them running).
+ */
+function lossOfLeadership(helm: Helm, log: Logger): { readonly reported: Promise<void>; report(): void } {
+  const reported = Promise.withResolvers<undefined>();
+  return {
+    reported: reported.promise,
+    report: () => {
+      helm.close().then(
+        () => {
+          reported.resolve(undefined);
+        },
+        (err: unknown) => {
+          log.error({ err }, 'could not end the running helm processes');
+          reported.resolve(undefined);
+        },
+      );
+    },
+  };
+}
+
 /** Built in dependency order: every part exists before the parts that use it. */
 export async function startOperator(config: OperatorConfig, log: Logger): Promise<RunningOperator> {
   prepareSecretsDir(config, log);
@@ -226,7 +248,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
   const unserved = unservedReporter(config, kube, informer, tenants, { lease, metrics, log });
   let leading = false;
   let stopping = false;
-  const lost = Promise.withResolvers<undefined>();
+  const lost = lossOfLeadership(deps.helm, log);
   // A standby replica is ready (it serves metrics and waits); a leader once its informer synced.
   const server = await startMetricsServer({ port: config.metricsPort, host: config.metricsBindAddress, metrics, isReady: () => !leading || controller.hasSynced, log });
   elector
@@ -241,17 +263,17 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
       },
       onStoppedLeading: () => {
         leading = false;
-        if (!stopping) lost.resolve(undefined);
+        if (!stopping) lost.report();
       },
     })
     .catch((err: unknown) => {
       log.error({ err }, 'leader election failed');
-      lost.resolve(undefined);
+      lost.report();
     });
   log.info({ lease: `${config.leaseNamespace}/${lease}`, identity: config.identity }, 'waiting to lead');
   return {
     metricsPort: server.port,
-    lostLeadership: lost.promise,
+    lostLeadership: lost.reported,
     async stop(): Promise<void> {
       stopping = true;
       log.info('stopping: finishing running steps');

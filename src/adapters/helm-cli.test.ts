@@ -3,9 +3,10 @@
  * environment): argument building, environment filtering, error routing and redaction. The wrapper
  * against the real helm and a real cluster is tested in test/cluster/steps/modules-helm-releases.test.ts.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DependencyError, InputError, type StepError } from '../errors.ts';
 import { fakeHelm } from '../../test/support/fake-helm.ts';
+import { processAlive } from '../../test/support/tools.ts';
 import { HelmCli } from './helm-cli.ts';
 import { classifyHelmFailure, helmErrorText, parseHistory, parseStatus, scrubHelmText } from './helm.ts';
 
@@ -133,6 +134,23 @@ describe('HelmCli (stand-in binary)', () => {
     expect(err).toBeInstanceOf(DependencyError);
     expect(err.reason).toBe('HelmTimeout');
     expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('close() ends the helm processes still running and refuses new ones: no helm outlives the operator', async () => {
+    const fake = fakeHelm({ upgrade: { sleepSeconds: 60 } });
+    const helm = new HelmCli({ binary: fake.binary });
+    const install = (): Promise<StepError> => caught(() => helm.upgradeInstall({ release: 'r', namespace: 'n', chart: 'c', valuesFiles: [], timeoutSeconds: 120 }));
+    const first = install();
+    await vi.waitFor(() => { expect(fake.calls()).toHaveLength(1); }, { timeout: 10_000 });
+    const pid = fake.calls()[0]?.pid ?? 0;
+    expect(processAlive(pid), 'the stand-in helm runs before close()').toBe(true);
+    await helm.close();
+    expect(processAlive(pid), 'a helm process outlived close()').toBe(false);
+    const err = await first;
+    expect(err).toBeInstanceOf(DependencyError);
+    expect(err.message).toMatch(/upgrade r: stopped with the operator/);
+    expect((await install()).message).toMatch(/stopped with the operator/);
+    expect(fake.calls()).toHaveLength(1);
   });
 
   it('reads history and status as JSON, and treats a missing release as empty', async () => {

@@ -8,8 +8,9 @@
  * The render guard is helm's post-renderer plugin (helm-plugins/eva-render-guard), a small client of
  * the operator's guard socket, given the socket and token through helm's environment.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { type BulkheadPolicy, bulkhead } from 'cockatiel';
+import { Reason } from '../api/reasons.ts';
 import { DependencyError, type StepError } from '../errors.ts';
 import {
   checkedReleaseLabels,
@@ -66,6 +67,21 @@ export function guardPlugin(postRenderer: PostRenderer): { args: string[]; env: 
 const HELM_GOGC = '200';
 // helm status/history output can be large (Helm 4 `status -o json` embeds the live resources).
 const MAX_BUFFER = 64 * 1024 * 1024;
+/** How long a helm process gets after SIGTERM when the operator stops, before SIGKILL. */
+const STOP_GRACE_MS = 5_000;
+
+/** SIGTERM, then SIGKILL after the grace; resolves once the process has exited. */
+async function terminate(child: ChildProcess): Promise<void> {
+  const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve(); }));
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  // As execFile's own kill does: without its pipes, a grandchild holding them cannot delay the call's end.
+  child.stdout?.destroy();
+  child.stderr?.destroy();
+  child.kill('SIGTERM');
+  const escalate = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+  await exited;
+  clearTimeout(escalate);
+}
 
 interface ExecFailure {
   stderr?: string;
@@ -79,6 +95,9 @@ export class HelmCli implements Helm {
   private readonly settings: HelmCliSettings;
   private readonly env: NodeJS.ProcessEnv;
   private readonly processes: BulkheadPolicy;
+  /** The helm processes running now: close() ends them. */
+  private readonly running = new Set<ChildProcess>();
+  private closed = false;
 
   constructor(settings: HelmCliSettings) {
     this.settings = settings;
@@ -88,9 +107,15 @@ export class HelmCli implements Helm {
     this.processes = bulkhead(settings.maxProcesses ?? Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
   }
 
-  /** Nothing outlives a call. */
-  close(): Promise<void> {
-    return Promise.resolve();
+  /**
+   * Ends the helm processes still running and refuses new ones: called when the operator stops or
+   * loses its Lease, so that no helm acts for a replica that no longer may (a process the operator
+   * started would outlive its exit). Their releases recover on the next pass, as after any
+   * interrupted helm (steps/modules/release-state.ts).
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.running].map(terminate));
   }
 
   async upgradeInstall(options: UpgradeInstallOptions): Promise<void> {
@@ -145,20 +170,24 @@ export class HelmCli implements Helm {
   private spawn(args: string[], helmTimeoutSeconds: number, sensitive?: readonly string[], extraEnv?: Readonly<Record<string, string>>): Promise<string> {
     this.settings.onSpawn?.(args);
     const timeout = helmTimeoutSeconds * 1000 + (this.settings.processGraceMs ?? DEFAULT_GRACE_MS);
+    if (this.closed) return Promise.reject(this.stoppedFailure(args));
     return new Promise((resolve, reject) => {
-      execFile(
+      const child = execFile(
         this.settings.binary,
         args,
         { env: extraEnv === undefined ? this.env : { ...this.env, ...extraEnv }, timeout, killSignal: 'SIGTERM', maxBuffer: MAX_BUFFER, encoding: 'utf8' },
         (error, stdout, stderr) => {
-          if (error === null) {
-            resolve(stdout);
-            return;
-          }
-          reject(this.failure(args, error as ExecFailure, stderr, sensitive));
+          this.running.delete(child);
+          if (error === null) resolve(stdout);
+          else reject(this.closed ? this.stoppedFailure(args) : this.failure(args, error as ExecFailure, stderr, sensitive));
         },
       );
+      this.running.add(child);
     });
+  }
+
+  private stoppedFailure(args: readonly string[]): StepError {
+    return new DependencyError(Reason.HelmFailed, `helm ${args[0] ?? ''} ${args[1] ?? ''}: stopped with the operator`);
   }
 
   private failure(args: readonly string[], error: ExecFailure, stderr: string, sensitive?: readonly string[]): StepError {

@@ -298,6 +298,30 @@ describe('LeaderElector (fake clock, fake lease server)', () => {
     await b.elector.stop();
   });
 
+  it('a renewal lost while the work drains on stop(): stop() still waits for the work, and releases nothing', async () => {
+    const { clock, server, at, replica } = world();
+    const drainSeconds = 20;
+    const work = (signal: AbortSignal): Promise<void> =>
+      new Promise((resolve) => {
+        signal.addEventListener('abort', () => clock.setTimer(resolve, drainSeconds * 1000));
+      });
+    const a = replica('a', work);
+    await clock.to(3); // renewed at 2 s
+    a.client.mode = 'fail';
+    let stoppedAt: number | undefined;
+    void a.elector.stop().then(() => (stoppedAt = clock.seconds));
+    await clock.to(22.9);
+    expect(a.elector.isLeader).toBe(false);
+    expect(stoppedAt, 'stop() returned while the leader work still ran').toBeUndefined();
+    expect(at('a stopped')).toBeUndefined();
+    await clock.to(24);
+    expect(stoppedAt).toBe(23);
+    expect(at('a stopped')).toBe(23);
+    // Not released: the Lease was lost, not handed back.
+    expect(server.spec).toMatchObject({ holderIdentity: 'a', leaseDurationSeconds: 15 });
+    expect(microTimeMs(server.spec.renewTime)).toBe(s(2));
+  });
+
   it('after crash(), the other takes over only once the lease expires', async () => {
     const { clock, server, at, timeline, replica } = world();
     const a = replica('a');

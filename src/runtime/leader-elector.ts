@@ -202,10 +202,20 @@ export class LeaderElector {
     await this.#endTerm(callbacks, ending, renewal);
   }
 
-  /** Waits for the leader's work to stop while still renewing: the Lease must outlive the work. */
+  /**
+   * Waits for the leader's work to stop while still renewing: the Lease must outlive the work. A
+   * renewal lost meanwhile ends the renewing, not the wait: stop() promises the work has stopped,
+   * and the Lease, no longer ours, is not released.
+   */
   async #drain(work: LeaderWork, renewal: Renewal, ending: Ending): Promise<Ending> {
     this.#log.info('stopping: waiting for the leader work to finish before releasing the lease');
-    const interrupted = await Promise.race([work.settled.then(() => undefined), renewal.lost, this.#crashed.promise]);
+    const settled = work.settled.then(() => undefined);
+    const interrupted = await Promise.race([settled, renewal.lost, this.#crashed.promise]);
+    if (interrupted?.kind === 'lost') {
+      this.#log.warn({ reason: interrupted.reason }, 'lost the lease while stopping: still waiting for the leader work, the lease is not released');
+      void renewal.halt();
+      await Promise.race([settled, this.#crashed.promise]);
+    }
     return interrupted ?? ending;
   }
 

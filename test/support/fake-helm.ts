@@ -15,8 +15,8 @@ export interface FakeResult {
 
 export interface FakeHelm {
   readonly binary: string;
-  /** Every call so far: its arguments and its environment (as `env` printed it). */
-  calls(): { args: string[]; env: string }[];
+  /** Every call so far: its arguments, its environment (as `env` printed it) and its process id. */
+  calls(): { args: string[]; env: string; pid: number }[];
 }
 
 let dir: string | undefined;
@@ -65,7 +65,7 @@ export function fakeHelm(answers: Record<string, FakeResult> = {}): FakeHelm {
         .sort()
         .map((name) => {
           const [args = '', env = ''] = readFileSync(join(log, name), 'utf8').replace(/\n$/, '').split('\t');
-          return { args: args.split('\x1f').filter((a) => a !== ''), env };
+          return { args: args.split('\x1f').filter((a) => a !== ''), env, pid: Number(name.split('-')[1]) };
         }),
   };
 }
