@@ -6,9 +6,9 @@
 # links are lo, a veth pair whose both ends stay inside (the node address), and the pods' bridge.
 # Its dataplane: kube-router's firewall enforces NetworkPolicies (a node process, restarted when it
 # exits), and Traefik serves Ingresses of class `traefik` as an ordinary pod. Every configuration
-# file (kubeconfigs, containerd, kubelet, kube-proxy, CNI, registry, the manifests, the pause and
-# Traefik images' OCI JSON) is a template in scripts/real-node/, filled by `render`
-# (scripts/lib/render-template.ts).
+# file (containerd, kubelet, kube-proxy, CNI, registry, the manifests) is a template in
+# scripts/real-node/, filled by `render` (scripts/lib/render-template.ts); the keys, certificates and
+# kubeconfigs and the pause and Traefik images are made by test/tools/node-assets (Go).
 # Binaries: scripts/lib/build-components.sh (control-plane, node and dataplane sets, versions.env);
 # runc, the CNI plugins, ipset, skopeo and docker-registry from Debian (scripts/lib/prerequisites.txt).
 #
@@ -136,7 +136,7 @@ render() {
 check_prerequisites() {
   [[ $(id -u) -eq 0 ]] || die "needs root (namespaces, cgroups, mounts)"
   local tool
-  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry openssl gzip tar; do
+  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry; do
     command -v "$tool" >/dev/null || die "$tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"
   done
   for tool in bridge host-local loopback; do
@@ -146,103 +146,36 @@ check_prerequisites() {
     die "this script knows cgroup v1 (hybrid) only: /sys/fs/cgroup/memory is missing"
 }
 
-pki() { # the cluster's keys and certificates (ECDSA P-256), fresh for every node
-  local d="$state/pki"
-  mkdir -p "$d"
-  openssl ecparam -genkey -name prime256v1 -noout -out "$d/ca.key" 2>/dev/null
-  openssl req -x509 -new -key "$d/ca.key" -subj "/CN=eva-real-node-ca" -days 3650 -out "$d/ca.crt" \
-    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
-  openssl ecparam -genkey -name prime256v1 -noout -out "$d/sa.key" 2>/dev/null
-  openssl ec -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
-  cert apiserver "kube-apiserver" "" serverAuth \
-    "DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost,IP:$NODE_IP,IP:$SERVICE_IP,IP:127.0.0.1"
-  cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters clientAuth
-  cert admin eva-admin system:masters clientAuth
-  cert controller-manager system:kube-controller-manager "" clientAuth
-  cert scheduler system:kube-scheduler "" clientAuth
-  cert kubelet "system:node:$NODE_NAME" system:nodes clientAuth
-  cert kube-proxy system:kube-proxy "" clientAuth
-  cert kube-router system:kube-router "" clientAuth
-  kubeconfig kubeconfig admin
-  kubeconfig controller-manager.kubeconfig controller-manager
-  kubeconfig scheduler.kubeconfig scheduler
-  kubeconfig kubelet.kubeconfig kubelet
-  kubeconfig kube-proxy.kubeconfig kube-proxy
-  kubeconfig kube-router.kubeconfig kube-router
-}
+# The cluster's keys, certificates (ECDSA P-256, a fresh CA for every node) and kubeconfigs, and the
+# pause and Traefik images: data, made by test/tools/node-assets (Go's standard library; built once,
+# cached by test/tools/build.sh, and by scripts/test.sh before any test starts).
+assets_tool() { assets_bin=$("$root/test/tools/build.sh" node-assets); }
 
-cert() { # <name> <CN> <O or ""> <serverAuth|clientAuth> [subjectAltName]
-  local d="$state/pki" subj="/CN=$2"
-  [[ -n $3 ]] && subj="/O=$3$subj"
-  openssl ecparam -genkey -name prime256v1 -noout -out "$d/$1.key" 2>/dev/null
-  openssl req -new -key "$d/$1.key" -subj "$subj" -out "$d/$1.csr" 2>/dev/null
-  {
-    echo "basicConstraints=critical,CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    echo "extendedKeyUsage=$4"
-    [[ -n ${5:-} ]] && echo "subjectAltName=$5"
-  } >"$d/$1.ext"
-  openssl x509 -req -in "$d/$1.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial -days 3650 \
-    -extfile "$d/$1.ext" -out "$d/$1.crt" 2>/dev/null
-  rm -f "$d/$1.csr" "$d/$1.ext"
-}
-
-kubeconfig() { # <file> <cert name>
-  local d="$state/pki"
-  render kubeconfig.yaml "$state/$1" SERVER="https://$NODE_IP:$API_PORT" USER_NAME="$2" \
-    CA_DATA="$(base64 -w0 <"$d/ca.crt")" CERT_DATA="$(base64 -w0 <"$d/$2.crt")" KEY_DATA="$(base64 -w0 <"$d/$2.key")"
-  chmod 600 "$state/$1"
-}
-
-# A one-layer OCI image of one static binary (entrypoint /<its name>), built byte for byte the same
-# every time (fixed mtime, owner and order, gzip -n), so its digest only changes with the binary.
-# Prints the manifest digest.
-one_binary_image() { # <OCI layout folder to write> <binary> <user> <ref name>
-  local d=$1 binary=$2 user=$3 ref=$4 w="$1.work" name; name=$(basename "$2")
-  rm -rf "$d" "$w"
-  mkdir -p "$d/blobs/sha256" "$w/rootfs"
-  cp "$binary" "$w/rootfs/$name"
-  chmod 0755 "$w/rootfs/$name"
-  tar --format=gnu --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$w/rootfs" -cf "$w/layer.tar" "$name"
-  local diff_id; diff_id=$(sha256sum <"$w/layer.tar" | cut -d' ' -f1)
-  gzip -n -6 <"$w/layer.tar" >"$w/layer.tar.gz"
-  blob() { # <file> -> prints "<hex> <size>", stores the blob
-    local hex size
-    hex=$(sha256sum <"$1" | cut -d' ' -f1)
-    size=$(stat -c %s "$1")
-    cp "$1" "$d/blobs/sha256/$hex"
-    echo "$hex $size"
-  }
-  local layer config manifest
-  read -r -a layer <<<"$(blob "$w/layer.tar.gz")"
-  render oci-config.json "$w/config.json" IMAGE_USER="$user" NAME="$name" DIFF_ID="$diff_id"
-  read -r -a config <<<"$(blob "$w/config.json")"
-  render oci-manifest.json "$w/manifest.json" CONFIG_HEX="${config[0]}" CONFIG_SIZE="${config[1]}" \
-    LAYER_HEX="${layer[0]}" LAYER_SIZE="${layer[1]}"
-  read -r -a manifest <<<"$(blob "$w/manifest.json")"
-  cp "$root/scripts/real-node/oci-layout" "$d/oci-layout"
-  render oci-index.json "$d/index.json" MANIFEST_HEX="${manifest[0]}" MANIFEST_SIZE="${manifest[1]}" REF="$ref"
-  rm -rf "$w"
-  echo "sha256:${manifest[0]}"
+pki() { # $state/pki: ca, sa (ServiceAccount tokens) and one pair per identity; its kubeconfigs in $state
+  "$assets_bin" pki --node-name "$NODE_NAME" --node-ip "$NODE_IP" --service-ip "$SERVICE_IP" \
+    --api-port "$API_PORT" "$state/pki" "$state"
 }
 
 # The pod sandbox image: the static pause binary.
+# A one-layer image of one static binary, byte for byte the same for the same binary and tool build;
+# `oci-image` prints its manifest digest.
 pause_image() {
   mkdir -p "$state/images"
-  one_binary_image "$state/images/pause" "$node_bin/pause" 65535:65535 "$("$node_bin/pause" -v | awk '{print $2}')" >"$state/images/pause.digest"
+  rm -rf "$state/images/pause"
+  "$assets_bin" oci-image "$state/images/pause" "$node_bin/pause" 65535:65535 "$("$node_bin/pause" -v | awk '{print $2}')" >"$state/images/pause.digest"
 }
 
 # The ingress controller's image: the Traefik binary of the dataplane set, built once per build of it
-# (cached beside it, written under a temporary name and renamed when complete).
+# and of the tool (cached beside it, written under a temporary name and renamed when complete).
 traefik_image() {
-  local d="$cache_root/images/traefik-$(basename "$dp_bin")"
+  local d="$cache_root/images/traefik-$(basename "$dp_bin")-$(basename "$(dirname "$assets_bin")")"
   if [[ ! -f $d/.digest ]]; then
     mkdir -p "$cache_root/images"
     exec 6>"$cache_root/images/traefik.lock"
     flock 6
     if [[ ! -f $d/.digest ]]; then
       local tmp; tmp=$(mktemp -d "$cache_root/images/traefik-build-XXXXXX")
-      one_binary_image "$tmp/layout" "$dp_bin/traefik" 65532:65532 "v$TRAEFIK_VERSION" >"$tmp/digest" ||
+      "$assets_bin" oci-image "$tmp/layout" "$dp_bin/traefik" 65532:65532 "v$TRAEFIK_VERSION" >"$tmp/digest" ||
         { rm -rf "$tmp"; die "building the Traefik image failed"; }
       mv "$tmp/digest" "$tmp/layout/.digest"
       rm -rf "$d"; mv "$tmp/layout" "$d"; rm -rf "$tmp"
@@ -491,6 +424,7 @@ cmd_up() {
   fi
   local started=$SECONDS
   bins
+  assets_tool
   if running && kube get --raw /readyz >/dev/null 2>&1; then
     start_dataplane # idempotent: a node whose dataplane did not finish gets it now
     log "already running ($state)"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds one of the Go test tools in this folder (kstatus, argo-health) once, into a cache folder
-# OUTSIDE the checkout (as scripts/lib/build-components.sh does), keyed by the tool's go.mod, go.sum
-# and Go sources and the Go toolchain: a fresh clone builds it on first use, every later run (and
-# every other checkout of the same sources) reuses it. Built into a temporary folder renamed when
-# complete, behind a lock, so a half-finished build never looks finished.
+# Builds one of the Go test tools in this folder (kstatus, argo-health, node-assets) once, into a cache
+# folder OUTSIDE the checkout (as scripts/lib/build-components.sh does), keyed by the tool's go.mod,
+# go.sum (a tool of the standard library alone has none) and Go sources and the Go toolchain: a fresh
+# clone builds it on first use, every later run (and every other checkout of the same sources) reuses
+# it. Built into a temporary folder renamed when complete, behind a lock, so a half-finished build
+# never looks finished.
 #
 # Usage: test/tools/build.sh <tool>   -> prints the path of the built binary
 set -euo pipefail
@@ -15,7 +16,9 @@ command -v go >/dev/null || { echo "build.sh: go not found in PATH (the Go toolc
 
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 cache_root="${EVA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/eva-operator}"
-key=$( (go env GOVERSION; cd "$here/$tool" && sha256sum go.mod go.sum ./*.go) | sha256sum | cut -c1-16)
+sums=(go.mod)
+[[ -f "$here/$tool/go.sum" ]] && sums+=(go.sum)
+key=$( (go env GOVERSION; cd "$here/$tool" && sha256sum "${sums[@]}" ./*.go) | sha256sum | cut -c1-16)
 dir="$cache_root/test-tools/$tool-$key"
 
 if [[ ! -f "$dir/.complete" ]]; then

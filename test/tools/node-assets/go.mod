@@ -1,0 +1,3 @@
+module github.com/aidonow/eva-operator/test/tools/node-assets
+
+go 1.26.0
