@@ -1,0 +1,170 @@
+/**
+ * The rollout's decisions over a simulated fleet: the simulation applies each action as the
+ * controller will (pins and annotations on the tenants, the status), and a tenant becomes Ready on
+ * the version that owns it after one pass, unless the version is "bad" for it.
+ */
+import { describe, expect, it } from 'vitest';
+import type { EvaRolloutSpec, EvaRolloutStatus } from '../api/evarollout.ts';
+import { decide, needsQuery, type RolloutAction, type RolloutWorld } from './decide.ts';
+import type { FleetTenant } from './plan.ts';
+
+const OLD = '1.4.0';
+const NEW = '1.5.0';
+const T0 = Date.parse('2030-01-01T00:00:00Z');
+
+type Tenant = { -readonly [K in keyof FleetTenant]: FleetTenant[K] };
+
+function fleetOf(perWave: readonly number[]): Tenant[] {
+  return perWave.flatMap((count, i) =>
+    Array.from({ length: count }, (_, n) => ({ name: `w${String(i + 1)}-t${String(n).padStart(2, '0')}`, wave: i + 1, owner: OLD, pinnedTo: undefined, ready: true, moved: undefined })),
+  );
+}
+
+const SPEC: EvaRolloutSpec = {
+  targetVersion: NEW,
+  waves: [
+    { wave: 1, batch: { count: 5 }, bakeSeconds: 60 },
+    { wave: 2, batch: { percent: 50 }, bakeSeconds: 60 },
+    { wave: 3, batch: { percent: 100 }, bakeSeconds: 0 },
+  ],
+  onFailure: 'Rollback',
+};
+
+interface Run {
+  readonly actions: RolloutAction['kind'][];
+  /** Seconds since the start at which each action was decided. */
+  readonly at: number[];
+  readonly status: EvaRolloutStatus;
+  readonly fleet: Tenant[];
+}
+
+/** A tenant is claimed by the version it is pinned to, and Ready a pass later unless that version fails it. */
+function settle(fleet: Tenant[], failsOn: string | undefined): void {
+  for (const t of fleet) {
+    if (t.pinnedTo !== undefined && t.owner !== t.pinnedTo) [t.owner, t.ready] = [t.pinnedTo, false];
+    else if (!t.ready && t.owner !== failsOn) t.ready = true;
+  }
+}
+
+/** Pins a batch's tenants as the controller will: to the target (with the move's record) or back. */
+function pin(fleet: Tenant[], action: Extract<RolloutAction, { kind: 'move' | 'return' }>, target: string): void {
+  for (const name of action.batch.tenants) {
+    const t = fleet.find((x) => x.name === name);
+    if (!t) throw new Error(`no tenant ${name}`);
+    if (action.kind === 'move') [t.pinnedTo, t.moved] = [target, { rollout: 'r', wave: action.batch.wave, batch: action.batch.batch, from: t.owner ?? '' }];
+    else t.pinnedTo = action.to.get(name);
+  }
+}
+
+/** The status after an action, or undefined when the rollout rests (done, stalled or paused). */
+function statusAfter(action: RolloutAction, status: EvaRolloutStatus, at: string): EvaRolloutStatus | undefined {
+  switch (action.kind) {
+    case 'move':
+    case 'return':
+      return { ...status, phase: action.kind === 'move' ? 'Moving' : 'RollingBack', wave: action.batch.wave, batch: action.batch.batch, movedAt: at };
+    case 'ready':
+      return { ...status, phase: 'Baking', readyAt: at };
+    case 'halt':
+      return { ...status, phase: action.rollBack ? 'RollingBack' : 'Halted', gates: action.gates };
+    case 'succeeded':
+      return { ...status, phase: 'Succeeded' };
+    case 'rolledBack':
+      return { ...status, phase: 'RolledBack' };
+    case 'wait':
+      return action.reason === 'Paused' ? undefined : status;
+    case 'stall':
+      return undefined;
+  }
+}
+
+/**
+ * Drives a rollout to rest (or `maxPasses`), 30 s between passes; `failsOn` names a version on
+ * which tenants never get Ready.
+ */
+function simulate(spec: EvaRolloutSpec, fleet: Tenant[], options: { failsOn?: string; targetRuns?: boolean; maxPasses?: number } = {}): Run {
+  let status: EvaRolloutStatus = {};
+  const actions: RolloutAction['kind'][] = [];
+  const at: number[] = [];
+  for (let pass = 0; pass < (options.maxPasses ?? 500); pass++) {
+    const now = T0 + pass * 30_000;
+    settle(fleet, options.failsOn);
+    const action = decide({ name: 'r', spec, status, fleet, pods: new Map(), targetRuns: options.targetRuns ?? true, overlapping: undefined, answer: undefined, now });
+    actions.push(action.kind);
+    at.push(pass * 30);
+    if (action.kind === 'move' || action.kind === 'return') pin(fleet, action, spec.targetVersion);
+    const next = statusAfter(action, status, new Date(now).toISOString());
+    if (next === undefined || next.phase === 'Succeeded' || next.phase === 'RolledBack') return { actions, at, status: next ?? status, fleet };
+    status = next;
+  }
+  return { actions, at, status, fleet };
+}
+
+const count = (run: Run, kind: RolloutAction['kind']): number => run.actions.filter((a) => a === kind).length;
+
+describe('a rollout over a simulated fleet of 30 tenants in three waves', () => {
+  it('a good version moves every tenant, wave by wave, each batch baked before the next moves', () => {
+    const run = simulate(SPEC, fleetOf([10, 10, 10]));
+    expect(run.status.phase).toBe('Succeeded');
+    expect(run.fleet.every((t) => t.owner === NEW && t.ready)).toBe(true);
+    // wave 1: 2 batches of 5; wave 2: 2 of 50 %; wave 3: 1 of 100 %.
+    expect(count(run, 'move')).toBe(5);
+    expect(new Set(run.fleet.map((t) => `${String(t.moved?.wave)}-${String(t.moved?.batch)}`))).toEqual(new Set(['1-1', '1-2', '2-3', '2-4', '3-5']));
+    // No batch moves before the one before it was Ready and baked.
+    const order = run.actions.filter((a) => a === 'move' || a === 'ready');
+    expect(order).toEqual(['move', 'ready', 'move', 'ready', 'move', 'ready', 'move', 'ready', 'move', 'ready']);
+    // ... and each move after a Ready batch waited out that batch's bake (60 s in waves 1 and 2).
+    const timeOf = (kind: string, nth: number): number => run.at.filter((_, i) => run.actions[i] === kind)[nth] ?? Number.NaN;
+    for (const n of [0, 1, 2, 3]) expect(timeOf('move', n + 1) - timeOf('ready', n)).toBeGreaterThanOrEqual(60);
+  });
+
+  it('a version whose tenants never get Ready is halted in wave 1 and rolled back; waves 2 and 3 are never touched', () => {
+    const spec = { ...SPEC, gates: { readyTimeoutSeconds: 120 } };
+    const run = simulate(spec, fleetOf([10, 10, 10]), { failsOn: NEW });
+    expect(run.status.phase).toBe('RolledBack');
+    expect(count(run, 'move')).toBe(1);
+    expect(count(run, 'return')).toBe(1);
+    expect(run.status.gates?.[0]).toMatchObject({ gate: 'TenantsReady', verdict: 'Failed' });
+    expect(run.status.gates?.[0]?.tenants).toHaveLength(5);
+    expect(run.fleet.every((t) => t.owner === OLD && t.ready)).toBe(true);
+    expect(run.fleet.filter((t) => t.wave > 1).every((t) => t.moved === undefined && t.pinnedTo === undefined)).toBe(true);
+  });
+
+  it('with onFailure Halt, a failed gate stops the rollout and leaves the moved batch where it is', () => {
+    const run = simulate({ ...SPEC, onFailure: 'Halt', gates: { readyTimeoutSeconds: 60 } }, fleetOf([10, 10, 10]), { failsOn: NEW });
+    expect(run.status.phase).toBe('Halted');
+    expect(run.fleet.filter((t) => t.pinnedTo === NEW)).toHaveLength(5);
+  });
+
+  it('stalls, moving nothing, when no operator of the target version runs', () => {
+    const run = simulate(SPEC, fleetOf([3]), { targetRuns: false });
+    expect(run.actions).toEqual(['stall']);
+    expect(run.fleet.every((t) => t.pinnedTo === undefined)).toBe(true);
+  });
+
+  it('a pause holds the next move; the batch in flight is still judged', () => {
+    const run = simulate({ ...SPEC, paused: true }, fleetOf([3]));
+    expect(run.actions).toEqual(['wait']);
+    expect(run.fleet.every((t) => t.pinnedTo === undefined)).toBe(true);
+  });
+
+  it('resumes from its status after a restart without moving a tenant twice', () => {
+    const fleet = fleetOf([10, 10]);
+    const first = simulate({ ...SPEC, waves: SPEC.waves.slice(0, 2) }, fleet, { maxPasses: 4 });
+    const movedBefore = fleet.filter((t) => t.moved !== undefined).map((t) => t.name);
+    expect(movedBefore.length).toBeGreaterThan(0);
+    const world: RolloutWorld = { name: 'r', spec: SPEC, status: first.status, fleet, pods: new Map(), targetRuns: true, overlapping: undefined, answer: undefined, now: T0 + 4 * 30_000 };
+    const next = decide(world);
+    if (next.kind === 'move') expect(next.batch.tenants.filter((n) => movedBefore.includes(n))).toEqual([]);
+    else expect(['ready', 'wait']).toContain(next.kind);
+  });
+});
+
+describe('needsQuery', () => {
+  it('asks Prometheus only for a baked batch of a spec that names a query', () => {
+    const spec = { ...SPEC, gates: { prometheus: { url: 'http://127.0.0.1:9090', query: 'up', max: 1 } } };
+    const baking: EvaRolloutStatus = { phase: 'Baking', wave: 1, batch: 1, readyAt: new Date(T0).toISOString() };
+    expect(needsQuery(spec, baking, T0 + 30_000)).toBe(false);
+    expect(needsQuery(spec, baking, T0 + 60_000)).toBe(true);
+    expect(needsQuery(SPEC, baking, T0 + 60_000)).toBe(false);
+  });
+});
