@@ -16,7 +16,7 @@ type Tenant = { -readonly [K in keyof FleetTenant]: FleetTenant[K] };
 
 function fleetOf(perWave: readonly number[]): Tenant[] {
   return perWave.flatMap((count, i) =>
-    Array.from({ length: count }, (_, n) => ({ name: `w${String(i + 1)}-t${String(n).padStart(2, '0')}`, wave: i + 1, owner: OLD, pinnedTo: undefined, ready: true, moved: undefined })),
+    Array.from({ length: count }, (_, n) => ({ name: `w${String(i + 1)}-t${String(n).padStart(2, '0')}`, wave: i + 1, owner: OLD, pinnedTo: undefined, suspended: false, ready: true, moved: undefined })),
   );
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { judgeBatch, judgeQuery, passed, readiness, type TenantHealth } from './gates.ts';
-import { batchSize, type FleetTenant, nextBatch, nextReturn, progress } from './plan.ts';
+import { batchSize, type FleetTenant, nextBatch, nextReturn, progress, skipped } from './plan.ts';
 
 const healthy = (name: string, change: Partial<TenantHealth> = {}): TenantHealth => ({ name, readyOnTarget: true, podRestarts: 0, unreadyPods: 0, ...change });
 
@@ -34,7 +34,7 @@ describe('gates', () => {
   });
 });
 
-const tenant = (name: string, wave: number, owner: string, change: Partial<FleetTenant> = {}): FleetTenant => ({ name, wave, owner, pinnedTo: undefined, ready: true, moved: undefined, ...change });
+const tenant = (name: string, wave: number, owner: string, change: Partial<FleetTenant> = {}): FleetTenant => ({ name, wave, owner, pinnedTo: undefined, suspended: false, ready: true, moved: undefined, ...change });
 
 describe('plan', () => {
   const spec = { targetVersion: '2.0.0', fromVersion: '1.0.0', waves: [{ wave: 2, batch: { percent: 34 } }, { wave: 1, batch: { count: 1 } }] };
@@ -54,6 +54,10 @@ describe('plan', () => {
     // Batches are numbered across the rollout: the second of wave 2 is batch 2, wave 1's first would be 3.
     expect(nextBatch(after, spec, 'r')).toEqual({ wave: 2, batch: 2, tenants: ['z'] });
     expect(progress(after, spec, 'r')).toEqual([{ wave: 2, total: 3, moved: 2 }, { wave: 1, total: 1, moved: 0 }]);
+    // spec.suspend: skipped (no owner could hand it over), and listed.
+    const withSuspended = [...fleet, tenant('c', 2, '1.0.0', { suspended: true })];
+    expect(nextBatch(withSuspended, spec, 'r')?.tenants).toEqual(['a', 'b']);
+    expect(skipped(withSuspended, spec, 'r')).toEqual(['c']);
     // Another rollout's moves are not this one's.
     expect(nextBatch([tenant('q', 2, '2.0.0', { moved: { rollout: 'other', wave: 2, batch: 1, from: '1.0.0' } })], spec, 'r')).toBeUndefined();
   });

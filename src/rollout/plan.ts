@@ -15,7 +15,9 @@ export interface FleetTenant {
   readonly owner: string | undefined;
   /** spec.operatorVersion. */
   readonly pinnedTo: string | undefined;
-  /** Ready True with observedGeneration current. */
+  /** spec.suspend: no owner writes it, so it cannot be handed over (skipped, and listed). */
+  readonly suspended: boolean;
+  /** Ready True with observedGeneration current (a hibernated tenant at rest is Ready). */
   readonly ready: boolean;
   /** Set when a rollout moved it: which, in which wave and batch (numbered across the rollout, 1, 2, ...), from which version. */
   readonly moved: { readonly rollout: string; readonly wave: number; readonly batch: number; readonly from: string } | undefined;
@@ -36,10 +38,15 @@ const movedBy = (tenant: FleetTenant, rollout: string): boolean => tenant.moved?
 /** Whether the rollout has this tenant to move (or has moved it): in one of its waves, from the right version. */
 export function inScope(tenant: FleetTenant, spec: EvaRolloutSpec, rollout: string): boolean {
   if (movedBy(tenant, rollout)) return true;
-  if (!spec.waves.some((w) => w.wave === tenant.wave)) return false;
+  if (tenant.suspended || !spec.waves.some((w) => w.wave === tenant.wave)) return false;
   const version = versionOf(tenant);
   if (version === undefined || version === spec.targetVersion) return false;
   return spec.fromVersion === undefined || version === spec.fromVersion;
+}
+
+/** The tenants of the plan's waves a rollout leaves where they are because spec.suspend stops their hand-over. */
+export function skipped(fleet: readonly FleetTenant[], spec: EvaRolloutSpec, rollout: string): string[] {
+  return fleet.filter((t) => t.suspended && !movedBy(t, rollout) && inScope({ ...t, suspended: false }, spec, rollout)).map((t) => t.name).sort();
 }
 
 /** Tenants per batch of a wave of `total` tenants: a count, or a percentage rounded up; at least one. */
