@@ -5,12 +5,23 @@
  * evatenant.ts. Draft: the controller that acts on it is not written yet (docs/rollouts.md).
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { CONDITION_STATUSES, SEMVER_PATTERN, WAVES } from './constants.ts';
+import { CONDITION_STATUSES, GROUP, SEMVER_PATTERN, WAVES } from './constants.ts';
 import { celRules, StringEnum } from './schema-kinds.ts';
 
 export const ROLLOUT_KIND = 'EvaRollout';
 export const ROLLOUT_PLURAL = 'evarollouts';
 export const ROLLOUT_SHORT_NAMES = ['evr'] as const;
+
+/**
+ * On a tenant a rollout moved, written in the same patch as its pin: which rollout, the wave and the
+ * batch (numbered across the rollout) it moved in, and the version it left (where a rollback returns it).
+ */
+export const ROLLOUT_ANNOTATIONS = {
+  rollout: `${GROUP}/rollout`,
+  wave: `${GROUP}/rollout-wave`,
+  batch: `${GROUP}/rollout-batch`,
+  from: `${GROUP}/rollout-from`,
+} as const;
 
 export const FAILURE_POLICIES = ['Halt', 'Rollback'] as const;
 export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
