@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { EvaRolloutSpec, EvaRolloutStatus } from '../api/evarollout.ts';
 import { decide, needsQuery, type RolloutAction, type RolloutWorld } from './decide.ts';
 import type { FleetTenant } from './plan.ts';
+import { counts, statusAfter } from './record.ts';
 
 const OLD = '1.4.0';
 const NEW = '1.5.0';
@@ -56,26 +57,9 @@ function pin(fleet: Tenant[], action: Extract<RolloutAction, { kind: 'move' | 'r
   }
 }
 
-/** The status after an action, or undefined when the rollout rests (done, stalled or paused). */
-function statusAfter(action: RolloutAction, status: EvaRolloutStatus, at: string): EvaRolloutStatus | undefined {
-  switch (action.kind) {
-    case 'move':
-    case 'return':
-      return { ...status, phase: action.kind === 'move' ? 'Moving' : 'RollingBack', wave: action.batch.wave, batch: action.batch.batch, movedAt: at };
-    case 'ready':
-      return { ...status, phase: 'Baking', readyAt: at };
-    case 'halt':
-      return { ...status, phase: action.rollBack ? 'RollingBack' : 'Halted', gates: action.gates };
-    case 'succeeded':
-      return { ...status, phase: 'Succeeded' };
-    case 'rolledBack':
-      return { ...status, phase: 'RolledBack' };
-    case 'wait':
-      return action.reason === 'Paused' ? undefined : status;
-    case 'stall':
-      return undefined;
-  }
-}
+/** A rollout rests when it ended, stalled or is paused: the simulation stops there. */
+const rests = (action: RolloutAction): boolean =>
+  action.kind === 'succeeded' || action.kind === 'rolledBack' || action.kind === 'stall' || (action.kind === 'wait' && action.reason === 'Paused');
 
 /**
  * Drives a rollout to rest (or `maxPasses`), 30 s between passes; `failsOn` names a version on
@@ -92,9 +76,8 @@ function simulate(spec: EvaRolloutSpec, fleet: Tenant[], options: { failsOn?: st
     actions.push(action.kind);
     at.push(pass * 30);
     if (action.kind === 'move' || action.kind === 'return') pin(fleet, action, spec.targetVersion);
-    const next = statusAfter(action, status, new Date(now).toISOString());
-    if (next === undefined || next.phase === 'Succeeded' || next.phase === 'RolledBack') return { actions, at, status: next ?? status, fleet };
-    status = next;
+    status = statusAfter(action, status, new Date(now).toISOString());
+    if (rests(action)) return { actions, at, status, fleet };
   }
   return { actions, at, status, fleet };
 }
@@ -106,6 +89,7 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
     const run = simulate(SPEC, fleetOf([10, 10, 10]));
     expect(run.status.phase).toBe('Succeeded');
     expect(run.fleet.every((t) => t.owner === NEW && t.ready)).toBe(true);
+    expect(counts(run.fleet, SPEC, 'r')).toEqual({ total: 30, moved: 30 });
     // wave 1: 2 batches of 5; wave 2: 2 of 50 %; wave 3: 1 of 100 %.
     expect(count(run, 'move')).toBe(5);
     expect(new Set(run.fleet.map((t) => `${String(t.moved?.wave)}-${String(t.moved?.batch)}`))).toEqual(new Set(['1-1', '1-2', '2-3', '2-4', '3-5']));
@@ -121,6 +105,7 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
     const spec = { ...SPEC, gates: { readyTimeoutSeconds: 120 } };
     const run = simulate(spec, fleetOf([10, 10, 10]), { failsOn: NEW });
     expect(run.status.phase).toBe('RolledBack');
+    expect(counts(run.fleet, spec, 'r')).toEqual({ total: 30, moved: 0 });
     expect(count(run, 'move')).toBe(1);
     expect(count(run, 'return')).toBe(1);
     expect(run.status.gates?.[0]).toMatchObject({ gate: 'TenantsReady', verdict: 'Failed' });
