@@ -120,3 +120,12 @@ export const EvaRolloutStatusSchema = Type.Object({
 });
 export type EvaRolloutStatus = Static<typeof EvaRolloutStatusSchema>;
 export type GateResult = Static<typeof GateResultSchema>;
+
+/** An EvaRollout as the operator reads it. */
+export interface EvaRollout {
+  apiVersion: string;
+  kind: typeof ROLLOUT_KIND;
+  metadata: { name: string; uid?: string; generation?: number; resourceVersion?: string; creationTimestamp?: string; deletionTimestamp?: string };
+  spec: EvaRolloutSpec;
+  status?: EvaRolloutStatus;
+}

@@ -59,7 +59,7 @@ function pin(fleet: Tenant[], action: Extract<RolloutAction, { kind: 'move' | 'r
 
 /** A rollout rests when it ended, stalled or is paused: the simulation stops there. */
 const rests = (action: RolloutAction): boolean =>
-  action.kind === 'succeeded' || action.kind === 'rolledBack' || action.kind === 'stall' || (action.kind === 'wait' && action.reason === 'Paused');
+  action.kind === 'succeeded' || action.kind === 'rolledBack' || action.kind === 'stall' || (action.kind === 'wait' && (action.reason === 'Paused' || action.reason === 'Ended'));
 
 /**
  * Drives a rollout to rest (or `maxPasses`), 30 s between passes; `failsOn` names a version on

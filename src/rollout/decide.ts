@@ -26,7 +26,8 @@ export interface RolloutWorld {
 
 export type RolloutAction =
   | { readonly kind: 'stall'; readonly reason: 'TargetVersionAbsent' | 'RolloutOverlaps' | 'NothingToMove'; readonly message: string }
-  | { readonly kind: 'wait'; readonly reason: 'Paused' | 'WaitingForReady' | 'Baking'; readonly message: string; readonly seconds: number }
+  /** Nothing to do now: look again after `seconds` (0: on the next event). `Ended`: succeeded, rolled back or halted. */
+  | { readonly kind: 'wait'; readonly reason: 'Paused' | 'WaitingForReady' | 'Baking' | 'Ended'; readonly message: string; readonly seconds: number }
   | { readonly kind: 'move'; readonly batch: Batch }
   | { readonly kind: 'ready' }
   /** A gate failed (or could not be judged): halt, and return the moved tenants when `rollBack`. */
@@ -100,7 +101,7 @@ function rollBack(world: RolloutWorld): RolloutAction {
 
 export function decide(world: RolloutWorld): RolloutAction {
   const phase = world.status.phase ?? 'Pending';
-  if (phase === 'Succeeded' || phase === 'RolledBack' || phase === 'Halted') return { kind: 'wait', reason: 'Paused', message: `rollout ${phase}`, seconds: 0 };
+  if (phase === 'Succeeded' || phase === 'RolledBack' || phase === 'Halted') return { kind: 'wait', reason: 'Ended', message: `rollout ${phase}`, seconds: 0 };
   if (phase === 'RollingBack') return rollBack(world);
   if (!world.targetRuns) return { kind: 'stall', reason: 'TargetVersionAbsent', message: `no operator of version ${world.spec.targetVersion} runs: nothing could claim a moved tenant` };
   if (world.overlapping !== undefined) return { kind: 'stall', reason: 'RolloutOverlaps', message: `rollout ${world.overlapping} moves some of the same tenants` };
