@@ -210,8 +210,11 @@ build_operator() {
   if [[ $bases == local ]]; then
     # The helm stage's `go install` finds this machine's Go module and build caches (the same
     # sources and flags as scripts/lib/build-components.sh: nothing to download or compile when warm).
+    # Made when absent (a machine where Go never built anything): a missing mount source fails the build.
+    local gomodcache gocache
+    gomodcache=$(go env GOMODCACHE) && gocache=$(go env GOCACHE) && mkdir -p "$gomodcache" "$gocache"
     args+=(--pull=never --build-arg "NODE_IMAGE=$node_base" --build-arg "GOLANG_IMAGE=$golang_base"
-      --volume "$(go env GOMODCACHE):/go/pkg/mod" --volume "$(go env GOCACHE):/root/.cache/go-build")
+      --volume "$gomodcache:/go/pkg/mod" --volume "$gocache:/root/.cache/go-build")
   fi
   log "operator: buildah bud -> $operator_image ($bases bases)"
   buildah bud --quiet "${args[@]}" "$root" >/dev/null

@@ -9,7 +9,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 started=$SECONDS
-# One stage of the install step, its time printed (a cold machine builds for about 45 minutes).
+# One stage of the install step, its time printed (with an empty cache, 2 cores: about an hour before the
+# images; docs/measurements.md, "Local control plane").
 stage() {
   local what=$1 t=$SECONDS
   shift
