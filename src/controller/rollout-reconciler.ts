@@ -18,7 +18,7 @@ import { counts, statusAfter } from '../rollout/record.ts';
 import { fleetTenant, movePatch, returnPatch } from '../rollout/tenants.ts';
 import { rolloutStanding, rolloutStatus } from '../status/rollout-status.ts';
 import { tenantNamespace } from '../tenancy/names.ts';
-import { leaseNameForVersion } from './lease-names.ts';
+import { isLeaseOfVersion } from './lease-names.ts';
 import { presentLeases } from './unserved-tenants.ts';
 
 export interface RolloutPorts {
@@ -72,7 +72,7 @@ async function observe(rollout: EvaRollout, ports: RolloutPorts): Promise<{ worl
     status,
     fleet,
     pods: await podsOfBatch(rollout, tenants, fleet, ports),
-    targetRuns: live.has(leaseNameForVersion(rollout.spec.targetVersion)),
+    targetRuns: [...live.keys()].some((lease) => isLeaseOfVersion(lease, rollout.spec.targetVersion)),
     overlapping: overlapping(rollout, ports.rollouts(), fleet),
     answer,
     now,
