@@ -106,6 +106,15 @@ function applyRollout(name: string, spec: EvaRolloutSpec): void {
   kubectlOk(['apply', '-f', '-'], JSON.stringify({ apiVersion: API_VERSION, kind: ROLLOUT_KIND, metadata: { name }, spec }));
 }
 
+const conditionOf = (status: EvaRolloutStatus, type: string): string | undefined => status.conditions?.find((c) => c.type === type)?.status;
+
+/** The one gate that did not pass, and the tenants it names. */
+function expectFailedGate(status: EvaRolloutStatus, gate: string, tenants: readonly Planned[]): void {
+  const failed = (status.gates ?? []).filter((g) => g.verdict !== 'Passed');
+  expect(failed.map((g) => g.gate), JSON.stringify(status.gates)).toEqual([gate]);
+  expect([...(failed[0]?.tenants ?? [])].sort()).toEqual(tenants.map((t) => t.name).sort());
+}
+
 /** The tenants each Event of a rollout moved or returned, by reason. */
 function eventTenants(rollout: string, reason: string): string[] {
   const list = JSON.parse(kubectlOk(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${rollout},reason=${reason}`, '-o', 'json'])) as { items: { message: string }[] };
@@ -206,10 +215,8 @@ describe('a rollout to a version whose pods never turn Ready', () => {
       onFailure: 'Rollback',
     });
     const status = await untilPhase('to-bad', 'RolledBack', seen);
-    const gate = status.gates?.find((g) => g.verdict !== 'Passed');
-    expect(gate?.gate, JSON.stringify(status.gates)).toBe('TenantsReady');
-    expect([...(gate?.tenants ?? [])].sort()).toEqual(ofWave(1).map((t) => t.name).sort());
-    expect(status.conditions?.find((c) => c.type === 'Stalled')?.status).toBe('True');
+    expectFailedGate(status, 'TenantsReady', ofWave(1));
+    expect(conditionOf(status, 'Stalled')).toBe('True');
     expect(eventTenants('to-bad', 'RolloutMoving').sort()).toEqual(ofWave(1).map((t) => t.name).sort());
     await allActiveOn(TENANTS, OLD, 300_000);
     const now = ourTenants();
@@ -238,7 +245,7 @@ describe('a rollout to a good version', () => {
     const status = await untilPhase('to-good', 'Succeeded', seen);
     const elapsed = Date.now() - started;
     expect(status.moved).toBe(TENANTS.length);
-    expect(status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(conditionOf(status, 'Ready')).toBe('True');
     await allActiveOn(TENANTS, GOOD, 300_000);
     // Each tenant moved once, in wave order: batch numbers of wave 1 below wave 2's, below wave 3's.
     const moved = eventTenants('to-good', 'RolloutMoving');

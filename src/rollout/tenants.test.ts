@@ -24,6 +24,12 @@ describe('a tenant as a rollout sees it', () => {
     expect(fleetTenant(tenant({ ready: 'False' })).ready).toBe(false);
   });
 
+  it("reads the owner's version from a sharded operator's annotation (version/shard)", () => {
+    const sharded = tenant({ annotations: { [OWNER_ANNOTATION]: '1.4.0/eu' } });
+    expect(fleetTenant(sharded).owner).toBe('1.4.0');
+    expect(movePatch(sharded, 'r', '1.5.0', { wave: 2, batch: 1 }).metadata.annotations[ROLLOUT_ANNOTATIONS.from]).toBe('1.4.0');
+  });
+
   it('reads a move only when the whole record is there and well formed', () => {
     const record = { [ROLLOUT_ANNOTATIONS.rollout]: 'r', [ROLLOUT_ANNOTATIONS.wave]: '2', [ROLLOUT_ANNOTATIONS.batch]: '7', [ROLLOUT_ANNOTATIONS.from]: '1.4.0' };
     expect(fleetTenant(tenant({ annotations: record })).moved).toEqual({ rollout: 'r', wave: 2, batch: 7, from: '1.4.0' });

@@ -3,7 +3,7 @@
  * is checked without a cluster. A move and its record are one merge patch guarded by the
  * resourceVersion that was read: a tenant changed meanwhile is read again, never moved blindly.
  */
-import { OWNER_ANNOTATION } from '../api/constants.ts';
+import { OWNER_ANNOTATION, ownerVersion } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { ROLLOUT_ANNOTATIONS } from '../api/evarollout.ts';
 import type { FleetTenant } from './plan.ts';
@@ -28,7 +28,7 @@ export function fleetTenant(tenant: EvaTenant): FleetTenant {
   return {
     name: tenant.metadata.name,
     wave: tenant.spec.wave,
-    owner: annotations[OWNER_ANNOTATION],
+    owner: ownerVersion(annotations[OWNER_ANNOTATION]),
     pinnedTo: tenant.spec.operatorVersion,
     suspended: tenant.spec.suspend === true,
     ready: ready?.status === 'True' && current,
@@ -43,7 +43,7 @@ interface MergePatch {
 
 /** Pins the tenant to the target and records the move (the version it leaves: its pin, else its owner). */
 export function movePatch(tenant: EvaTenant, rollout: string, target: string, place: { wave: number; batch: number }): MergePatch {
-  const from = tenant.spec.operatorVersion ?? tenant.metadata.annotations?.[OWNER_ANNOTATION];
+  const from = tenant.spec.operatorVersion ?? ownerVersion(tenant.metadata.annotations?.[OWNER_ANNOTATION]);
   if (from === undefined) throw new Error(`tenant ${tenant.metadata.name} has no version to leave: a rollout moves owned tenants only`);
   return {
     metadata: {
