@@ -16,7 +16,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_VERSION, OWNER_ANNOTATION, SHARD_LABEL } from '../src/api/constants.ts';
+import { API_VERSION, OWNER_ANNOTATION, ownerVersion, SHARD_LABEL } from '../src/api/constants.ts';
 import { ROLLOUT_ANNOTATIONS, ROLLOUT_KIND, type EvaRolloutSpec, type EvaRolloutStatus } from '../src/api/evarollout.ts';
 import { ROLLOUTS_LEASE } from '../src/controller/lease-names.ts';
 import { tenantNamespace } from '../src/tenancy/names.ts';
@@ -72,7 +72,7 @@ function ourTenants(): Map<string, TenantObject> {
 
 /** Active on the current generation, pinned to and owned by `version`. */
 const activeOn = (t: TenantObject | undefined, version: string): boolean =>
-  t?.status?.phase === 'Active' && t.status.observedGeneration === t.metadata.generation && t.spec.operatorVersion === version && t.metadata.annotations?.[OWNER_ANNOTATION] === version;
+  t?.status?.phase === 'Active' && t.status.observedGeneration === t.metadata.generation && t.spec.operatorVersion === version && ownerVersion(t.metadata.annotations?.[OWNER_ANNOTATION]) === version;
 
 async function allActiveOn(tenants: readonly Planned[], version: string, timeoutMs = STEP_MS): Promise<void> {
   let laggards: string[] = [];

@@ -24,6 +24,9 @@ export const ROLLOUT_ANNOTATIONS = {
 } as const;
 
 export const FAILURE_POLICIES = ['Halt', 'Rollback'] as const;
+/** The gates a batch is judged by (src/rollout/gates.ts), as spec.skipGates and status.gates name them. */
+export const GATE_NAMES = ['TenantsReady', 'PodRestarts', 'PodsReady', 'Prometheus'] as const;
+export type GateName = (typeof GATE_NAMES)[number];
 export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
 
 /** How a wave is cut into batches: a count of tenants, or a percentage of the wave's tenants (rounded up). */
@@ -75,6 +78,13 @@ export const EvaRolloutSpecSchema = Type.Object({
   gates: Type.Optional(RolloutGatesSchema),
   onFailure: Type.Optional(StringEnum(FAILURE_POLICIES, { default: 'Rollback', description: 'A failed gate halts the rollout; Rollback also returns the moved tenants, batch by batch.' })),
   paused: Type.Optional(Type.Boolean({ default: false, description: 'Stops before the next move (a batch in flight is judged).' })),
+  skipGates: Type.Optional(
+    Type.Array(StringEnum(GATE_NAMES), {
+      maxItems: GATE_NAMES.length,
+      description: 'Gates not judged (they pass, saying so). A rollout halted by gates that are all named here moves on.',
+    }),
+  ),
+  abort: Type.Optional(Type.Boolean({ default: false, description: 'Stops the rollout as a failed gate would (onFailure: Rollback returns the moved tenants).' })),
 });
 export type EvaRolloutSpec = Static<typeof EvaRolloutSpecSchema>;
 export type RolloutWave = Static<typeof RolloutWaveSchema>;

@@ -25,7 +25,7 @@ export interface RolloutRunnerOptions {
 }
 
 /** Between a lost or failed term and standing again. */
-const STAND_AGAIN_MS = 2_000;
+const STAND_AGAIN_MS = 10_000;
 
 async function oneTerm(elector: LeaderElector, work: () => RolloutWork, log: Logger): Promise<void> {
   await elector.run({

@@ -65,8 +65,8 @@ const rests = (action: RolloutAction): boolean =>
  * Drives a rollout to rest (or `maxPasses`), 30 s between passes; `failsOn` names a version on
  * which tenants never get Ready.
  */
-function simulate(spec: EvaRolloutSpec, fleet: Tenant[], options: { failsOn?: string; targetRuns?: boolean; maxPasses?: number } = {}): Run {
-  let status: EvaRolloutStatus = {};
+function simulate(spec: EvaRolloutSpec, fleet: Tenant[], options: { failsOn?: string; targetRuns?: boolean; maxPasses?: number; from?: EvaRolloutStatus } = {}): Run {
+  let status: EvaRolloutStatus = options.from ?? {};
   const actions: RolloutAction['kind'][] = [];
   const at: number[] = [];
   for (let pass = 0; pass < (options.maxPasses ?? 500); pass++) {
@@ -81,6 +81,9 @@ function simulate(spec: EvaRolloutSpec, fleet: Tenant[], options: { failsOn?: st
   }
   return { actions, at, status, fleet };
 }
+
+/** The world of a further pass after `run`, under `spec`. */
+const worldOf = (spec: EvaRolloutSpec, run: Run): RolloutWorld => ({ name: 'r', spec, status: run.status, fleet: run.fleet, pods: new Map(), targetRuns: true, overlapping: undefined, answer: undefined, now: T0 });
 
 const count = (run: Run, kind: RolloutAction['kind']): number => run.actions.filter((a) => a === kind).length;
 
@@ -118,6 +121,26 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
     const run = simulate({ ...SPEC, onFailure: 'Halt', gates: { readyTimeoutSeconds: 60 } }, fleetOf([10, 10, 10]), { failsOn: NEW });
     expect(run.status.phase).toBe('Halted');
     expect(run.fleet.filter((t) => t.pinnedTo === NEW)).toHaveLength(5);
+  });
+
+  it('a person skips the failed gate of a halted rollout (spec.skipGates): it moves on, the skipped gate passing and saying so', () => {
+    const spec: EvaRolloutSpec = { ...SPEC, onFailure: 'Halt', gates: { readyTimeoutSeconds: 60 } };
+    const fleet = fleetOf([10, 10, 10]);
+    const halted = simulate(spec, fleet, { failsOn: NEW });
+    expect(halted.status.phase).toBe('Halted');
+    expect(decide(worldOf({ ...spec, skipGates: ['PodRestarts'] }, halted)).kind).toBe('wait');
+    const resumed = simulate({ ...spec, skipGates: ['TenantsReady'] }, fleet, { failsOn: NEW, from: halted.status });
+    expect(resumed.status.phase).toBe('Succeeded');
+    expect(resumed.status.gates?.find((g) => g.gate === 'TenantsReady')).toMatchObject({ verdict: 'Passed', message: expect.stringMatching(/^skipped \(spec.skipGates\)/) as unknown });
+  });
+
+  it('spec.abort stops a rollout in progress as a failed gate does: with onFailure Rollback, the moved tenants return', () => {
+    const fleet = fleetOf([10, 10]);
+    const first = simulate(SPEC, fleet, { maxPasses: 2 });
+    expect(fleet.some((t) => t.pinnedTo === NEW)).toBe(true);
+    const aborted = simulate({ ...SPEC, abort: true }, fleet, { from: first.status });
+    expect(aborted.status).toMatchObject({ phase: 'RolledBack', gates: [{ gate: 'Aborted', verdict: 'Failed' }] });
+    expect(fleet.every((t) => t.owner === OLD && t.pinnedTo !== NEW && t.ready)).toBe(true);
   });
 
   it('stalls, moving nothing, when no operator of the target version runs', () => {

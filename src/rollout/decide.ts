@@ -4,7 +4,7 @@
  * status. The rollout's status says where it stands (phase, the batch in flight, when it moved and
  * when it was Ready); the tenants' annotations say what moved (plan.ts).
  */
-import type { EvaRolloutSpec, EvaRolloutStatus, GateResult } from '../api/evarollout.ts';
+import type { EvaRolloutSpec, EvaRolloutStatus, GateResult, RolloutPhase } from '../api/evarollout.ts';
 import { batchTenants, type Batch, type FleetTenant, nextBatch, nextReturn } from './plan.ts';
 import { judgeBatch, passed, type QueryAnswer, readiness, type TenantHealth } from './gates.ts';
 
@@ -28,13 +28,14 @@ export type RolloutAction =
   | { readonly kind: 'stall'; readonly reason: 'TargetVersionAbsent' | 'RolloutOverlaps' | 'NothingToMove'; readonly message: string }
   /** Nothing to do now: look again after `seconds` (0: on the next event). `Ended`: succeeded, rolled back or halted. */
   | { readonly kind: 'wait'; readonly reason: 'Paused' | 'WaitingForReady' | 'Baking' | 'Ended'; readonly message: string; readonly seconds: number }
-  | { readonly kind: 'move'; readonly batch: Batch }
+  /** The next batch; `gates`: the verdicts that let it go (none before the first batch). */
+  | { readonly kind: 'move'; readonly batch: Batch; readonly gates?: GateResult[] }
   | { readonly kind: 'ready' }
   /** A gate failed (or could not be judged): halt, and return the moved tenants when `rollBack`. */
   | { readonly kind: 'halt'; readonly gates: GateResult[]; readonly rollBack: boolean }
   /** Rolling back: pin the batch's tenants to the versions they came from (`to`, by name). */
   | { readonly kind: 'return'; readonly batch: Batch; readonly to: ReadonlyMap<string, string> }
-  | { readonly kind: 'succeeded' }
+  | { readonly kind: 'succeeded'; readonly gates?: GateResult[] }
   | { readonly kind: 'rolledBack' };
 
 const DEFAULT_BAKE_SECONDS = 300;
@@ -62,14 +63,28 @@ function bakeSecondsOf(spec: EvaRolloutSpec, wave: number | undefined): number {
 }
 
 /** The next move, or the end: a pause holds it, an absent target version stalls it. */
-function advance(world: RolloutWorld): RolloutAction {
+function advance(world: RolloutWorld, gates?: GateResult[]): RolloutAction {
   const batch = nextBatch(world.fleet, world.spec, world.name);
-  if (batch === undefined) return { kind: 'succeeded' };
+  if (batch === undefined) return { kind: 'succeeded', ...(gates === undefined ? {} : { gates }) };
   if (world.spec.paused === true) return { kind: 'wait', reason: 'Paused', message: `paused before wave ${String(batch.wave)} batch ${String(batch.batch)}`, seconds: 0 };
-  return { kind: 'move', batch };
+  return { kind: 'move', batch, ...(gates === undefined ? {} : { gates }) };
 }
 
 const halt = (world: RolloutWorld, gates: GateResult[]): RolloutAction => ({ kind: 'halt', gates, rollBack: world.spec.onFailure !== 'Halt' });
+
+/** A gate named in spec.skipGates passes, saying why (a person decided to go on without it). */
+function waived(spec: EvaRolloutSpec, result: GateResult): GateResult {
+  if (result.verdict === 'Passed' || !(spec.skipGates ?? []).some((g) => g === result.gate)) return result;
+  return { gate: result.gate, verdict: 'Passed', message: `skipped (spec.skipGates); it said: ${result.message}` };
+}
+
+/** Halted by gates that spec.skipGates now names, all of them: the rollout moves on. */
+function resumable(world: RolloutWorld): boolean {
+  const failed = (world.status.gates ?? []).filter((g) => g.verdict !== 'Passed');
+  return world.spec.abort !== true && failed.length > 0 && failed.every((g) => waived(world.spec, g).verdict === 'Passed');
+}
+
+const ABORTED: GateResult = { gate: 'Aborted', verdict: 'Failed', message: 'aborted by spec.abort' };
 
 function judgeInFlight(world: RolloutWorld): RolloutAction {
   const { status, spec } = world;
@@ -77,14 +92,13 @@ function judgeInFlight(world: RolloutWorld): RolloutAction {
   const health = healthOf(world, batch);
   if (status.phase === 'Moving') {
     const ready = readiness(health, secondsSince(status.movedAt, world.now), spec.gates);
-    if (ready === 'ready') return { kind: 'ready' };
     if (ready === 'waiting') return { kind: 'wait', reason: 'WaitingForReady', message: `wave ${String(status.wave)} batch ${String(status.batch)}: waiting for its tenants to be Ready on ${spec.targetVersion}`, seconds: POLL_SECONDS };
-    return halt(world, [ready]);
+    return ready === 'ready' || waived(spec, ready).verdict === 'Passed' ? { kind: 'ready' } : halt(world, [ready]);
   }
   const left = bakeSecondsOf(spec, status.wave) - secondsSince(status.readyAt, world.now);
   if (left > 0) return { kind: 'wait', reason: 'Baking', message: `wave ${String(status.wave)} batch ${String(status.batch)} baking`, seconds: Math.ceil(left) };
-  const gates = judgeBatch(health, spec.gates, world.answer);
-  return passed(gates) ? advance(world) : halt(world, gates);
+  const gates = judgeBatch(health, spec.gates, world.answer).map((g) => waived(spec, g));
+  return passed(gates) ? advance(world, gates) : halt(world, gates);
 }
 
 function rollBack(world: RolloutWorld): RolloutAction {
@@ -99,10 +113,18 @@ function rollBack(world: RolloutWorld): RolloutAction {
   return next === undefined ? { kind: 'rolledBack' } : { kind: 'return', batch: next, to: next.to };
 }
 
+/** A rollout that has stopped moving forward: ended (a halted one resumes when its failed gates are skipped), or going back. */
+function stopped(world: RolloutWorld, phase: RolloutPhase): RolloutAction | undefined {
+  if (phase === 'Halted' && resumable(world)) return advance(world, (world.status.gates ?? []).map((g) => waived(world.spec, g)));
+  if (phase === 'Succeeded' || phase === 'RolledBack' || phase === 'Halted') return { kind: 'wait', reason: 'Ended', message: `rollout ${phase}`, seconds: 0 };
+  return phase === 'RollingBack' ? rollBack(world) : undefined;
+}
+
 export function decide(world: RolloutWorld): RolloutAction {
   const phase = world.status.phase ?? 'Pending';
-  if (phase === 'Succeeded' || phase === 'RolledBack' || phase === 'Halted') return { kind: 'wait', reason: 'Ended', message: `rollout ${phase}`, seconds: 0 };
-  if (phase === 'RollingBack') return rollBack(world);
+  const ended = stopped(world, phase);
+  if (ended !== undefined) return ended;
+  if (world.spec.abort === true) return halt(world, [ABORTED]);
   if (!world.targetRuns) return { kind: 'stall', reason: 'TargetVersionAbsent', message: `no operator of version ${world.spec.targetVersion} runs: nothing could claim a moved tenant` };
   if (world.overlapping !== undefined) return { kind: 'stall', reason: 'RolloutOverlaps', message: `rollout ${world.overlapping} moves some of the same tenants` };
   if (phase === 'Moving' || phase === 'Baking') return judgeInFlight(world);

@@ -11,14 +11,15 @@ import { type FleetTenant, progress } from './plan.ts';
 export function statusAfter(action: RolloutAction, status: EvaRolloutStatus, at: string): EvaRolloutStatus {
   switch (action.kind) {
     case 'move':
+      return { ...status, phase: 'Moving', wave: action.batch.wave, batch: action.batch.batch, movedAt: at, ...(action.gates === undefined ? {} : { gates: action.gates }) };
     case 'return':
-      return { ...status, phase: action.kind === 'move' ? 'Moving' : 'RollingBack', wave: action.batch.wave, batch: action.batch.batch, movedAt: at };
+      return { ...status, phase: 'RollingBack', wave: action.batch.wave, batch: action.batch.batch, movedAt: at };
     case 'ready':
       return { ...status, phase: 'Baking', readyAt: at };
     case 'halt':
       return { ...status, phase: action.rollBack ? 'RollingBack' : 'Halted', gates: action.gates };
     case 'succeeded':
-      return { ...status, phase: 'Succeeded' };
+      return { ...status, phase: 'Succeeded', ...(action.gates === undefined ? {} : { gates: action.gates }) };
     case 'rolledBack':
       return { ...status, phase: 'RolledBack' };
     case 'wait':
