@@ -120,6 +120,7 @@ const render = (definition: Definition, source: string): string =>
   `# Generated from ${source} by \`npm run crd:generate\`. Do not edit by hand.\n${stringify(buildCrd(definition), { lineWidth: 0 })}`;
 
 export const CRD_FILE = `crds/${CRD_NAME}.yaml`;
+export const ROLLOUT_CRD_FILE = `crds/${ROLLOUT_PLURAL}.${GROUP}.yaml`;
 
 /** The EvaTenant CRD (`eva-operator crd`). */
 export function renderCrdYaml(): string {
@@ -130,6 +131,6 @@ export function renderCrdYaml(): string {
 export function renderAllCrds(): ReadonlyMap<string, string> {
   return new Map([
     [CRD_FILE, renderCrdYaml()],
-    [`crds/${ROLLOUT_PLURAL}.${GROUP}.yaml`, render(ROLLOUT, 'src/api/evarollout.ts')],
+    [ROLLOUT_CRD_FILE, render(ROLLOUT, 'src/api/evarollout.ts')],
   ]);
 }

@@ -115,6 +115,7 @@ export const EvaRolloutStatusSchema = Type.Object({
   moved: Type.Optional(Type.Integer({ description: 'Tenants on the target version by this rollout.' })),
   total: Type.Optional(Type.Integer({ description: 'Tenants the plan moves.' })),
   gates: Type.Optional(Type.Array(GateResultSchema)),
+  skipped: Type.Optional(Type.Array(Type.String(), { maxItems: 50, description: "Tenants of the plan's waves left where they are: spec.suspend stops their hand-over (first 50)." })),
   conditions: Type.Optional(
     Type.Array(
       Type.Object({

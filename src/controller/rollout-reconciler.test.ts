@@ -75,6 +75,14 @@ const condition = (status: EvaRolloutStatus | undefined, type: string): string |
 describe('one rollout pass', () => {
   const fleet = (): EvaTenant[] => [tenant('c', 1), tenant('a', 1), tenant('b', 1), tenant('d', 2)];
 
+  it('leaves a tenant with spec.suspend where it is and lists it in status.skipped', async () => {
+    const held = { ...tenant('e', 1), spec: { ...tenant('e', 1).spec, suspend: true } };
+    const world = ports([...fleet(), held]);
+    await reconcileRollout(rollout('r'), world);
+    expect(world.patches.map((p) => p.name)).not.toContain('e');
+    expect(world.statuses[0]?.skipped).toEqual(['e']);
+  });
+
   it('pins the first batch with guarded patches that record the move, says so in status and an Event', async () => {
     const world = ports(fleet());
     expect(await reconcileRollout(rollout('r'), world)).toBe(5);

@@ -13,7 +13,7 @@ import { Reason } from '../api/reasons.ts';
 import { decide, needsQuery, type RolloutAction, type RolloutWorld } from '../rollout/decide.ts';
 import type { QueryAnswer } from '../rollout/gates.ts';
 import { podFigures } from '../rollout/observed.ts';
-import { batchTenants, type FleetTenant, inScope } from '../rollout/plan.ts';
+import { batchTenants, type FleetTenant, inScope, skipped } from '../rollout/plan.ts';
 import { counts, statusAfter } from '../rollout/record.ts';
 import { fleetTenant, movePatch, returnPatch } from '../rollout/tenants.ts';
 import { rolloutStanding, rolloutStatus } from '../status/rollout-status.ts';
@@ -116,7 +116,8 @@ function statusOf(rollout: EvaRollout, world: RolloutWorld, action: RolloutActio
   const at = new Date(world.now);
   const before = counts(world.fleet, rollout.spec, rollout.metadata.name);
   const change = action.kind === 'move' ? action.batch.tenants.length : action.kind === 'return' ? -action.batch.tenants.length : 0;
-  const recorded = { ...statusAfter(action, world.status, at.toISOString()), total: before.total, moved: before.moved + change };
+  const left = skipped(world.fleet, rollout.spec, rollout.metadata.name).slice(0, 50);
+  const recorded = { ...statusAfter(action, world.status, at.toISOString()), total: before.total, moved: before.moved + change, ...(left.length > 0 || world.status.skipped !== undefined ? { skipped: left } : {}) };
   const decided = {
     stalled: action.kind === 'stall' ? { kind: 'stalled' as const, reason: Reason[action.reason], message: action.message } : undefined,
     paused: action.kind === 'wait' && action.reason === 'Paused',
