@@ -144,6 +144,35 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
   });
 });
 
+describe('the verdicts a pass reached (judged)', () => {
+  /** Batch 1 (five tenants of wave 1) moved and Ready at T0, judged two minutes later (its bake is 60 s). */
+  const baked = (spec: EvaRolloutSpec, ready = true): RolloutWorld => {
+    const moved = { rollout: 'r', wave: 1, batch: 1, from: OLD };
+    const fleet = fleetOf([10]).map((t, i) => (i < 5 ? { ...t, owner: NEW, pinnedTo: NEW, ready, moved } : t));
+    const at = new Date(T0).toISOString();
+    return { name: 'r', spec, status: { phase: 'Baking', wave: 1, batch: 1, movedAt: at, readyAt: at }, fleet, pods: new Map(), targetRuns: true, overlapping: undefined, answer: undefined, now: T0 + 120_000 };
+  };
+  const shown = (action: RolloutAction): string[] | undefined => action.judged?.map((g) => `${g.gate} ${g.verdict}`);
+
+  it('a batch that passes carries its verdicts to the next move; a pause does not (the batch is judged again when it is lifted)', () => {
+    const next = decide(baked(SPEC));
+    expect(next.kind).toBe('move');
+    expect(shown(next)).toEqual(['TenantsReady Passed', 'PodRestarts Passed', 'PodsReady Passed']);
+    const paused = decide(baked({ ...SPEC, paused: true }));
+    expect(paused).toMatchObject({ kind: 'wait', reason: 'Paused' });
+    expect(paused.judged).toBeUndefined();
+  });
+
+  it('a halt carries the verdicts that stopped it; a wait for Ready or the bake carries none', () => {
+    const halted = decide(baked(SPEC, false));
+    expect(halted.kind).toBe('halt');
+    expect(shown(halted)).toEqual(['TenantsReady Failed', 'PodRestarts Passed', 'PodsReady Passed']);
+    const baking = decide({ ...baked(SPEC), now: T0 + 30_000 });
+    expect(baking).toMatchObject({ kind: 'wait', reason: 'Baking' });
+    expect(baking.judged).toBeUndefined();
+  });
+});
+
 describe('needsQuery', () => {
   it('asks Prometheus only for a baked batch of a spec that names a query', () => {
     const spec = { ...SPEC, gates: { prometheus: { url: 'http://127.0.0.1:9090', query: 'up', max: 1 } } };

@@ -24,7 +24,7 @@ export interface RolloutWorld {
   readonly now: number;
 }
 
-export type RolloutAction =
+export type RolloutAction = (
   | { readonly kind: 'stall'; readonly reason: 'TargetVersionAbsent' | 'RolloutOverlaps' | 'NothingToMove'; readonly message: string }
   /** Nothing to do now: look again after `seconds` (0: on the next event). `Ended`: succeeded, rolled back or halted. */
   | { readonly kind: 'wait'; readonly reason: 'Paused' | 'WaitingForReady' | 'Baking' | 'Ended'; readonly message: string; readonly seconds: number }
@@ -35,7 +35,14 @@ export type RolloutAction =
   /** Rolling back: pin the batch's tenants to the versions they came from (`to`, by name). */
   | { readonly kind: 'return'; readonly batch: Batch; readonly to: ReadonlyMap<string, string> }
   | { readonly kind: 'succeeded' }
-  | { readonly kind: 'rolledBack' };
+  | { readonly kind: 'rolledBack' }
+) & {
+  /**
+   * The verdicts of the batch judged in this pass, on the step they led to (a halt, the next move,
+   * the end); not on a pause's wait, since the batch is judged again once the pause is lifted.
+   */
+  readonly judged?: readonly GateResult[];
+};
 
 const DEFAULT_BAKE_SECONDS = 300;
 /** How soon to look again while tenants come up (their own events wake the controller sooner). */
@@ -69,7 +76,10 @@ function advance(world: RolloutWorld): RolloutAction {
   return { kind: 'move', batch };
 }
 
-const halt = (world: RolloutWorld, gates: GateResult[]): RolloutAction => ({ kind: 'halt', gates, rollBack: world.spec.onFailure !== 'Halt' });
+const halt = (world: RolloutWorld, gates: GateResult[]): RolloutAction => ({ kind: 'halt', gates, rollBack: world.spec.onFailure !== 'Halt', judged: gates });
+
+/** The step after a batch passed its gates, with their verdicts (see RolloutAction's `judged`). */
+const afterPassing = (next: RolloutAction, gates: GateResult[]): RolloutAction => (next.kind === 'wait' ? next : { ...next, judged: gates });
 
 function judgeInFlight(world: RolloutWorld): RolloutAction {
   const { status, spec } = world;
@@ -84,7 +94,7 @@ function judgeInFlight(world: RolloutWorld): RolloutAction {
   const left = bakeSecondsOf(spec, status.wave) - secondsSince(status.readyAt, world.now);
   if (left > 0) return { kind: 'wait', reason: 'Baking', message: `wave ${String(status.wave)} batch ${String(status.batch)} baking`, seconds: Math.ceil(left) };
   const gates = judgeBatch(health, spec.gates, world.answer);
-  return passed(gates) ? advance(world) : halt(world, gates);
+  return passed(gates) ? afterPassing(advance(world), gates) : halt(world, gates);
 }
 
 function rollBack(world: RolloutWorld): RolloutAction {
