@@ -175,6 +175,9 @@ function buildController(
     onPhaseCounts: (counts) => {
       metrics.setTenantsByPhase(counts);
     },
+    onVersionCounts: (counts) => {
+      metrics.setTenantsByOperatorVersion(counts);
+    },
   });
   // The informer's cache answers for a tenant unchanged since this process last read or wrote it.
   const tenants = cacheFirstTenantStore(kubeTenantStore(kube), (name) => informer.cachedTenant(name));

@@ -99,6 +99,19 @@ describe('OperatorMetrics', () => {
     expect(samples(await metrics.metricsText(), 'capsule_queue_depth')).toEqual([]);
   });
 
+  it('counts tenants by owning version: only the versions that own some now', async () => {
+    const metrics = new OperatorMetrics();
+    expect(samples(await metrics.metricsText(), 'eva_tenants_by_operator_version')).toEqual([]);
+    metrics.setTenantsByOperatorVersion({ '1.4.0': 30 });
+    metrics.setTenantsByOperatorVersion({ '1.4.0': 28, '1.5.0': 2 });
+    expect(samples(await metrics.metricsText(), 'eva_tenants_by_operator_version')).toEqual([
+      'eva_tenants_by_operator_version{version="1.4.0"} 28',
+      'eva_tenants_by_operator_version{version="1.5.0"} 2',
+    ]);
+    metrics.setTenantsByOperatorVersion({ '1.5.0': 30 });
+    expect(samples(await metrics.metricsText(), 'eva_tenants_by_operator_version')).toEqual(['eva_tenants_by_operator_version{version="1.5.0"} 30']);
+  });
+
   it('has a registry of its own with prefixed default metrics', async () => {
     const first = new OperatorMetrics();
     const second = new OperatorMetrics();
