@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { ROLLOUT_ANNOTATIONS } from '../api/evarollout.ts';
 import { condition, movedTenant, NEW, NOW, OLD, ports, rollout, tenant } from '../../test/support/rollout-world.ts';
+import type { RolloutMetricsSink } from './metrics-sink.ts';
 import { reconcileRollout } from './rollout-reconciler.ts';
 
 describe('one rollout pass', () => {
@@ -62,3 +63,51 @@ describe('one rollout pass', () => {
     ]);
   });
 });
+
+describe('what a pass records in metrics', () => {
+  const fleet = (): EvaTenant[] => [tenant('c', 1), tenant('a', 1), tenant('b', 1), tenant('d', 2)];
+  const baked = { phase: 'Baking' as const, wave: 1, batch: 1, movedAt: '2030-01-01T00:00:00Z', readyAt: '2030-01-01T00:05:00Z' };
+  const firstBatchMoved = (): EvaTenant[] => fleet().map((t) => (t.metadata.name === 'a' || t.metadata.name === 'b' ? movedTenant(t) : t));
+
+  function sink(): RolloutMetricsSink & { readonly seen: string[] } {
+    const seen: string[] = [];
+    return {
+      seen,
+      setRolloutProgress: (rollout, phase, moved) => seen.push(`${rollout} ${phase} moved=${String(moved)}`),
+      countGateResult: (rollout, gate, verdict) => seen.push(`${rollout} ${gate} ${verdict}`),
+      forgetRollout: (rollout) => seen.push(`forget ${rollout}`),
+    };
+  }
+
+  it('where the rollout stands after the pass, and no verdict while none was reached', async () => {
+    const metrics = sink();
+    await reconcileRollout(rollout('r'), { ...ports(fleet()), metrics });
+    expect(metrics.seen).toEqual(['r Moving moved=2']);
+  });
+
+  it('the verdicts of a judged batch, one per gate, once the status that follows from them is stored', async () => {
+    const metrics = sink();
+    await reconcileRollout(rollout('r', baked), { ...ports(firstBatchMoved()), metrics });
+    expect(metrics.seen).toEqual(['r RollingBack moved=2', 'r TenantsReady Passed', 'r PodRestarts Passed', 'r PodsReady Passed', 'r Prometheus Unknown']);
+    // Passing gates are counted on the move they lead to.
+    const passing = sink();
+    await reconcileRollout(rollout('r', baked), { ...ports(firstBatchMoved(), { answer: { value: 0 } }), metrics: passing });
+    expect(passing.seen).toEqual(['r Moving moved=3', 'r TenantsReady Passed', 'r PodRestarts Passed', 'r PodsReady Passed', 'r Prometheus Passed']);
+  });
+
+  it('nothing when the status write fails (the retried pass judges again and counts then)', async () => {
+    const metrics = sink();
+    const failing = { ...ports(firstBatchMoved()), metrics, writeStatus: () => Promise.reject(new Error('409 Conflict')) };
+    await expect(reconcileRollout(rollout('r', baked), failing)).rejects.toThrow('409');
+    expect(metrics.seen).toEqual([]);
+  });
+
+  it('an ended rollout is not looked at again, but where it ended is still reported (an operator that took over has no series yet)', async () => {
+    const metrics = sink();
+    const world = { ...ports(fleet()), metrics };
+    expect(await reconcileRollout(rollout('r', { phase: 'Succeeded', moved: 4, total: 4 }), world)).toBeUndefined();
+    expect(metrics.seen).toEqual(['r Succeeded moved=4']);
+    expect(world.statuses).toEqual([]);
+  });
+});
+

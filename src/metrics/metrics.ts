@@ -10,6 +10,7 @@ import { PHASES, type Phase, type Tier } from '../api/constants.ts';
 import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 import type { StepName } from '../steps/step.ts';
+import { RolloutMetrics } from './rollout-metrics.ts';
 
 export type ReconcileResult = 'success' | 'requeue' | 'error';
 
@@ -59,6 +60,8 @@ function unservedTenantGauges(registers: Registry[]): Record<Unserved, Gauge> {
 
 export class OperatorMetrics {
   readonly registry: Registry;
+  /** What the rollout controller records (eva_rollout_*). */
+  readonly rollouts: RolloutMetrics;
   private readonly reconcileTotal: Counter<'result' | 'reason'>;
   private readonly reconcileDuration: Histogram<'result'>;
   private readonly stepDuration: Histogram<'step' | 'tier'>;
@@ -127,6 +130,7 @@ export class OperatorMetrics {
       labelNames: ['capsule', 'stream'],
       registers,
     });
+    this.rollouts = new RolloutMetrics(registers);
     // Every phase has a series from the start, so dashboards and alerts never see "no data".
     this.setTenantsByPhase({});
   }
