@@ -175,6 +175,9 @@ function buildController(
     onPhaseCounts: (counts) => {
       metrics.setTenantsByPhase(counts);
     },
+    onVersionCounts: (counts) => {
+      metrics.setTenantsByOperatorVersion(counts);
+    },
   });
   // The informer's cache answers for a tenant unchanged since this process last read or wrote it.
   const tenants = cacheFirstTenantStore(kubeTenantStore(kube), (name) => informer.cachedTenant(name));
@@ -210,11 +213,11 @@ function unservedReporter(
 }
 
 /** The rollout controller, run while this leader also holds the Lease eva-rollouts (controller/rollout-runner.ts). */
-function rollouts(config: OperatorConfig, kube: Kube, informer: TenantInformer, log: Logger, signal: AbortSignal): Promise<void> {
+function rollouts(config: OperatorConfig, kube: Kube, informer: TenantInformer, { metrics, log }: { metrics: OperatorMetrics; log: Logger }, signal: AbortSignal): Promise<void> {
   const leases = (): ReturnType<typeof listLeases> => listLeases(kube, config.leaseNamespace);
   return runRollouts(signal, {
     elector: () => new LeaderElector({ store: kubeLeaseStore(kube, config.leaseNamespace, ROLLOUTS_LEASE), namespace: config.leaseNamespace, leaseName: ROLLOUTS_LEASE, identity: config.identity, log }),
-    work: () => new RolloutController({ kube, api: kubeRolloutApi(kube), tenants: informer, leases, ask: askPrometheus, log: log.child({ controller: 'rollouts' }) }),
+    work: () => new RolloutController({ kube, api: kubeRolloutApi(kube), tenants: informer, leases, ask: askPrometheus, log: log.child({ controller: 'rollouts' }), metrics: metrics.rollouts }),
     log,
   });
 }
@@ -271,7 +274,7 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
         leading = true;
         await controller.start();
         void unserved.runUntil(signal);
-        const rolloutsEnded = rollouts(config, kube, informer, log, signal);
+        const rolloutsEnded = rollouts(config, kube, informer, { metrics, log }, signal);
         log.info({ version: config.operatorVersion, shard: config.shard ?? '(default)', concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
         await untilAborted(signal);
         await rolloutsEnded;

@@ -15,6 +15,7 @@ import type { Logger } from '../log.ts';
 import type { QueryAnswer } from '../rollout/gates.ts';
 import { type CachingInformer, restartingInformer } from '../runtime/informers.ts';
 import { WorkQueue } from '../runtime/workqueue.ts';
+import type { RolloutMetricsSink } from './metrics-sink.ts';
 import { reconcileRollout } from './rollout-reconciler.ts';
 import type { TenantInformer } from './tenant-informer.ts';
 
@@ -25,6 +26,7 @@ export interface RolloutControllerOptions {
   leases: () => Promise<V1Lease[]>;
   ask: (url: string, query: string) => Promise<QueryAnswer>;
   log: Logger;
+  metrics?: RolloutMetricsSink;
 }
 
 const IN_PROGRESS = new Set(['Pending', 'Moving', 'Baking', 'RollingBack']);
@@ -52,7 +54,8 @@ export class RolloutController {
       log,
       stopping: () => this.stopping,
     });
-    for (const event of ['add', 'update'] as const) this.informer.on(event, (obj) => { this.enqueue(obj.metadata?.name); });
+    // A deleted rollout's pass finds it gone and drops its gauges (after a pass in flight, which the queue lets finish).
+    for (const event of ['add', 'update', 'delete'] as const) this.informer.on(event, (obj) => { this.enqueue(obj.metadata?.name); });
     this.options.tenants.on('update', () => {
       this.wakeInProgress();
     });
@@ -65,6 +68,8 @@ export class RolloutController {
     await this.informer?.stop();
     await this.queue.shutDown();
     await this.running;
+    // Whoever runs rollouts next reports them; gauges left here would be a second, stale account.
+    for (const obj of this.informer?.list() ?? []) if (obj.metadata?.name !== undefined) this.options.metrics?.forgetRollout(obj.metadata.name);
   }
 
   private enqueue(name: string | undefined): void {
@@ -89,9 +94,10 @@ export class RolloutController {
     const raw = this.informer?.get(name);
     if (raw === undefined) {
       this.queue.forget(name);
+      this.options.metrics?.forgetRollout(name);
       return;
     }
-    const { api, tenants, leases, ask } = this.options;
+    const { api, tenants, leases, ask, metrics } = this.options;
     const rollout = parseEvaRollout(raw);
     try {
       const again = await reconcileRollout(rollout, {
@@ -104,6 +110,7 @@ export class RolloutController {
         writeStatus: (r, status) => api.writeStatus(r, status),
         recordEvent: (r, type, reason, message) => api.recordEvent(r, type, reason, message),
         now: () => Date.now(),
+        metrics,
       });
       this.queue.forget(name);
       if (again !== undefined) this.queue.addAfter(name, again * 1000);

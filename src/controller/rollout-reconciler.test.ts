@@ -1,76 +1,10 @@
 /** One rollout pass against in-memory ports: what it patches, writes and records, and when it refuses to move. */
-import { V1MicroTime, type V1Lease } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { API_VERSION, KIND, OWNER_ANNOTATION } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
-import { type EvaRollout, type EvaRolloutStatus, ROLLOUT_ANNOTATIONS, ROLLOUT_KIND } from '../api/evarollout.ts';
-import type { QueryAnswer } from '../rollout/gates.ts';
-import { type RolloutPorts, reconcileRollout } from './rollout-reconciler.ts';
-
-const NOW = Date.parse('2030-01-01T00:10:00Z');
-const OLD = '1.4.0';
-const NEW = '1.5.0';
-
-const tenant = (name: string, wave: number): EvaTenant => ({
-  apiVersion: API_VERSION,
-  kind: KIND,
-  metadata: { name, generation: 1, resourceVersion: `${name}-rv`, annotations: { [OWNER_ANNOTATION]: OLD } },
-  spec: { capsuleCode: name.toUpperCase().padEnd(6, 'X').slice(0, 6), tier: 'Starter', lifecycle: 'Active', wave },
-  status: { observedGeneration: 1, conditions: [{ type: 'Ready', status: 'True', reason: 'Provisioned', message: '', lastTransitionTime: '2030-01-01T00:00:00Z' }] },
-});
-
-const lease = (version: string): V1Lease => ({
-  metadata: { name: `eva-operator-${version.replaceAll('.', '-')}` },
-  spec: { holderIdentity: 'pod', leaseDurationSeconds: 15, renewTime: new V1MicroTime(NOW - 1000) },
-});
-
-const rollout = (name: string, status?: EvaRolloutStatus, created = '2030-01-01T00:00:00Z'): EvaRollout => ({
-  apiVersion: API_VERSION,
-  kind: ROLLOUT_KIND,
-  metadata: { name, generation: 1, creationTimestamp: created },
-  spec: { targetVersion: NEW, waves: [{ wave: 1, batch: { count: 2 }, bakeSeconds: 60 }, { wave: 2, batch: { percent: 100 } }], gates: { prometheus: { url: 'http://127.0.0.1:9', query: 'sum(errors)', max: 0 } } },
-  ...(status === undefined ? {} : { status }),
-});
-
-interface Recorded {
-  readonly patches: { name: string; patch: object }[];
-  readonly statuses: EvaRolloutStatus[];
-  readonly events: string[];
-  readonly asked: string[];
-}
-
-function ports(tenants: EvaTenant[], options: { versions?: string[]; rollouts?: EvaRollout[]; answer?: QueryAnswer } = {}): RolloutPorts & Recorded {
-  const recorded: Recorded = { patches: [], statuses: [], events: [], asked: [] };
-  return {
-    ...recorded,
-    tenants: () => tenants,
-    rollouts: () => options.rollouts ?? [],
-    leases: () => Promise.resolve((options.versions ?? [OLD, NEW]).map(lease)),
-    modulePods: () => Promise.resolve([]),
-    ask: (_url, query) => {
-      recorded.asked.push(query);
-      return Promise.resolve(options.answer ?? { error: 'connection refused' });
-    },
-    patchTenant: (name, patch) => {
-      recorded.patches.push({ name, patch });
-      return Promise.resolve();
-    },
-    writeStatus: (_r, status) => {
-      recorded.statuses.push(status);
-      return Promise.resolve();
-    },
-    recordEvent: (_r, type, reason, message) => {
-      recorded.events.push(`${type} ${reason}: ${message}`);
-      return Promise.resolve();
-    },
-    now: () => NOW,
-  };
-}
-
-const condition = (status: EvaRolloutStatus | undefined, type: string): string | undefined => {
-  const c = status?.conditions?.find((x) => x.type === type);
-  return c === undefined ? undefined : `${c.status}/${c.reason}`;
-};
+import { ROLLOUT_ANNOTATIONS } from '../api/evarollout.ts';
+import { condition, movedTenant, NEW, NOW, OLD, ports, rollout, tenant } from '../../test/support/rollout-world.ts';
+import type { RolloutMetricsSink } from './metrics-sink.ts';
+import { reconcileRollout } from './rollout-reconciler.ts';
 
 describe('one rollout pass', () => {
   const fleet = (): EvaTenant[] => [tenant('c', 1), tenant('a', 1), tenant('b', 1), tenant('d', 2)];
@@ -118,15 +52,7 @@ describe('one rollout pass', () => {
   });
 
   it('judges a baked batch with Prometheus, and an answer it cannot get halts and returns the batch', async () => {
-    const moved = fleet().map((t) =>
-      t.metadata.name === 'a' || t.metadata.name === 'b'
-        ? {
-            ...t,
-            metadata: { ...t.metadata, annotations: { [OWNER_ANNOTATION]: NEW, [ROLLOUT_ANNOTATIONS.rollout]: 'r', [ROLLOUT_ANNOTATIONS.wave]: '1', [ROLLOUT_ANNOTATIONS.batch]: '1', [ROLLOUT_ANNOTATIONS.from]: OLD } },
-            spec: { ...t.spec, operatorVersion: NEW },
-          }
-        : t,
-    );
+    const moved = fleet().map((t) => (t.metadata.name === 'a' || t.metadata.name === 'b' ? movedTenant(t) : t));
     const baked = { phase: 'Baking' as const, wave: 1, batch: 1, movedAt: '2030-01-01T00:00:00Z', readyAt: '2030-01-01T00:05:00Z' };
     const world = ports(moved);
     await reconcileRollout(rollout('r', baked), world);
@@ -145,3 +71,51 @@ describe('one rollout pass', () => {
     ]);
   });
 });
+
+describe('what a pass records in metrics', () => {
+  const fleet = (): EvaTenant[] => [tenant('c', 1), tenant('a', 1), tenant('b', 1), tenant('d', 2)];
+  const baked = { phase: 'Baking' as const, wave: 1, batch: 1, movedAt: '2030-01-01T00:00:00Z', readyAt: '2030-01-01T00:05:00Z' };
+  const firstBatchMoved = (): EvaTenant[] => fleet().map((t) => (t.metadata.name === 'a' || t.metadata.name === 'b' ? movedTenant(t) : t));
+
+  function sink(): RolloutMetricsSink & { readonly seen: string[] } {
+    const seen: string[] = [];
+    return {
+      seen,
+      setRolloutProgress: (rollout, phase, moved) => seen.push(`${rollout} ${phase} moved=${String(moved)}`),
+      countGateResult: (rollout, gate, verdict) => seen.push(`${rollout} ${gate} ${verdict}`),
+      forgetRollout: (rollout) => seen.push(`forget ${rollout}`),
+    };
+  }
+
+  it('where the rollout stands after the pass, and no verdict while none was reached', async () => {
+    const metrics = sink();
+    await reconcileRollout(rollout('r'), { ...ports(fleet()), metrics });
+    expect(metrics.seen).toEqual(['r Moving moved=2']);
+  });
+
+  it('the verdicts of a judged batch, one per gate, once the status that follows from them is stored', async () => {
+    const metrics = sink();
+    await reconcileRollout(rollout('r', baked), { ...ports(firstBatchMoved()), metrics });
+    expect(metrics.seen).toEqual(['r RollingBack moved=2', 'r TenantsReady Passed', 'r PodRestarts Passed', 'r PodsReady Passed', 'r Prometheus Unknown']);
+    // Passing gates are counted on the move they lead to.
+    const passing = sink();
+    await reconcileRollout(rollout('r', baked), { ...ports(firstBatchMoved(), { answer: { value: 0 } }), metrics: passing });
+    expect(passing.seen).toEqual(['r Moving moved=3', 'r TenantsReady Passed', 'r PodRestarts Passed', 'r PodsReady Passed', 'r Prometheus Passed']);
+  });
+
+  it('nothing when the status write fails (the retried pass judges again and counts then)', async () => {
+    const metrics = sink();
+    const failing = { ...ports(firstBatchMoved()), metrics, writeStatus: () => Promise.reject(new Error('409 Conflict')) };
+    await expect(reconcileRollout(rollout('r', baked), failing)).rejects.toThrow('409');
+    expect(metrics.seen).toEqual([]);
+  });
+
+  it('an ended rollout is not looked at again, but where it ended is still reported (an operator that took over has no series yet)', async () => {
+    const metrics = sink();
+    const world = { ...ports(fleet()), metrics };
+    expect(await reconcileRollout(rollout('r', { phase: 'Succeeded', moved: 4, total: 4 }), world)).toBeUndefined();
+    expect(metrics.seen).toEqual(['r Succeeded moved=4']);
+    expect(world.statuses).toEqual([]);
+  });
+});
+

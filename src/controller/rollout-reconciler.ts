@@ -19,6 +19,7 @@ import { fleetTenant, movePatch, returnPatch } from '../rollout/tenants.ts';
 import { rolloutStanding, rolloutStatus } from '../status/rollout-status.ts';
 import { tenantNamespace } from '../tenancy/names.ts';
 import { isLeaseOfVersion } from './lease-names.ts';
+import type { RolloutMetricsSink } from './metrics-sink.ts';
 import { presentLeases } from './unserved-tenants.ts';
 
 export interface RolloutPorts {
@@ -33,6 +34,8 @@ export interface RolloutPorts {
   writeStatus(rollout: EvaRollout, status: EvaRolloutStatus): Promise<void>;
   recordEvent(rollout: EvaRollout, type: 'Normal' | 'Warning', reason: Reason, message: string): Promise<void>;
   now(): number;
+  /** Where each rollout stands and the gate verdicts (eva_rollout_*), when metrics are kept. */
+  metrics?: RolloutMetricsSink;
 }
 
 const TERMINAL = new Set(['Succeeded', 'RolledBack']);
@@ -131,14 +134,29 @@ function requeueAfter(action: RolloutAction): number | undefined {
   return action.kind === 'stall' ? 30 : AFTER_MOVE_SECONDS;
 }
 
+/**
+ * The rollout's gauges, and the verdicts its pass reached: counted once the status is stored, so a
+ * pass that fails before (and judges again when retried) does not count them twice.
+ */
+function record(metrics: RolloutMetricsSink | undefined, name: string, status: EvaRolloutStatus, judged: RolloutAction['judged'] = []): void {
+  if (metrics === undefined) return;
+  metrics.setRolloutProgress(name, status.phase ?? 'Pending', status.moved ?? 0);
+  for (const { gate, verdict } of judged) metrics.countGateResult(name, gate, verdict);
+}
+
 /** One pass; returns when to look again (seconds), or undefined to wait for an event. */
 export async function reconcileRollout(rollout: EvaRollout, ports: RolloutPorts): Promise<number | undefined> {
-  if (TERMINAL.has(rollout.status?.phase ?? 'Pending')) return undefined;
+  if (TERMINAL.has(rollout.status?.phase ?? 'Pending')) {
+    // Ended: nothing to do, but an operator that took over the rollouts since still reports where it ended.
+    record(ports.metrics, rollout.metadata.name, rollout.status ?? {});
+    return undefined;
+  }
   const { world, tenants } = await observe(rollout, ports);
   const action = decide(world);
   await act(action, rollout, tenants, ports);
   const status = statusOf(rollout, world, action);
   if (canonicalJson(rollout.status ?? {}) !== canonicalJson(status)) await ports.writeStatus(rollout, status);
+  record(ports.metrics, rollout.metadata.name, status, action.judged);
   const event = eventOf(action);
   if (event !== undefined) await ports.recordEvent(rollout, event.type, event.reason, event.message);
   return requeueAfter(action);

@@ -143,6 +143,21 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
     expect(fleet.every((t) => t.owner === OLD && t.pinnedTo !== NEW && t.ready)).toBe(true);
   });
 
+  it('a move whose status write failed is caught up from the tenants, not followed by another batch unbaked', () => {
+    const fleet = fleetOf([10]);
+    const first = simulate(SPEC, fleet, { maxPasses: 1 });
+    // Baked: the next pass moves batch 2; its patches land, its status write does not.
+    const baked = { ...first.status, phase: 'Baking' as const, readyAt: new Date(T0 - 120_000).toISOString() };
+    settle(fleet, undefined); // claimed by the target
+    settle(fleet, undefined); // Ready on it
+    const next = decide({ ...worldOf(SPEC, { ...first, status: baked }), fleet });
+    if (next.kind !== 'move') throw new Error(`expected a move, got ${next.kind}`);
+    pin(fleet, next, NEW);
+    const after = decide({ ...worldOf(SPEC, { ...first, status: baked }), fleet });
+    expect(after).toMatchObject({ kind: 'recorded', batch: { batch: 2, tenants: next.batch.tenants } });
+    expect(statusAfter(after, baked, new Date(T0).toISOString())).toMatchObject({ phase: 'Moving', batch: 2 });
+  });
+
   it('stalls, moving nothing, when no operator of the target version runs', () => {
     const run = simulate(SPEC, fleetOf([3]), { targetRuns: false });
     expect(run.actions).toEqual(['stall']);
@@ -164,6 +179,35 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
     const next = decide(world);
     if (next.kind === 'move') expect(next.batch.tenants.filter((n) => movedBefore.includes(n))).toEqual([]);
     else expect(['ready', 'wait']).toContain(next.kind);
+  });
+});
+
+describe('the verdicts a pass reached (judged)', () => {
+  /** Batch 1 (five tenants of wave 1) moved and Ready at T0, judged two minutes later (its bake is 60 s). */
+  const baked = (spec: EvaRolloutSpec, ready = true): RolloutWorld => {
+    const moved = { rollout: 'r', wave: 1, batch: 1, from: OLD };
+    const fleet = fleetOf([10]).map((t, i) => (i < 5 ? { ...t, owner: NEW, pinnedTo: NEW, ready, moved } : t));
+    const at = new Date(T0).toISOString();
+    return { name: 'r', spec, status: { phase: 'Baking', wave: 1, batch: 1, movedAt: at, readyAt: at }, fleet, pods: new Map(), targetRuns: true, overlapping: undefined, answer: undefined, now: T0 + 120_000 };
+  };
+  const shown = (action: RolloutAction): string[] | undefined => action.judged?.map((g) => `${g.gate} ${g.verdict}`);
+
+  it('a batch that passes carries its verdicts to the next move; a pause does not (the batch is judged again when it is lifted)', () => {
+    const next = decide(baked(SPEC));
+    expect(next.kind).toBe('move');
+    expect(shown(next)).toEqual(['TenantsReady Passed', 'PodRestarts Passed', 'PodsReady Passed']);
+    const paused = decide(baked({ ...SPEC, paused: true }));
+    expect(paused).toMatchObject({ kind: 'wait', reason: 'Paused' });
+    expect(paused.judged).toBeUndefined();
+  });
+
+  it('a halt carries the verdicts that stopped it; a wait for Ready or the bake carries none', () => {
+    const halted = decide(baked(SPEC, false));
+    expect(halted.kind).toBe('halt');
+    expect(shown(halted)).toEqual(['TenantsReady Failed', 'PodRestarts Passed', 'PodsReady Passed']);
+    const baking = decide({ ...baked(SPEC), now: T0 + 30_000 });
+    expect(baking).toMatchObject({ kind: 'wait', reason: 'Baking' });
+    expect(baking.judged).toBeUndefined();
   });
 });
 

@@ -5,7 +5,7 @@
  * when it was Ready); the tenants' annotations say what moved (plan.ts).
  */
 import type { EvaRolloutSpec, EvaRolloutStatus, GateResult, RolloutPhase } from '../api/evarollout.ts';
-import { batchTenants, type Batch, type FleetTenant, nextBatch, nextReturn } from './plan.ts';
+import { batchTenants, type Batch, type FleetTenant, latestBatch, nextBatch, nextReturn } from './plan.ts';
 import { judgeBatch, passed, type QueryAnswer, readiness, type TenantHealth } from './gates.ts';
 
 export interface RolloutWorld {
@@ -24,19 +24,27 @@ export interface RolloutWorld {
   readonly now: number;
 }
 
-export type RolloutAction =
+export type RolloutAction = (
   | { readonly kind: 'stall'; readonly reason: 'TargetVersionAbsent' | 'RolloutOverlaps' | 'NothingToMove'; readonly message: string }
   /** Nothing to do now: look again after `seconds` (0: on the next event). `Ended`: succeeded, rolled back or halted. */
   | { readonly kind: 'wait'; readonly reason: 'Paused' | 'WaitingForReady' | 'Baking' | 'Ended'; readonly message: string; readonly seconds: number }
-  /** The next batch; `gates`: the verdicts that let it go (none before the first batch). */
-  | { readonly kind: 'move'; readonly batch: Batch; readonly gates?: GateResult[] }
+  | { readonly kind: 'move'; readonly batch: Batch }
+  /** The tenants record a batch the status does not (its write failed after the move): the status catches up, nothing moves. */
+  | { readonly kind: 'recorded'; readonly batch: Batch }
   | { readonly kind: 'ready' }
   /** A gate failed (or could not be judged): halt, and return the moved tenants when `rollBack`. */
   | { readonly kind: 'halt'; readonly gates: GateResult[]; readonly rollBack: boolean }
   /** Rolling back: pin the batch's tenants to the versions they came from (`to`, by name). */
   | { readonly kind: 'return'; readonly batch: Batch; readonly to: ReadonlyMap<string, string> }
-  | { readonly kind: 'succeeded'; readonly gates?: GateResult[] }
-  | { readonly kind: 'rolledBack' };
+  | { readonly kind: 'succeeded' }
+  | { readonly kind: 'rolledBack' }
+) & {
+  /**
+   * The verdicts of the batch judged in this pass, on the step they led to (a halt, the next move,
+   * the end); not on a pause's wait, since the batch is judged again once the pause is lifted.
+   */
+  readonly judged?: readonly GateResult[];
+};
 
 const DEFAULT_BAKE_SECONDS = 300;
 /** How soon to look again while tenants come up (their own events wake the controller sooner). */
@@ -63,14 +71,17 @@ function bakeSecondsOf(spec: EvaRolloutSpec, wave: number | undefined): number {
 }
 
 /** The next move, or the end: a pause holds it, an absent target version stalls it. */
-function advance(world: RolloutWorld, gates?: GateResult[]): RolloutAction {
+function advance(world: RolloutWorld): RolloutAction {
   const batch = nextBatch(world.fleet, world.spec, world.name);
-  if (batch === undefined) return { kind: 'succeeded', ...(gates === undefined ? {} : { gates }) };
+  if (batch === undefined) return { kind: 'succeeded' };
   if (world.spec.paused === true) return { kind: 'wait', reason: 'Paused', message: `paused before wave ${String(batch.wave)} batch ${String(batch.batch)}`, seconds: 0 };
-  return { kind: 'move', batch, ...(gates === undefined ? {} : { gates }) };
+  return { kind: 'move', batch };
 }
 
-const halt = (world: RolloutWorld, gates: GateResult[]): RolloutAction => ({ kind: 'halt', gates, rollBack: world.spec.onFailure !== 'Halt' });
+const halt = (world: RolloutWorld, gates: GateResult[]): RolloutAction => ({ kind: 'halt', gates, rollBack: world.spec.onFailure !== 'Halt', judged: gates });
+
+/** The step after a batch passed its gates, with their verdicts (see RolloutAction's `judged`). */
+const afterPassing = (next: RolloutAction, gates: GateResult[]): RolloutAction => (next.kind === 'wait' ? next : { ...next, judged: gates });
 
 /** A gate named in spec.skipGates passes, saying why (a person decided to go on without it). */
 function waived(spec: EvaRolloutSpec, result: GateResult): GateResult {
@@ -98,7 +109,7 @@ function judgeInFlight(world: RolloutWorld): RolloutAction {
   const left = bakeSecondsOf(spec, status.wave) - secondsSince(status.readyAt, world.now);
   if (left > 0) return { kind: 'wait', reason: 'Baking', message: `wave ${String(status.wave)} batch ${String(status.batch)} baking`, seconds: Math.ceil(left) };
   const gates = judgeBatch(health, spec.gates, world.answer).map((g) => waived(spec, g));
-  return passed(gates) ? advance(world, gates) : halt(world, gates);
+  return passed(gates) ? afterPassing(advance(world), gates) : halt(world, gates);
 }
 
 function rollBack(world: RolloutWorld): RolloutAction {
@@ -115,7 +126,7 @@ function rollBack(world: RolloutWorld): RolloutAction {
 
 /** A rollout that has stopped moving forward: ended (a halted one resumes when its failed gates are skipped), or going back. */
 function stopped(world: RolloutWorld, phase: RolloutPhase): RolloutAction | undefined {
-  if (phase === 'Halted' && resumable(world)) return advance(world, (world.status.gates ?? []).map((g) => waived(world.spec, g)));
+  if (phase === 'Halted' && resumable(world)) return afterPassing(advance(world), (world.status.gates ?? []).map((g) => waived(world.spec, g)));
   if (phase === 'Succeeded' || phase === 'RolledBack' || phase === 'Halted') return { kind: 'wait', reason: 'Ended', message: `rollout ${phase}`, seconds: 0 };
   return phase === 'RollingBack' ? rollBack(world) : undefined;
 }
@@ -124,6 +135,8 @@ export function decide(world: RolloutWorld): RolloutAction {
   const phase = world.status.phase ?? 'Pending';
   const ended = stopped(world, phase);
   if (ended !== undefined) return ended;
+  const latest = latestBatch(world.fleet, world.name);
+  if (latest !== undefined && latest.batch > (world.status.batch ?? 0)) return { kind: 'recorded', batch: latest };
   if (world.spec.abort === true) return halt(world, [ABORTED]);
   if (!world.targetRuns) return { kind: 'stall', reason: 'TargetVersionAbsent', message: `no operator of version ${world.spec.targetVersion} runs: nothing could claim a moved tenant` };
   if (world.overlapping !== undefined) return { kind: 'stall', reason: 'RolloutOverlaps', message: `rollout ${world.overlapping} moves some of the same tenants` };

@@ -91,6 +91,14 @@ function lastBatch(fleet: readonly FleetTenant[], rollout: string): number {
   return Math.max(0, ...fleet.map((t) => (t.moved?.rollout === rollout ? t.moved.batch : 0)));
 }
 
+/** The last batch this rollout moved, as the tenants record it (undefined before the first). */
+export function latestBatch(fleet: readonly FleetTenant[], rollout: string): Batch | undefined {
+  const batch = lastBatch(fleet, rollout);
+  const tenants = batchTenants(fleet, rollout, batch);
+  const wave = tenants[0]?.moved?.wave;
+  return wave === undefined ? undefined : { wave, batch, tenants: tenants.map((t) => t.name).sort() };
+}
+
 /** The tenants of one batch this rollout moved. */
 export function batchTenants(fleet: readonly FleetTenant[], rollout: string, batch: number): FleetTenant[] {
   return fleet.filter((t) => t.moved?.rollout === rollout && t.moved.batch === batch);

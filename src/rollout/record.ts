@@ -7,11 +7,15 @@ import type { EvaRolloutSpec, EvaRolloutStatus } from '../api/evarollout.ts';
 import type { RolloutAction } from './decide.ts';
 import { type FleetTenant, progress } from './plan.ts';
 
+/** The verdicts that let a batch go, kept in the status until the next batch is judged. */
+const keptVerdicts = (action: RolloutAction): Pick<EvaRolloutStatus, 'gates'> => (action.judged === undefined ? {} : { gates: [...action.judged] });
+
 /** The status after `action` was carried out at `at` (ISO time); a wait or a stall changes nothing here. */
 export function statusAfter(action: RolloutAction, status: EvaRolloutStatus, at: string): EvaRolloutStatus {
   switch (action.kind) {
     case 'move':
-      return { ...status, phase: 'Moving', wave: action.batch.wave, batch: action.batch.batch, movedAt: at, ...(action.gates === undefined ? {} : { gates: action.gates }) };
+    case 'recorded':
+      return { ...status, phase: 'Moving', wave: action.batch.wave, batch: action.batch.batch, movedAt: at, ...keptVerdicts(action) };
     case 'return':
       return { ...status, phase: 'RollingBack', wave: action.batch.wave, batch: action.batch.batch, movedAt: at };
     case 'ready':
@@ -19,7 +23,7 @@ export function statusAfter(action: RolloutAction, status: EvaRolloutStatus, at:
     case 'halt':
       return { ...status, phase: action.rollBack ? 'RollingBack' : 'Halted', gates: action.gates };
     case 'succeeded':
-      return { ...status, phase: 'Succeeded', ...(action.gates === undefined ? {} : { gates: action.gates }) };
+      return { ...status, phase: 'Succeeded', ...keptVerdicts(action) };
     case 'rolledBack':
       return { ...status, phase: 'RolledBack' };
     case 'wait':
