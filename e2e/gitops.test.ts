@@ -104,6 +104,8 @@ function installedHealthCheck(): string {
   const data = JSON.parse(kubectlOk(['get', 'configmap', 'argocd-cm', '-n', 'argocd', '-o', 'jsonpath={.data}'])) as Record<string, string>;
   const script = data['resource.customizations.health.eva.aidonow.com_EvaTenant'];
   expect(script).toBe(readFileSync(join(repoRoot, 'deploy/argocd/health.lua'), 'utf8'));
+  // The same command installs the EvaRollout check (judged in test/gitops/argo-rollout-health.test.ts).
+  expect(data['resource.customizations.health.eva.aidonow.com_EvaRollout']).toBe(readFileSync(join(repoRoot, 'deploy/argocd/rollout-health.lua'), 'utf8'));
   const file = join(mkdtempSync(join(tmpdir(), 'eva-argocd-')), 'health.lua');
   writeFileSync(file, script ?? '');
   return file;

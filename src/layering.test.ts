@@ -31,6 +31,8 @@ const LAYER: Readonly<Record<string, number>> = {
   'script-commands': 2.7,
   steps: 3,
   saga: 4,
+  // Fleet rollouts: which tenants move and when, judged by gates (pure; its controller sits in controller/).
+  rollout: 4.2,
   // The status room: the condition table, the one summarize(), the saga record, the writer (between the saga and the controllers).
   status: 4.5,
   metrics: 5,

@@ -14,7 +14,11 @@ import { TenantReconciler } from './controller/reconciler.ts';
 import { operatorSteps } from './saga/tenant-steps.ts';
 import { cacheFirstTenantStore, kubeTenantStore, type TenantStore } from './adapters/tenant-store.ts';
 import { LeaderElector } from './runtime/leader-elector.ts';
-import { leaseNameForVersion } from './controller/lease-names.ts';
+import { leaseNameForVersion, ROLLOUTS_LEASE } from './controller/lease-names.ts';
+import { RolloutController } from './controller/rollout-controller.ts';
+import { runRollouts } from './controller/rollout-runner.ts';
+import { kubeRolloutApi } from './adapters/kube-rollouts.ts';
+import { askPrometheus } from './rollout/observed.ts';
 import { UnservedTenantReporter } from './controller/unserved-reporter.ts';
 import type { Helm } from './adapters/helm.ts';
 import { HelmCli } from './adapters/helm-cli.ts';
@@ -171,6 +175,9 @@ function buildController(
     onPhaseCounts: (counts) => {
       metrics.setTenantsByPhase(counts);
     },
+    onVersionCounts: (counts) => {
+      metrics.setTenantsByOperatorVersion(counts);
+    },
   });
   // The informer's cache answers for a tenant unchanged since this process last read or wrote it.
   const tenants = cacheFirstTenantStore(kubeTenantStore(kube), (name) => informer.cachedTenant(name));
@@ -203,6 +210,16 @@ function unservedReporter(
   });
   reporter.subscribeTo(informer);
   return reporter;
+}
+
+/** The rollout controller, run while this leader also holds the Lease eva-rollouts (controller/rollout-runner.ts). */
+function rollouts(config: OperatorConfig, kube: Kube, informer: TenantInformer, { metrics, log }: { metrics: OperatorMetrics; log: Logger }, signal: AbortSignal): Promise<void> {
+  const leases = (): ReturnType<typeof listLeases> => listLeases(kube, config.leaseNamespace);
+  return runRollouts(signal, {
+    elector: () => new LeaderElector({ store: kubeLeaseStore(kube, config.leaseNamespace, ROLLOUTS_LEASE), namespace: config.leaseNamespace, leaseName: ROLLOUTS_LEASE, identity: config.identity, log }),
+    work: () => new RolloutController({ kube, api: kubeRolloutApi(kube), tenants: informer, leases, ask: askPrometheus, log: log.child({ controller: 'rollouts' }), metrics: metrics.rollouts }),
+    log,
+  });
 }
 
 /**
@@ -257,8 +274,10 @@ export async function startOperator(config: OperatorConfig, log: Logger): Promis
         leading = true;
         await controller.start();
         void unserved.runUntil(signal);
+        const rolloutsEnded = rollouts(config, kube, informer, { metrics, log }, signal);
         log.info({ version: config.operatorVersion, shard: config.shard ?? '(default)', concurrency: config.concurrency, metricsPort: server.port, identity: config.identity }, 'eva-operator started');
         await untilAborted(signal);
+        await rolloutsEnded;
         await controller.stop();
       },
       onStoppedLeading: () => {

@@ -61,6 +61,10 @@ export const METADATA_KEYS: Readonly<Record<string, MetadataKey>> = {
   'retained-code': { kind: 'annotation', on: 'the NATS account keys Secret (written by the operator; also in stream and bucket metadata)', meaning: 'The capsule code the data was retained under: a restore must ask for the same code.' },
   'retained-at': { kind: 'annotation', on: 'the NATS account keys Secret (written by the operator; also in stream and bucket metadata)', meaning: 'When the data was marked retained (RFC 3339).' },
   'restored-from-uid': { kind: 'annotation', on: 'the NATS account keys Secret (written by the operator)', meaning: 'The uid whose retained data the owner took over: objects still stamped with that uid are the owner\'s.' },
+  rollout: { kind: 'annotation', on: 'EvaTenant (written by a rollout, with its pin)', meaning: 'The EvaRollout that moved the tenant (docs/rollouts.md); with rollout-wave, rollout-batch and rollout-from, the record a rollback returns it by.' },
+  'rollout-wave': { kind: 'annotation', on: 'EvaTenant (written by a rollout)', meaning: 'The wave it moved in.' },
+  'rollout-batch': { kind: 'annotation', on: 'EvaTenant (written by a rollout)', meaning: 'The batch it moved in, numbered across the rollout (1, 2, ...).' },
+  'rollout-from': { kind: 'annotation', on: 'EvaTenant (written by a rollout)', meaning: 'The operator version it left, where a rollback returns it.' },
   'crd-version': { kind: 'annotation', on: 'the EvaTenant CRD', meaning: 'The chart appVersion whose CRD is installed (scripts/quickstart.sh); a newer CRD is never downgraded.' },
   'tenant-protection': { kind: 'finalizer', on: 'EvaTenant', meaning: 'Comes off only when every decommission step verified that its resources are gone.' },
 };

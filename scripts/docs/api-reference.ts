@@ -1,11 +1,13 @@
 /**
- * docs/api-reference.md: the EvaTenant API from the CRD (crds/, generated from src/api), the
+ * docs/api-reference.md: the EvaTenant API (and the EvaRollout's, at the end) from the CRDs (crds/, generated from src/api), the
  * condition and phase catalogues, the tiers, the names made from the capsule code, and every
  * eva.aidonow.com/ label and annotation. The example status is what the status code writes.
  */
 import { stringify } from 'yaml';
 import { API_VERSION, GROUP, KIND, PHASES, PROVISIONING_CONDITIONS, TIERS } from '../../src/api/constants.ts';
 import type { EvaTenantStatus } from '../../src/api/evatenant.ts';
+import { ROLLOUT_CRD_FILE } from '../../src/api/crd.ts';
+import { ROLLOUT_KIND } from '../../src/api/evarollout.ts';
 import { MODULES_BY_TIER } from '../../src/api/modules.ts';
 import { parseEvaTenant } from '../../src/api/parse.ts';
 import { MODULE_BOUNDS_BY_TIER } from '../../src/api/tiers.ts';
@@ -22,7 +24,7 @@ const INTRO = `The \`${KIND}\` custom resource (\`${API_VERSION}\`) as the API s
 what a tenant may put in its module values and what the status fields say: [the EvaTenant guide](tenant-api.md);
 what each reason means: [troubleshooting](troubleshooting.md).`;
 
-function resourceSection(crd: Crd): string {
+function resourceSection(crd: Crd, heading = '## The resource'): string {
   const { names, scope } = crd.spec;
   const version = crd.spec.versions[0];
   const facts = table(['', ''], [
@@ -31,8 +33,8 @@ function resourceSection(crd: Crd): string {
     ['scope', scope],
     ['plural, short names, categories', [names.plural, ...(names.shortNames ?? []), ...(names.categories ?? [])].map(code).join(', ')],
   ]);
-  const columns = table(['`kubectl get evt` column', 'from'], (version?.additionalPrinterColumns ?? []).map((c) => [c.name, code(c.jsonPath)]));
-  return `## The resource\n\n${facts}\n\n${columns}`;
+  const columns = table([`\`kubectl get ${names.shortNames?.[0] ?? names.plural}\` column`, 'from'], (version?.additionalPrinterColumns ?? []).map((c) => [c.name, code(c.jsonPath)]));
+  return `${heading}\n\n${facts}\n\n${columns}`;
 }
 
 /** The smallest valid tenant: only the required fields (checked by the operator's own parser). */
@@ -45,15 +47,22 @@ function minimalExample(): string {
 const fieldTable = (rows: readonly FieldRow[]): string =>
   table(['field', 'type', 'required', 'default', 'validation', 'description'], rows.map((r) => [code(r.path), r.type, r.required ? 'yes' : '', r.defaultValue === '' ? '' : code(r.defaultValue), r.validation, r.description]));
 
-function fieldSections(crd: Crd): string {
+function fieldSections(crd: Crd, level = '##'): string {
   const root = crd.spec.versions[0]?.schema.openAPIV3Schema;
   const spec = root?.properties?.['spec'];
   const status = root?.properties?.['status'];
   if (!spec || !status) throw new Error('the CRD schema has no spec or status');
   return [
-    `## spec\n\n${fieldTable(fieldRows('spec', spec, true).slice(1))}`,
-    `## status\n\nWritten by the operator only (the status subresource).\n\n${fieldTable(fieldRows('status', status).slice(1))}`,
+    `${level} spec\n\n${fieldTable(fieldRows('spec', spec, true).slice(1))}`,
+    `${level} status\n\nWritten by the operator only (the status subresource).\n\n${fieldTable(fieldRows('status', status).slice(1))}`,
   ].join('\n\n');
+}
+
+/** The other kind of the API: a fleet rollout (crds/, generated from src/api/evarollout.ts). */
+function rolloutSection(root: string): string {
+  const crd = readCrd(root, ROLLOUT_CRD_FILE);
+  const intro = `## ${ROLLOUT_KIND}\n\nMoves tenants to another operator version, wave by wave, judged by gates: [the rollout guide](rollouts.md).`;
+  return [intro, resourceSection(crd, `### The resource`), fieldSections(crd, '###')].join('\n\n');
 }
 
 function conditionsSection(): string {
@@ -107,5 +116,6 @@ export function renderApiReference(root: string): string {
     tiersSection(),
     namesSection(),
     metadataSection(),
+    rolloutSection(root),
   ]);
 }

@@ -54,9 +54,9 @@ export interface FieldRow {
 }
 
 /** The committed CRD, as the API server gets it. */
-export function readCrd(root: string): Crd {
-  const crd: unknown = parse(readFileSync(join(root, CRD_FILE), 'utf8'));
-  if (typeof crd !== 'object' || crd === null || !('spec' in crd)) throw new Error(`${CRD_FILE} is not a CustomResourceDefinition`);
+export function readCrd(root: string, file = CRD_FILE): Crd {
+  const crd: unknown = parse(readFileSync(join(root, file), 'utf8'));
+  if (typeof crd !== 'object' || crd === null || !('spec' in crd)) throw new Error(`${file} is not a CustomResourceDefinition`);
   return crd as Crd;
 }
 

@@ -302,18 +302,17 @@ export class Kube {
 
   /** Records a core/v1 Event on the tenant (cluster-scoped objects keep theirs in `default`). */
   async recordEvent(tenant: EvaTenant, type: EventType, reason: Reason, message: string): Promise<void> {
+    await this.recordEventOn({ kind: KIND, ...tenant.metadata }, type, reason, message);
+  }
+
+  /** Records a core/v1 Event on one of the operator's cluster-scoped objects of this API group (kept in `default`). */
+  async recordEventOn(object: { kind: string; name: string; uid?: string; resourceVersion?: string }, type: EventType, reason: Reason, message: string): Promise<void> {
     const now = new Date();
     await this.core.createNamespacedEvent({
       namespace: 'default',
       body: {
-        metadata: { generateName: `${tenant.metadata.name}.` },
-        involvedObject: {
-          apiVersion: `${GROUP}/${VERSION}`,
-          kind: KIND,
-          name: tenant.metadata.name,
-          uid: tenant.metadata.uid,
-          resourceVersion: tenant.metadata.resourceVersion,
-        },
+        metadata: { generateName: `${object.name}.` },
+        involvedObject: { apiVersion: `${GROUP}/${VERSION}`, kind: object.kind, name: object.name, uid: object.uid, resourceVersion: object.resourceVersion },
         type,
         reason,
         message,

@@ -24,6 +24,8 @@ export const MODULE_LABEL = `${GROUP}/module`;
 
 export const FINALIZER = `${GROUP}/tenant-protection`;
 export const OWNER_ANNOTATION = `${GROUP}/operator-version`;
+/** The operator version in an owner annotation, whose value is `version` (default shard) or `version/shard` (controller/metadata.ts). */
+export const ownerVersion = (owner: string | undefined): string | undefined => (owner === undefined || owner === '' ? undefined : owner.split('/')[0]);
 export const WAVE_LABEL = `${GROUP}/wave`;
 /**
  * The shard a tenant belongs to: only an operator Deployment whose SHARD has this value acts on it

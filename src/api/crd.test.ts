@@ -1,15 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { CRD_FILE, renderCrdYaml } from './crd.ts';
+import { renderAllCrds } from './crd.ts';
 
 describe('CRD generation', () => {
-  it('crds/ matches the TypeScript schema (run `npm run crd:generate` after changing src/api)', () => {
-    const committed = readFileSync(new URL(`../../${CRD_FILE}`, import.meta.url), 'utf8');
-    expect(committed).toBe(renderCrdYaml());
+  it.each([...renderAllCrds()])('%s matches the TypeScript schema, in crds/ and the chart (run `npm run crd:generate` after changing src/api)', (file, yaml) => {
+    for (const where of [file, `charts/eva-operator/${file}`]) expect(readFileSync(new URL(`../../${where}`, import.meta.url), 'utf8'), where).toBe(yaml);
   });
 
-  it('emits only structural-schema keywords', () => {
-    const yaml = renderCrdYaml();
+  it.each([...renderAllCrds()])('%s emits only structural-schema keywords', (_file, yaml) => {
     for (const forbidden of ['anyOf', 'const:', 'patternProperties', '$id', 'allOf']) {
       expect(yaml).not.toContain(forbidden);
     }

@@ -1,9 +1,11 @@
-/** Writes the CRD from the TypeScript schema, to crds/ and to the operator chart: `npm run crd:generate`. */
+/** Writes the CRDs from the TypeScript schemas, to crds/ and to the operator chart: `npm run crd:generate`. */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CRD_FILE, renderCrdYaml } from './crd.ts';
+import { renderAllCrds } from './crd.ts';
 
-for (const target of [CRD_FILE, `charts/eva-operator/${CRD_FILE}`]) {
-  writeFileSync(fileURLToPath(new URL(`../../${target}`, import.meta.url)), renderCrdYaml());
-  process.stdout.write(`wrote ${target}\n`);
+for (const [file, yaml] of renderAllCrds()) {
+  for (const target of [file, `charts/eva-operator/${file}`]) {
+    writeFileSync(fileURLToPath(new URL(`../../${target}`, import.meta.url)), yaml);
+    process.stdout.write(`wrote ${target}\n`);
+  }
 }

@@ -16,6 +16,7 @@ export const REASON_AREAS = {
   summary: 'Tenants the provisioning saga does not run for',
   fallback: 'Failures without a reason of their own',
   operators: 'No running operator serves the tenant',
+  rollouts: 'Fleet rollouts (EvaRollout)',
   tenant: 'The tenant and its capsule code',
   namespace: 'Namespace, quota and NetworkPolicy',
   nats: 'NATS: connection, account and credentials',
@@ -196,6 +197,18 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     cause: 'The owning release was removed before its tenants moved (blue/green upgrade), or its pods cannot run.',
     action: 'Run that version again, or remove the annotation (kubectl annotate evt <name> eva.aidonow.com/operator-version-) so the operator of its pin, shard and wave claims it.',
   },
+
+  // -- fleet rollouts ------------------------------------------------------------------------------------
+  RolloutMoving: { area: 'rollouts', meaning: 'Reconciling: a batch has moved and its tenants are coming up on the target version.', cause: 'A rollout in progress.', action: NOTHING },
+  RolloutBaking: { area: 'rollouts', meaning: 'Reconciling: the batch in flight is Ready on the target version and bakes before its gates are judged.', cause: 'A rollout in progress.', action: NOTHING },
+  RolloutPaused: { area: 'rollouts', meaning: 'spec.paused: no further batch moves; the batch in flight is still judged.', cause: 'A person paused the rollout.', action: 'Set spec.paused: false to go on.' },
+  RolloutSucceeded: { area: 'rollouts', meaning: 'Ready: every tenant of the named waves is on the target version, every batch passed its gates.', cause: 'Success.', action: NOTHING },
+  RollingBack: { area: 'rollouts', meaning: 'Reconciling: a gate failed and the moved tenants return to the versions they came from, the last batch first.', cause: 'A failed gate with spec.onFailure: Rollback; status.gates says which, on which tenants, with what value.', action: 'Nothing while it runs; then find why the target version failed the gate.' },
+  RolledBack: { area: 'rollouts', meaning: 'Stalled: every tenant this rollout moved is back on its earlier version.', cause: 'A failed gate (status.gates).', action: 'Fix the target version, then start a new rollout (this one is finished).' },
+  GateFailed: { area: 'rollouts', meaning: 'Stalled: a gate failed or could not be judged (e.g. Prometheus unreachable) and spec.onFailure is Halt: the moved tenants stay where they are.', cause: 'The target version fails a gate for the tenants named in status.gates, or a gate could not be evaluated.', action: 'Look at the named tenants; delete the rollout and start another, or return them by hand (spec.operatorVersion).' },
+  TargetVersionAbsent: { area: 'rollouts', meaning: 'Stalled: no operator of spec.targetVersion runs (no live Lease), so nothing would claim a moved tenant; nothing moved.', cause: 'The new release is not installed yet, or runs in another namespace.', action: 'Install the target version (a release with operatorVersion set); the rollout starts by itself.' },
+  RolloutOverlaps: { area: 'rollouts', meaning: 'Stalled: another rollout in progress moves some of the same tenants; this one waits.', cause: 'Two rollouts over the same waves and versions.', action: 'Let the other finish, or delete one of them.' },
+  NothingToMove: { area: 'rollouts', meaning: 'Stalled: no tenant of the named waves is on another version (or on spec.fromVersion).', cause: 'A wrong fromVersion or wave list, or the fleet is already on the target.', action: 'Check spec.fromVersion and spec.waves.' },
 
   // -- the tenant itself ---------------------------------------------------------------------------------
   TenantUidMissing: {

@@ -57,6 +57,18 @@ export const Reason = {
   /** Owned (annotation eva.aidonow.com/operator-version) by an operator whose Lease is gone: nobody else takes it. */
   OperatorOwnerAbsent: 'OperatorOwnerAbsent',
 
+  // -- fleet rollouts (EvaRollout: src/rollout/, status/summarize.ts summarizeRollout) ------------------
+  RolloutMoving: 'RolloutMoving',
+  RolloutBaking: 'RolloutBaking',
+  RolloutPaused: 'RolloutPaused',
+  RolloutSucceeded: 'RolloutSucceeded',
+  RollingBack: 'RollingBack',
+  RolledBack: 'RolledBack',
+  GateFailed: 'GateFailed',
+  TargetVersionAbsent: 'TargetVersionAbsent',
+  RolloutOverlaps: 'RolloutOverlaps',
+  NothingToMove: 'NothingToMove',
+
   // -- the tenant itself ----------------------------------------------------------------------------
   TenantUidMissing: 'TenantUidMissing',
   CapsuleCodeInUse: 'CapsuleCodeInUse',

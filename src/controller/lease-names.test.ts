@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { leaseNameForVersion } from './lease-names.ts';
+import { isLeaseOfVersion, leaseNameForVersion } from './lease-names.ts';
 
 describe('leaseNameForVersion', () => {
   it('names one lease per operator version', () => {
@@ -11,5 +11,15 @@ describe('leaseNameForVersion', () => {
   it('and one per operator version and shard', () => {
     expect(leaseNameForVersion('1.4.0', 'eu-1')).toBe('eva-operator-1-4-0-shard-eu-1');
     expect(leaseNameForVersion('1.4.0', 'EU_1.b')).toBe('eva-operator-1-4-0-shard-eu-1-b');
+  });
+});
+
+describe('isLeaseOfVersion', () => {
+  it("knows a version's Leases, sharded or not, and no other version's", () => {
+    expect(isLeaseOfVersion('eva-operator-1-4-0', '1.4.0')).toBe(true);
+    expect(isLeaseOfVersion('eva-operator-1-4-0-shard-eu-1', '1.4.0')).toBe(true);
+    expect(isLeaseOfVersion('eva-operator-1-4-0-1', '1.4.0')).toBe(false);
+    expect(isLeaseOfVersion('eva-operator-1-4-1', '1.4.0')).toBe(false);
+    expect(isLeaseOfVersion('eva-rollouts', '1.4.0')).toBe(false);
   });
 });

@@ -18,5 +18,19 @@ export function leaseNameForVersion(version: string, shard?: string): string {
   return `eva-operator-${versionSlug}${shard === undefined ? '' : shardLeaseSuffix(shard)}`;
 }
 
+/** Whether `lease` is the Lease of an operator of `version`, of any shard. */
+export function isLeaseOfVersion(lease: string, version: string): boolean {
+  const unsharded = leaseNameForVersion(version);
+  return lease === unsharded || lease.startsWith(`${unsharded}-shard-`);
+}
+
 /** A shard as messages name it. */
 export const shardName = (shard: string | undefined): string => (shard === undefined ? 'the default shard' : `shard ${shard}`);
+
+/**
+ * The Lease of the rollout controller: one for every operator version and shard, since a rollout
+ * moves tenants between versions (and a target version whose pods crash must still be rolled back by
+ * the version it left). Not `eva-operator-*`: it serves no tenant, so the unserved-tenant reporter
+ * does not count it.
+ */
+export const ROLLOUTS_LEASE = 'eva-rollouts';

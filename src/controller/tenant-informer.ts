@@ -3,10 +3,11 @@
  * the reconciler and the controller, which both use it, so operator.ts wires them in dependency order.
  * It answers reads of tenants from the cache, remembers the resourceVersions the reconciler's own
  * metadata writes produced (their watch events are no reason to reconcile), and keeps the count of
- * tenants by phase as events arrive (eva_tenants{phase}). A watch that fails is restarted, which re-lists.
+ * tenants by phase and by owning operator version as events arrive (eva_tenants{phase},
+ * eva_tenants_by_operator_version{version}). A watch that fails is restarted, which re-lists.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { GROUP, PLURAL, VERSION } from '../api/constants.ts';
+import { GROUP, OWNER_ANNOTATION, PLURAL, VERSION } from '../api/constants.ts';
 import type { EvaTenant } from '../api/evatenant.ts';
 import { parseEvaTenant } from '../api/parse.ts';
 import { type CachingInformer, restartingInformer } from '../runtime/informers.ts';
@@ -21,6 +22,8 @@ export interface TenantInformerOptions {
   log: Logger;
   /** Told the count of tenants by status.phase whenever it changes. */
   onPhaseCounts?: (counts: Readonly<Record<string, number>>) => void;
+  /** Told the count of owned tenants by the version of their owner whenever it changes. */
+  onVersionCounts?: (counts: Readonly<Record<string, number>>) => void;
 }
 
 /** An object the API server accepted but we cannot read is reported by its reconcile, not here. */
@@ -38,20 +41,29 @@ function storedPhase(obj: KubernetesObject): string {
   return typeof status?.phase === 'string' ? status.phase : 'Requested';
 }
 
-/** Each tenant's phase and how many are in each, kept as events arrive (no pass over the cache per event). */
-export class PhaseCounts {
-  private readonly phases = new Map<string, string>();
+/** The operator version its owner annotation names (`version` or `version/shard`); none while no operator owns it. */
+export function ownerVersion(obj: KubernetesObject): string | undefined {
+  const owner = obj.metadata?.annotations?.[OWNER_ANNOTATION];
+  return owner === undefined || owner === '' ? undefined : owner.split('/')[0];
+}
+
+/**
+ * Each tenant's value of one key (its phase, its owner's version) and how many tenants have each
+ * value, kept as events arrive (no pass over the cache per event). A tenant without a value is not counted.
+ */
+export class TenantCounts {
+  private readonly values = new Map<string, string>();
   private readonly counts: Record<string, number> = {};
 
   /** Returns whether the counts changed. */
-  set(name: string, phase: string | undefined): boolean {
-    const before = this.phases.get(name);
-    if (before === phase) return false;
+  set(name: string, value: string | undefined): boolean {
+    const before = this.values.get(name);
+    if (before === value) return false;
     if (before !== undefined) this.counts[before] = (this.counts[before] ?? 1) - 1;
-    if (phase === undefined) this.phases.delete(name);
+    if (value === undefined) this.values.delete(name);
     else {
-      this.phases.set(name, phase);
-      this.counts[phase] = (this.counts[phase] ?? 0) + 1;
+      this.values.set(name, value);
+      this.counts[value] = (this.counts[value] ?? 0) + 1;
     }
     return true;
   }
@@ -67,7 +79,8 @@ export class TenantInformer {
   private readonly handlers: { event: CacheEvent; handler: TenantHandler }[] = [];
   /** resourceVersions our own metadata writes produced, by tenant name. */
   private readonly ownWrites = new Map<string, string>();
-  private readonly phases = new PhaseCounts();
+  private readonly phases = new TenantCounts();
+  private readonly versions = new TenantCounts();
   private stopped = false;
 
   constructor(options: TenantInformerOptions) {
@@ -91,13 +104,13 @@ export class TenantInformer {
     });
     // The bookkeeping first, so handlers see it up to date.
     informer.on('add', (obj) => {
-      this.countPhase(obj, storedPhase(obj));
+      this.count(obj, true);
     });
     informer.on('update', (obj) => {
-      this.countPhase(obj, storedPhase(obj));
+      this.count(obj, true);
     });
     informer.on('delete', (obj) => {
-      this.countPhase(obj, undefined);
+      this.count(obj, false);
       const name = obj.metadata?.name;
       if (name !== undefined) this.ownWrites.delete(name);
     });
@@ -134,9 +147,10 @@ export class TenantInformer {
     return name !== undefined && version !== undefined && this.ownWrites.get(name) === version;
   }
 
-  private countPhase(obj: KubernetesObject, phase: string | undefined): void {
+  private count(obj: KubernetesObject, present: boolean): void {
     const name = obj.metadata?.name;
-    if (name === undefined || !this.phases.set(name, phase)) return;
-    this.options.onPhaseCounts?.(this.phases.snapshot());
+    if (name === undefined) return;
+    if (this.phases.set(name, present ? storedPhase(obj) : undefined)) this.options.onPhaseCounts?.(this.phases.snapshot());
+    if (this.versions.set(name, present ? ownerVersion(obj) : undefined)) this.options.onVersionCounts?.(this.versions.snapshot());
   }
 }

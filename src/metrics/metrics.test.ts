@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { PHASES, type Phase } from '../api/constants.ts';
+import { ROLLOUT_PHASES } from '../api/evarollout.ts';
 import { createLogger } from '../log.ts';
 import { type MetricsServer, OperatorMetrics, startMetricsServer } from './metrics.ts';
 
@@ -97,6 +98,41 @@ describe('OperatorMetrics', () => {
 
     metrics.forgetQueueDepth('GHIJKL', 'eva-GHIJKL-events');
     expect(samples(await metrics.metricsText(), 'capsule_queue_depth')).toEqual([]);
+  });
+
+  it('counts tenants by owning version: only the versions that own some now', async () => {
+    const metrics = new OperatorMetrics();
+    expect(samples(await metrics.metricsText(), 'eva_tenants_by_operator_version')).toEqual([]);
+    metrics.setTenantsByOperatorVersion({ '1.4.0': 30 });
+    metrics.setTenantsByOperatorVersion({ '1.4.0': 28, '1.5.0': 2 });
+    expect(samples(await metrics.metricsText(), 'eva_tenants_by_operator_version')).toEqual([
+      'eva_tenants_by_operator_version{version="1.4.0"} 28',
+      'eva_tenants_by_operator_version{version="1.5.0"} 2',
+    ]);
+    metrics.setTenantsByOperatorVersion({ '1.5.0': 30 });
+    expect(samples(await metrics.metricsText(), 'eva_tenants_by_operator_version')).toEqual(['eva_tenants_by_operator_version{version="1.5.0"} 30']);
+  });
+
+  it("reports each rollout's phase (1 for the current, 0 for the others), the tenants it moved and its gate verdicts", async () => {
+    const metrics = new OperatorMetrics();
+    metrics.rollouts.setRolloutProgress('to-1-5-0', 'Moving', 2);
+    metrics.rollouts.setRolloutProgress('to-1-5-0', 'Baking', 2);
+    metrics.rollouts.countGateResult('to-1-5-0', 'TenantsReady', 'Passed');
+    metrics.rollouts.countGateResult('to-1-5-0', 'TenantsReady', 'Passed');
+    metrics.rollouts.countGateResult('to-1-5-0', 'Prometheus', 'Unknown');
+    let text = await metrics.metricsText();
+    expect(samples(text, 'eva_rollout_phase')).toEqual(ROLLOUT_PHASES.map((phase) => `eva_rollout_phase{rollout="to-1-5-0",phase="${phase}"} ${phase === 'Baking' ? 1 : 0}`));
+    expect(samples(text, 'eva_rollout_tenants_moved')).toEqual(['eva_rollout_tenants_moved{rollout="to-1-5-0"} 2']);
+    expect(samples(text, 'eva_rollout_gate_results_total')).toEqual([
+      'eva_rollout_gate_results_total{rollout="to-1-5-0",gate="TenantsReady",verdict="Passed"} 2',
+      'eva_rollout_gate_results_total{rollout="to-1-5-0",gate="Prometheus",verdict="Unknown"} 1',
+    ]);
+    // Forgotten (deleted, or run by another operator now): its gauges go, its counter stays.
+    metrics.rollouts.forgetRollout('to-1-5-0');
+    text = await metrics.metricsText();
+    expect(samples(text, 'eva_rollout_phase')).toEqual([]);
+    expect(samples(text, 'eva_rollout_tenants_moved')).toEqual([]);
+    expect(samples(text, 'eva_rollout_gate_results_total')).toHaveLength(2);
   });
 
   it('has a registry of its own with prefixed default metrics', async () => {

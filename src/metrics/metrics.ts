@@ -10,6 +10,7 @@ import { PHASES, type Phase, type Tier } from '../api/constants.ts';
 import type { Reason } from '../api/reasons.ts';
 import type { Logger } from '../log.ts';
 import type { StepName } from '../steps/step.ts';
+import { RolloutMetrics } from './rollout-metrics.ts';
 
 export type ReconcileResult = 'success' | 'requeue' | 'error';
 
@@ -59,11 +60,14 @@ function unservedTenantGauges(registers: Registry[]): Record<Unserved, Gauge> {
 
 export class OperatorMetrics {
   readonly registry: Registry;
+  /** What the rollout controller records (eva_rollout_*). */
+  readonly rollouts: RolloutMetrics;
   private readonly reconcileTotal: Counter<'result' | 'reason'>;
   private readonly reconcileDuration: Histogram<'result'>;
   private readonly stepDuration: Histogram<'step' | 'tier'>;
   private readonly timeToActive: Histogram<'tier'>;
   private readonly tenants: Gauge<'phase'>;
+  private readonly tenantsByVersion: Gauge<'version'>;
   private readonly workqueueDepth: Gauge;
   private readonly unserved: Record<Unserved, Gauge>;
   private readonly kubeRequests: Counter<'method'>;
@@ -105,6 +109,12 @@ export class OperatorMetrics {
       registers,
     });
     this.tenants = this.tenantsGauge(registers, options.tenantsByPhase);
+    this.tenantsByVersion = new Gauge({
+      name: 'eva_tenants_by_operator_version',
+      help: 'EvaTenants by the operator version that owns them (annotation eva.aidonow.com/operator-version, without its shard); tenants no operator owns are not counted.',
+      labelNames: ['version'],
+      registers,
+    });
     this.workqueueDepth = new Gauge({ name: 'eva_workqueue_depth', help: 'Tenants waiting in the work queue.', registers });
     this.unserved = unservedTenantGauges(registers);
     [this.kubeRequests, this.kubeRateLimitWait] = kubeRequestMetrics(registers);
@@ -120,6 +130,7 @@ export class OperatorMetrics {
       labelNames: ['capsule', 'stream'],
       registers,
     });
+    this.rollouts = new RolloutMetrics(registers);
     // Every phase has a series from the start, so dashboards and alerts never see "no data".
     this.setTenantsByPhase({});
   }
@@ -175,6 +186,12 @@ export class OperatorMetrics {
   /** Sets every phase, absent ones to 0, so a phase that empties out does not keep its old count. */
   setTenantsByPhase(counts: Readonly<Partial<Record<Phase, number>>>): void {
     for (const phase of PHASES) this.tenants.set({ phase }, counts[phase] ?? 0);
+  }
+
+  /** Only the versions that own tenants now: a version the fleet left has no series (an open set, unlike the phases). */
+  setTenantsByOperatorVersion(counts: Readonly<Record<string, number>>): void {
+    this.tenantsByVersion.reset();
+    for (const [version, count] of Object.entries(counts)) this.tenantsByVersion.set({ version }, count);
   }
 
   setWorkqueueDepth(depth: number): void {

@@ -6,7 +6,7 @@ import { sourceFiles } from '../../test/support/source-files.ts';
 import { PROVISIONING_CONDITIONS, type ProvisioningCondition } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import type { ConditionState } from './conditions.ts';
-import { type Standing, summarize } from './summarize.ts';
+import { type RolloutStanding, type Standing, summarize, summarizeRollout } from './summarize.ts';
 
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -14,8 +14,9 @@ const allTrue = Object.fromEntries(PROVISIONING_CONDITIONS.map((c) => [c, { stat
 const waitingOnModules = { ...allTrue, ModulesDeployed: { status: 'False', reason: Reason.DeploymentUnavailable, message: 'modules: orbit-crm 0/1' }, IngressReady: { status: 'Unknown', reason: Reason.Pending, message: 'waiting' } } satisfies Record<ProvisioningCondition, ConditionState>;
 
 /** Each summary as `Type=Status/Reason`, sorted. */
-const shown = (standing: Standing): string =>
-  Object.entries(summarize(standing)).map(([type, c]) => `${type}=${c.status}/${c.reason}`).sort().join(' ');
+const asText = (summary: Record<string, ConditionState>): string =>
+  Object.entries(summary).map(([type, c]) => `${type}=${c.status}/${c.reason}`).sort().join(' ');
+const shown = (standing: Standing): string => asText(summarize(standing));
 
 describe('summarize: every path a tenant stands on', () => {
   it.each<[string, Standing, string]>([
@@ -47,6 +48,21 @@ function readySetters(): string[] {
 
 /** A `Ready` key whose value is an object or a name (`Ready: ready,`), not prose (`is Ready: each …`); or a `type: 'Ready'`. */
 const constructsReady = (code: string): boolean => /(?<![\w.])['"]?Ready['"]?\s*:\s*(?:\{|[A-Za-z_]\w*\s*[,}])|type:\s*['"]Ready['"]/.test(code);
+
+describe('summarizeRollout: every place a rollout stands', () => {
+  it.each<[RolloutStanding['kind'], RolloutStanding, string]>([
+    ['moving', { kind: 'moving', message: 'wave 1 batch 1' }, 'Ready=False/RolloutMoving Reconciling=True/RolloutMoving'],
+    ['baking', { kind: 'baking', message: 'wave 1 batch 1' }, 'Ready=False/RolloutBaking Reconciling=True/RolloutBaking'],
+    ['rollingBack', { kind: 'rollingBack', message: 'TenantsReady failed' }, 'Ready=False/RollingBack Reconciling=True/RollingBack'],
+    ['paused', { kind: 'paused', message: 'spec.paused' }, 'Ready=False/RolloutPaused'],
+    ['succeeded', { kind: 'succeeded', message: '30 tenants on 1.5.0' }, 'Ready=True/RolloutSucceeded'],
+    ['rolledBack', { kind: 'rolledBack', message: 'TenantsReady failed' }, 'Ready=False/RolledBack Stalled=True/RolledBack'],
+    ['halted', { kind: 'halted', message: 'Prometheus unreachable' }, 'Ready=False/GateFailed Stalled=True/GateFailed'],
+    ['stalled', { kind: 'stalled', reason: Reason.TargetVersionAbsent, message: 'no 1.5.0 runs' }, 'Ready=False/TargetVersionAbsent Stalled=True/TargetVersionAbsent'],
+  ])('%s', (_kind, standing, expected) => {
+    expect(asText(summarizeRollout(standing))).toBe(expected);
+  });
+});
 
 describe('Ready is set in one place', () => {
   it('no file of src/ but status/summarize.ts constructs a Ready condition', () => {

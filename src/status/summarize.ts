@@ -58,6 +58,43 @@ function provisioningSummary(conditions: Readonly<Record<ProvisioningCondition, 
   return withProgress(ready, stalled);
 }
 
+/** Where a rollout stands (src/rollout/decide.ts's last decision, as its controller records it). */
+export type RolloutStanding =
+  | { readonly kind: 'moving' | 'baking' | 'rollingBack' | 'paused' | 'succeeded' | 'rolledBack' | 'halted'; readonly message: string }
+  | { readonly kind: 'stalled'; readonly reason: typeof Reason.TargetVersionAbsent | typeof Reason.RolloutOverlaps | typeof Reason.NothingToMove; readonly message: string };
+
+const ROLLOUT_REASONS = {
+  moving: Reason.RolloutMoving,
+  baking: Reason.RolloutBaking,
+  rollingBack: Reason.RollingBack,
+  paused: Reason.RolloutPaused,
+  succeeded: Reason.RolloutSucceeded,
+  rolledBack: Reason.RolledBack,
+  halted: Reason.GateFailed,
+} as const;
+
+/**
+ * A rollout's summary, with kstatus's meaning: Ready once it succeeded; Reconciling while it moves,
+ * bakes or rolls back; Stalled when it ended short (rolled back, halted) or cannot start. Paused is
+ * neither: Ready False, nothing in progress.
+ */
+export function summarizeRollout(standing: RolloutStanding): Record<string, ConditionState> {
+  const reason = standing.kind === 'stalled' ? standing.reason : ROLLOUT_REASONS[standing.kind];
+  const state: ConditionState = { status: 'False', reason, message: standing.message };
+  switch (standing.kind) {
+    case 'succeeded':
+      return { Ready: { ...state, status: 'True' } };
+    case 'paused':
+      return { Ready: state };
+    case 'rolledBack':
+    case 'halted':
+    case 'stalled':
+      return withProgress(state, { ...state, status: 'True' });
+    default:
+      return { Ready: state, Reconciling: { ...state, status: 'True' } };
+  }
+}
+
 /** Ready from the five: True when all are; else the first failing one's reason (or the first not True). */
 function readyOf(conditions: Readonly<Record<ProvisioningCondition, ConditionState>>): ConditionState {
   const notTrue = PROVISIONING_CONDITIONS.filter((c) => conditions[c].status !== 'True');

@@ -16,6 +16,7 @@ import { repoRoot } from '../../support/tools.ts';
 import { runLetters } from '../../support/random.ts';
 import { type ChartRelease, fullnameOf, policyOf, policyRefusal, renderConfinement, serviceAccountUser, untilConfinement } from '../../support/operator-identity.ts';
 import { applyTenant } from '../../support/tenants.ts';
+import { ROLLOUT_ANNOTATIONS, ROLLOUT_KIND } from '../../../src/api/evarollout.ts';
 
 const runId = randomBytes(3).toString('hex');
 const CHART: ChartRelease = { release: `adm-${runId}`, namespace: `eva-adm-${runId}` };
@@ -30,6 +31,7 @@ const TENANT_LABELS = { [LABELS.managedBy]: MANAGED_BY, 'pod-security.kubernetes
 const FOREIGN_NAMESPACE = `eva-tenant-foreign${runId}`;
 const WIDENED = `${FULLNAME}-probe-cluster-admin`;
 const TENANT = `adm${runId}`;
+const ROLLOUT = `adm-${runId}`;
 
 const POLICY_REFUSAL = policyRefusal(POLICY);
 
@@ -124,6 +126,12 @@ const event = (involvedObject: Manifest): Manifest => ({
   type: 'Normal',
 });
 
+/** What the rollout controller writes to move a tenant (src/rollout/tenants.ts). */
+const rolloutMove = (version: string, extraSpec: Manifest = {}): Manifest => ({
+  metadata: { annotations: { [ROLLOUT_ANNOTATIONS.rollout]: ROLLOUT, [ROLLOUT_ANNOTATIONS.wave]: '1', [ROLLOUT_ANNOTATIONS.batch]: '1', [ROLLOUT_ANNOTATIONS.from]: '0.0.0-admission-probe' } },
+  spec: { operatorVersion: version, ...extraSpec },
+});
+
 const NAMESPACED_WRITES = { ConfigMap: configMap, Secret: (ns: string) => secret(ns), Deployment: deployment } as const;
 const FOREIGN_NAMESPACES = ['kube-system', 'default'] as const;
 
@@ -140,6 +148,7 @@ beforeAll(async () => {
   kubectlOk(['create', '-f', '-'], JSON.stringify(namespace(FOREIGN_NAMESPACE)));
   kubectlOk(['apply', '-f', '-'], rendered);
   applyTenant(TENANT, { capsuleCode: `ZA${runLetters()}`, tier: 'Starter', seedsVersion: '1.0.0', wave: 1, operatorVersion: '0.0.0-admission-probe' }, { team: 'probe' });
+  kubectlOk(['create', '-f', '-'], JSON.stringify({ apiVersion: API_VERSION, kind: ROLLOUT_KIND, metadata: meta(ROLLOUT), spec: { targetVersion: '9.9.9', waves: [{ wave: 1, batch: { count: 1 } }] } }));
   await untilRefusal(true);
 }, 120_000);
 
@@ -147,6 +156,7 @@ afterAll(() => {
   kubectl(['delete', 'clusterrolebinding', WIDENED, '--ignore-not-found']);
   kubectl(['delete', '-f', '-', '--ignore-not-found'], rendered);
   kubectl(['delete', 'evt', TENANT, '--ignore-not-found', '--wait=false']);
+  kubectl(['delete', 'evr', ROLLOUT, '--ignore-not-found', '--wait=false']);
   kubectl(['delete', 'namespace', RELEASE_NAMESPACE, TENANT_NAMESPACE, FOREIGN_NAMESPACE, '--ignore-not-found', '--wait=false']);
 }, 120_000);
 
@@ -201,6 +211,13 @@ describe('with exactly the chart RBAC', () => {
       expectPolicyRefusal(on(plain, 'label', `${uid}=uid-now`), `${kind}: binding an object that is not a values source`);
       expectPolicyRefusal(on(plain, 'label', `${source}=true`), `${kind}: making an object a values source`);
     }
+  });
+
+  it("a rollout's move (spec.operatorVersion and its annotations) and its status: allowed; the rollout's spec: refused by RBAC", () => {
+    expectAllowed(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify(rolloutMove('9.9.9'))]), 'a move');
+    expectAllowed(asOperator(['patch', 'evr', ROLLOUT, '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status: { phase: 'Moving' } })]), 'the status');
+    const result = asOperator(['patch', 'evr', ROLLOUT, '--type', 'merge', '-p', JSON.stringify({ spec: { paused: true } })]);
+    expect(result.stderr).toContain('cannot patch resource "evarollouts"');
   });
 
   it('namespaces: without the label refused; labelled eva-tenant-* under Pod Security restricted allowed', () => {
@@ -260,8 +277,9 @@ describe('with RBAC as wide as cluster-admin (a ClusterRoleBinding of the test):
     expectPolicyRefusal(createAsOperator(lease('kube-system')), 'a Lease in kube-system');
   });
 
-  it('default: Events about EvaTenants only', () => {
+  it('default: Events about EvaTenants and EvaRollouts only', () => {
     expectAllowed(createAsOperator(event({ apiVersion: API_VERSION, kind: KIND, name: TENANT })), 'Event about an EvaTenant');
+    expectAllowed(createAsOperator(event({ apiVersion: API_VERSION, kind: ROLLOUT_KIND, name: ROLLOUT })), 'Event about an EvaRollout');
     expectPolicyRefusal(createAsOperator(event({ apiVersion: 'v1', kind: 'Pod', name: 'x', namespace: 'default' })), 'Event about a Pod');
   });
 
@@ -275,8 +293,19 @@ describe('with RBAC as wide as cluster-admin (a ClusterRoleBinding of the test):
     expectPolicyRefusal(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify({ metadata: { finalizers: ['example.com/other'] } })]), 'another finalizer');
     expectPolicyRefusal(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify({ spec: { tier: 'Platform' } })]), 'a spec change');
     expectPolicyRefusal(asOperator(['delete', 'evt', TENANT]), 'deleting an EvaTenant');
+    // A rollout's move may carry nothing else: no other spec field, no other annotation.
+    expectAllowed(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify(rolloutMove('9.9.8'))]), "a rollout's move");
+    expectPolicyRefusal(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify(rolloutMove('9.9.8', { tier: 'Platform' }))]), 'a move with a spec change');
+    expectPolicyRefusal(asOperator(['patch', 'evt', TENANT, '--type', 'merge', '-p', JSON.stringify({ spec: { suspend: true } })]), 'spec.suspend');
+    expectPolicyRefusal(asOperator(['annotate', 'evt', TENANT, 'eva.aidonow.com/rollout-other=x']), 'an annotation named like a rollout one');
     const another = { apiVersion: API_VERSION, kind: KIND, metadata: meta(`${TENANT}x`), spec: { capsuleCode: `ZA${runLetters()}`, tier: 'Starter', seedsVersion: '1.0.0', wave: 1 } };
     expectPolicyRefusal(createAsOperator(another), 'creating an EvaTenant');
+  });
+
+  it("EvaRollouts: only their status; never their spec, never created or deleted", () => {
+    expectAllowed(asOperator(['patch', 'evr', ROLLOUT, '--subresource', 'status', '--type', 'merge', '-p', JSON.stringify({ status: { phase: 'Baking' } })]), 'the status');
+    expectPolicyRefusal(asOperator(['patch', 'evr', ROLLOUT, '--type', 'merge', '-p', JSON.stringify({ spec: { paused: true } })]), 'its spec');
+    expectPolicyRefusal(asOperator(['delete', 'evr', ROLLOUT]), 'deleting it');
   });
 });
 

@@ -611,6 +611,8 @@ describe('RBAC', () => {
     const role = only(objects, 'ClusterRole', FULLNAME);
     expect(flatten(role.rules)).toEqual(
       [
+        'eva.aidonow.com/evarollouts get,list,watch',
+        'eva.aidonow.com/evarollouts/status get,patch',
         'eva.aidonow.com/evatenants get,list,patch,watch',
         'eva.aidonow.com/evatenants platform-control',
         'eva.aidonow.com/evatenants/status update',

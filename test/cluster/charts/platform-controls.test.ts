@@ -28,6 +28,7 @@ import {
 } from '../../../src/api/constants.ts';
 import { type CommandResult, eventually, kubectl, kubectlOk } from '../../support/kubectl.ts';
 import { type ChartRelease, fullnameOf, renderConfinement, renderTemplates, serviceAccountUser } from '../../support/operator-identity.ts';
+import { ROLLOUT_ANNOTATIONS } from '../../../src/api/evarollout.ts';
 import { runLetters } from '../../support/random.ts';
 import { repoRoot } from '../../support/tools.ts';
 
@@ -83,6 +84,11 @@ const CONTROLS: readonly Control[] = [
   label(SHARD_LABEL, NO_SHARD, 'eu'),
   specField('operatorVersion', PIN, '9.9.9'),
   specField('suspend', true, false),
+  // A rollout's move record: forged, it would make a rollback hand the tenant to another version.
+  annotation(ROLLOUT_ANNOTATIONS.rollout, 'to-2-0-0', 'to-3-0-0'),
+  annotation(ROLLOUT_ANNOTATIONS.wave, '1', '2'),
+  annotation(ROLLOUT_ANNOTATIONS.batch, '1', '2'),
+  annotation(ROLLOUT_ANNOTATIONS.from, '1.0.0', '1.1.0'),
 ];
 
 /** A new tenant with `patches` applied (what a client sends to create it). */
