@@ -72,6 +72,8 @@ const ROLLOUT: Definition = {
     { name: 'Moved', type: 'integer', jsonPath: '.status.moved' },
     { name: 'Total', type: 'integer', jsonPath: '.status.total' },
     { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    // Where the gates left it: RolloutBaking, GateFailed, RolledBack, ... (status.gates has the verdicts).
+    { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
 };

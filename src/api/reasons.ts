@@ -68,6 +68,7 @@ export const Reason = {
   TargetVersionAbsent: 'TargetVersionAbsent',
   RolloutOverlaps: 'RolloutOverlaps',
   NothingToMove: 'NothingToMove',
+  WaveEmpty: 'WaveEmpty',
 
   // -- the tenant itself ----------------------------------------------------------------------------
   TenantUidMissing: 'TenantUidMissing',

@@ -113,9 +113,17 @@ describe('what a pass records in metrics', () => {
   it('an ended rollout is not looked at again, but where it ended is still reported (an operator that took over has no series yet)', async () => {
     const metrics = sink();
     const world = { ...ports(fleet()), metrics };
-    expect(await reconcileRollout(rollout('r', { phase: 'Succeeded', moved: 4, total: 4 }), world)).toBeUndefined();
+    expect(await reconcileRollout(rollout('r', { phase: 'Succeeded', moved: 4, total: 4, observedGeneration: 1 }), world)).toBeUndefined();
     expect(metrics.seen).toEqual(['r Succeeded moved=4']);
     expect(world.statuses).toEqual([]);
+  });
+
+  it('an ended rollout whose spec was edited since acknowledges the generation, still ended, moving nothing', async () => {
+    const world = ports(fleet());
+    const edited = { ...rollout('r', { phase: 'RolledBack', moved: 0, total: 4, observedGeneration: 1 }), metadata: { name: 'r', generation: 2 } };
+    expect(await reconcileRollout(edited, world)).toBeUndefined();
+    expect(world.statuses).toMatchObject([{ phase: 'RolledBack', observedGeneration: 2, conditions: expect.arrayContaining([expect.objectContaining({ type: 'Stalled', status: 'True' })]) as unknown }]);
+    expect(world.patches).toEqual([]);
   });
 });
 

@@ -144,11 +144,24 @@ function record(metrics: RolloutMetricsSink | undefined, name: string, status: E
   for (const { gate, verdict } of judged) metrics.countGateResult(name, gate, verdict);
 }
 
+/**
+ * An ended rollout moves nothing more, but a spec edited since is acknowledged (observedGeneration,
+ * so kstatus and Argo CD see the ending, not a change in progress), and an operator that took over
+ * the rollouts since still reports where it ended.
+ */
+async function acknowledgeEnded(rollout: EvaRollout, ports: RolloutPorts): Promise<void> {
+  const status = rollout.status ?? {};
+  if (rollout.metadata.generation !== undefined && status.observedGeneration !== rollout.metadata.generation) {
+    const ended = rolloutStatus(rollout, status, rolloutStanding(status, {}, `rollout ${status.phase ?? ''}; later spec changes are not acted on`), new Date(ports.now()));
+    await ports.writeStatus(rollout, ended);
+  }
+  record(ports.metrics, rollout.metadata.name, status);
+}
+
 /** One pass; returns when to look again (seconds), or undefined to wait for an event. */
 export async function reconcileRollout(rollout: EvaRollout, ports: RolloutPorts): Promise<number | undefined> {
   if (TERMINAL.has(rollout.status?.phase ?? 'Pending')) {
-    // Ended: nothing to do, but an operator that took over the rollouts since still reports where it ended.
-    record(ports.metrics, rollout.metadata.name, rollout.status ?? {});
+    await acknowledgeEnded(rollout, ports);
     return undefined;
   }
   const { world, tenants } = await observe(rollout, ports);

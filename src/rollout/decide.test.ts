@@ -31,6 +31,9 @@ const SPEC: EvaRolloutSpec = {
   onFailure: 'Rollback',
 };
 
+/** SPEC with only its first `n` waves (a plan naming a wave with no tenant does not start). */
+const specOf = (n: number): EvaRolloutSpec => ({ ...SPEC, waves: SPEC.waves.slice(0, n) });
+
 interface Run {
   readonly actions: RolloutAction['kind'][];
   /** Seconds since the start at which each action was decided. */
@@ -136,26 +139,34 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
 
   it('spec.abort stops a rollout in progress as a failed gate does: with onFailure Rollback, the moved tenants return', () => {
     const fleet = fleetOf([10, 10]);
-    const first = simulate(SPEC, fleet, { maxPasses: 2 });
+    const first = simulate(specOf(2), fleet, { maxPasses: 2 });
     expect(fleet.some((t) => t.pinnedTo === NEW)).toBe(true);
-    const aborted = simulate({ ...SPEC, abort: true }, fleet, { from: first.status });
+    const aborted = simulate({ ...specOf(2), abort: true }, fleet, { from: first.status });
     expect(aborted.status).toMatchObject({ phase: 'RolledBack', gates: [{ gate: 'Aborted', verdict: 'Failed' }] });
     expect(fleet.every((t) => t.owner === OLD && t.pinnedTo !== NEW && t.ready)).toBe(true);
   });
 
   it('a move whose status write failed is caught up from the tenants, not followed by another batch unbaked', () => {
+    const spec = specOf(1);
     const fleet = fleetOf([10]);
-    const first = simulate(SPEC, fleet, { maxPasses: 1 });
+    const first = simulate(spec, fleet, { maxPasses: 1 });
     // Baked: the next pass moves batch 2; its patches land, its status write does not.
     const baked = { ...first.status, phase: 'Baking' as const, readyAt: new Date(T0 - 120_000).toISOString() };
     settle(fleet, undefined); // claimed by the target
     settle(fleet, undefined); // Ready on it
-    const next = decide({ ...worldOf(SPEC, { ...first, status: baked }), fleet });
+    const next = decide({ ...worldOf(spec, { ...first, status: baked }), fleet });
     if (next.kind !== 'move') throw new Error(`expected a move, got ${next.kind}`);
     pin(fleet, next, NEW);
-    const after = decide({ ...worldOf(SPEC, { ...first, status: baked }), fleet });
+    const after = decide({ ...worldOf(spec, { ...first, status: baked }), fleet });
     expect(after).toMatchObject({ kind: 'recorded', batch: { batch: 2, tenants: next.batch.tenants } });
     expect(statusAfter(after, baked, new Date(T0).toISOString())).toMatchObject({ phase: 'Moving', batch: 2 });
+  });
+
+  it('stalls before its first move, naming the wave, when a wave of the plan has no tenant to move', () => {
+    const run = simulate(SPEC, fleetOf([3, 3]));
+    expect(run.actions).toEqual(['stall']);
+    expect(decide(worldOf(SPEC, run))).toMatchObject({ kind: 'stall', reason: 'WaveEmpty', message: 'spec.waves[2]: wave 3 has no tenant to move' });
+    expect(run.fleet.every((t) => t.pinnedTo === undefined)).toBe(true);
   });
 
   it('stalls, moving nothing, when no operator of the target version runs', () => {
@@ -165,7 +176,7 @@ describe('a rollout over a simulated fleet of 30 tenants in three waves', () => 
   });
 
   it('a pause holds the next move; the batch in flight is still judged', () => {
-    const run = simulate({ ...SPEC, paused: true }, fleetOf([3]));
+    const run = simulate({ ...specOf(1), paused: true }, fleetOf([3]));
     expect(run.actions).toEqual(['wait']);
     expect(run.fleet.every((t) => t.pinnedTo === undefined)).toBe(true);
   });

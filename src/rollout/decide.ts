@@ -5,7 +5,7 @@
  * when it was Ready); the tenants' annotations say what moved (plan.ts).
  */
 import type { EvaRolloutSpec, EvaRolloutStatus, GateResult, RolloutPhase } from '../api/evarollout.ts';
-import { batchTenants, type Batch, type FleetTenant, latestBatch, nextBatch, nextReturn } from './plan.ts';
+import { batchTenants, type Batch, type FleetTenant, latestBatch, nextBatch, nextReturn, progress } from './plan.ts';
 import { judgeBatch, passed, type QueryAnswer, readiness, type TenantHealth } from './gates.ts';
 
 export interface RolloutWorld {
@@ -25,7 +25,7 @@ export interface RolloutWorld {
 }
 
 export type RolloutAction = (
-  | { readonly kind: 'stall'; readonly reason: 'TargetVersionAbsent' | 'RolloutOverlaps' | 'NothingToMove'; readonly message: string }
+  | { readonly kind: 'stall'; readonly reason: 'TargetVersionAbsent' | 'RolloutOverlaps' | 'NothingToMove' | 'WaveEmpty'; readonly message: string }
   /** Nothing to do now: look again after `seconds` (0: on the next event). `Ended`: succeeded, rolled back or halted. */
   | { readonly kind: 'wait'; readonly reason: 'Paused' | 'WaitingForReady' | 'Baking' | 'Ended'; readonly message: string; readonly seconds: number }
   | { readonly kind: 'move'; readonly batch: Batch }
@@ -131,6 +131,15 @@ function stopped(world: RolloutWorld, phase: RolloutPhase): RolloutAction | unde
   return phase === 'RollingBack' ? rollBack(world) : undefined;
 }
 
+/** A plan that cannot start: nothing to move at all, or a wave it names with no tenant to move. */
+function beforeTheFirstMove(world: RolloutWorld): RolloutAction | undefined {
+  if (nextBatch(world.fleet, world.spec, world.name) === undefined) return { kind: 'stall', reason: 'NothingToMove', message: 'no tenant of the named waves is on another version' };
+  const empty = progress(world.fleet, world.spec, world.name).findIndex((w) => w.total === 0);
+  if (empty < 0) return undefined;
+  const wave = world.spec.waves[empty]?.wave ?? 0;
+  return { kind: 'stall', reason: 'WaveEmpty', message: `spec.waves[${String(empty)}]: wave ${String(wave)} has no tenant to move` };
+}
+
 export function decide(world: RolloutWorld): RolloutAction {
   const phase = world.status.phase ?? 'Pending';
   const ended = stopped(world, phase);
@@ -141,6 +150,5 @@ export function decide(world: RolloutWorld): RolloutAction {
   if (!world.targetRuns) return { kind: 'stall', reason: 'TargetVersionAbsent', message: `no operator of version ${world.spec.targetVersion} runs: nothing could claim a moved tenant` };
   if (world.overlapping !== undefined) return { kind: 'stall', reason: 'RolloutOverlaps', message: `rollout ${world.overlapping} moves some of the same tenants` };
   if (phase === 'Moving' || phase === 'Baking') return judgeInFlight(world);
-  if (nextBatch(world.fleet, world.spec, world.name) === undefined) return { kind: 'stall', reason: 'NothingToMove', message: 'no tenant of the named waves is on another version' };
-  return advance(world);
+  return beforeTheFirstMove(world) ?? advance(world);
 }

@@ -61,7 +61,7 @@ function provisioningSummary(conditions: Readonly<Record<ProvisioningCondition, 
 /** Where a rollout stands (src/rollout/decide.ts's last decision, as its controller records it). */
 export type RolloutStanding =
   | { readonly kind: 'moving' | 'baking' | 'rollingBack' | 'paused' | 'succeeded' | 'rolledBack' | 'halted'; readonly message: string }
-  | { readonly kind: 'stalled'; readonly reason: typeof Reason.TargetVersionAbsent | typeof Reason.RolloutOverlaps | typeof Reason.NothingToMove; readonly message: string };
+  | { readonly kind: 'stalled'; readonly reason: typeof Reason.TargetVersionAbsent | typeof Reason.RolloutOverlaps | typeof Reason.NothingToMove | typeof Reason.WaveEmpty; readonly message: string };
 
 const ROLLOUT_REASONS = {
   moving: Reason.RolloutMoving,

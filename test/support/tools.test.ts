@@ -5,8 +5,9 @@ import { processAlive, processStat } from './tools.ts';
 
 describe('processAlive', () => {
   it('a zombie (exited, not reaped yet) does not run; its parent does (positive control)', async () => {
-    // bash starts a child that exits at once, then becomes `sleep`, which never reaps it: a zombie.
-    const parent = spawn('bash', ['-c', 'sleep 0 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // bash starts a child that exits a second later, then becomes `sleep`, which never reaps it: a
+    // zombie. (A child that exits at once may be reaped by bash itself before the exec, on a busy machine.)
+    const parent = spawn('bash', ['-c', 'sleep 1 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const [line] = (await once(parent.stdout, 'data')) as [Buffer];
       const zombie = Number(line.toString().trim());

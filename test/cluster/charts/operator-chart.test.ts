@@ -642,12 +642,14 @@ describe('RBAC', () => {
     for (const index of rules) expect(lines[index - 1] ?? '', `rule at rbac.yaml line ${index + 1}`).toMatch(/^\s*#/);
   });
 
-  it('the portal writes EvaTenants and reads their status; the platform administrator also holds platform-control', () => {
+  it('the portal writes EvaTenants and reads their status; the platform administrator also holds platform-control and writes EvaRollouts', () => {
     expect(flatten(only(objects, 'ClusterRole', `${FULLNAME}-tenant-portal`).rules)).toEqual([
       'eva.aidonow.com/evatenants create,delete,get,list,patch,update,watch',
       'eva.aidonow.com/evatenants/status get',
     ]);
     expect(flatten(only(objects, 'ClusterRole', `${FULLNAME}-platform-admin`).rules)).toEqual([
+      'eva.aidonow.com/evarollouts create,delete,get,list,patch,update,watch',
+      'eva.aidonow.com/evarollouts/status get',
       'eva.aidonow.com/evatenants create,delete,deletecollection,get,list,patch,platform-control,update,watch',
       'eva.aidonow.com/evatenants/status get,patch,update',
     ]);
