@@ -225,7 +225,8 @@ describe('real node: a small fleet rollout, real pods and readiness', () => {
     charts.push(bad, good);
     await launch('ro-old', RO.OLD);
     for (const t of RO_TENANTS) fleet.applyTenant(t, RO.OLD);
-    await Promise.all([fleet.allActiveOn(RO_TENANTS, RO.OLD), launch('ro-good', RO.GOOD, { CHART_BASE_PATH: good }), launch('ro-bad', RO.BAD, { CHART_BASE_PATH: bad })]);
+    await Promise.all([fleet.allActiveOn(RO_TENANTS, RO.OLD), launch('ro-good', RO.GOOD, { CHART_BASE_PATH: good }), launch('ro-bad', RO.BAD, { CHART_BASE_PATH: bad }),
+      until("the chart's operator pods gone", () => pods(OPERATOR_NS, 'app.kubernetes.io/name=eva-operator').length === 0 || undefined, 300_000, 2_000)]);
   }, RO.STEP_MS);
 
   afterAll(async () => {
