@@ -217,7 +217,8 @@ describe('real node: a small fleet rollout, real pods and readiness', () => {
   };
 
   beforeAll(async () => {
-    // The chart's operator (default shard) would run these rollouts too, seeing none of this shard's tenants.
+    // The chart's operator would run these rollouts too (its Lease eva-rollouts is in its own namespace),
+    // finding none of these versions' Leases there (they are in PROCESS_OPERATORS_NS).
     kubeOk(['scale', 'deployment', 'eva-operator', '-n', OPERATOR_NS, '--replicas=0']);
     kubeOk(['create', 'namespace', PROCESS_OPERATORS_NS]);
     const bad = chartsWithDeployment('bad', `{{- $_ := set (index $d.spec.template.spec.containers 0) "readinessProbe" (dict "httpGet" (dict "path" "/readyz" "port" ${String(BAD_PORT)}) "periodSeconds" 2) }}`);
