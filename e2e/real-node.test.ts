@@ -10,10 +10,14 @@
  * never skips. Its node lives in its own state folder (EVA_REAL_NODE_E2E_DIR, default
  * ~/.local/state/eva-operator/real-node-e2e) and is removed at the end; the shared clusters are untouched.
  */
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROLLOUT_ANNOTATIONS } from '../src/api/evarollout.ts';
 import { MODULES_BY_TIER } from '../src/api/modules.ts';
+import type { OperatorProcess } from '../test/support/operator.ts';
 import type { HeartbeatReport } from '../test/support/real-node-probe.ts';
-import { active, applyTenant, builtDigests, inNodeOk, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, REGISTRY, type Result, runScript, tenant, tenantNs, until } from '../test/support/real-node.ts';
+import { active, applyTenant, builtDigests, inNodeOk, kube, kubeJson, kubeOk, nodeWithOperator, OPERATOR_NS, type PodView, podReady, pods, PROCESS_OPERATORS_NS, REGISTRY, type Result, runScript, startNodeOperator, tenant, tenantNs, until } from '../test/support/real-node.ts';
+import { chartsWithDeployment, conditionOf, expectFailedGate, type Planned, plannedTenants, RolloutCluster, seconds } from '../test/support/rollouts.ts';
 
 const CUSTOMER = 'rnode';
 const CUSTOMER_CODE = 'RNODEA';
@@ -36,17 +40,18 @@ function heartbeats(code: string, modules: readonly string[]): HeartbeatReport {
   return JSON.parse(out) as HeartbeatReport;
 }
 
+// One node for both describes: the operator chart's, then the rollout's.
+beforeAll(async () => {
+  // Plus one version whose image was never pushed (the pull-failure case).
+  await nodeWithOperator(times, { extraImages: `${MISSING_IMAGE}\n`, values: ['ingressReadyOnCreate=true'] });
+}, 1_800_000);
+
+afterAll(async () => {
+  process.stderr.write(`[real-node] times (s): ${JSON.stringify(times)}\n`);
+  if (process.env.EVA_REAL_NODE_KEEP !== '1') await runScript('scripts/lib/real-node.sh', ['down'], 120_000);
+}, 180_000);
+
 describe('real node: the operator image and chart, real module pods', () => {
-  beforeAll(async () => {
-    // Plus one version whose image was never pushed (the pull-failure case).
-    await nodeWithOperator(times, { extraImages: `${MISSING_IMAGE}\n`, values: ['ingressReadyOnCreate=true'] });
-  }, 1_800_000);
-
-  afterAll(async () => {
-    process.stderr.write(`[real-node] times (s): ${JSON.stringify(times)}\n`);
-    if (process.env.EVA_REAL_NODE_KEEP !== '1') await runScript('scripts/lib/real-node.sh', ['down'], 120_000);
-  }, 180_000);
-
   it('runs both operator replicas Ready from the built image, pulled by digest, one of them leading', async () => {
     const running = await until('2 operator pods Ready', () => {
       const p = operatorPods();
@@ -155,4 +160,106 @@ describe('real node: the operator image and chart, real module pods', () => {
       expect(left).toBe('');
     }
   }, 600_000);
+});
+
+// ---- a small fleet rollout (docs/rollouts.md), real pods and real readiness ----------------------
+// Three operator versions from this checkout's sources, as processes in the node (startNodeOperator),
+// in a shard of their own: OLD owns the tenants at the start; BAD's module charts give every pod a
+// readiness probe of a port nothing listens on (the pods run, never Ready); GOOD's add a pod annotation
+// (so a move really replaces the pods).
+const RO = { OLD: '9.1.0', GOOD: '9.2.0', BAD: '9.3.0', SHARD: 'rollout', STEP_MS: 600_000 } as const;
+const RO_TENANTS = plannedTenants('RNRO', [2, 1]);
+const roWave = (wave: number): Planned[] => RO_TENANTS.filter((t) => t.wave === wave);
+const fleet = new RolloutCluster(kube, RO.SHARD, RO.STEP_MS);
+const BAD_PORT = 9;
+
+const livePods = (t: Planned): PodView[] => pods(tenantNs(t.code)).filter((p) => p.metadata.deletionTimestamp === undefined);
+const probesBadPort = (p: PodView): boolean => p.spec.containers[0]?.readinessProbe?.httpGet?.port === BAD_PORT;
+
+/** Each of `tenants` runs BAD's pods (their containers running), none of them Ready. */
+const runningUnready = (tenants: readonly Planned[]) => (): true | undefined =>
+  tenants.every((t) => {
+    const bad = livePods(t).filter(probesBadPort);
+    return bad.length > 0 && bad.every((p) => p.status.containerStatuses?.[0]?.state?.running !== undefined && !podReady(p));
+  }) || undefined;
+
+/** Every pod of `tenants` Ready, none of BAD's, and each with the annotation when one is given. */
+function expectPodsReady(tenants: readonly Planned[], annotation?: string): void {
+  for (const t of tenants) {
+    const now = livePods(t);
+    expect(now.length, t.name).toBeGreaterThanOrEqual(MODULES_BY_TIER.Starter.length);
+    for (const p of now) {
+      expect(podReady(p) && !probesBadPort(p), `${p.metadata.namespace}/${p.metadata.name}`).toBe(true);
+      if (annotation !== undefined) expect(p.metadata.annotations?.[annotation], p.metadata.name).toBeDefined();
+    }
+  }
+}
+
+/** Rollout `name` of every OLD tenant to `version`: wave 1's two at once, then wave 2, zero bake. */
+function rollout(name: string, version: string, readyTimeoutSeconds: number): void {
+  fleet.applyRollout(name, {
+    targetVersion: version,
+    fromVersion: RO.OLD,
+    waves: [{ wave: 1, batch: { count: 2 }, bakeSeconds: 0 }, { wave: 2, batch: { percent: 100 }, bakeSeconds: 0 }],
+    gates: { readyTimeoutSeconds },
+    onFailure: 'Rollback',
+  });
+}
+
+describe('real node: a small fleet rollout, real pods and readiness', () => {
+  const operators: OperatorProcess[] = [];
+  const charts: string[] = [];
+  const figures: string[] = [];
+  const launch = (name: string, version: string, env: Record<string, string> = {}): Promise<void> => {
+    const op = startNodeOperator({ OPERATOR_VERSION: version, POD_NAME: name, SHARD: RO.SHARD, ...env });
+    operators.push(op);
+    return op.ready(120_000);
+  };
+
+  beforeAll(async () => {
+    // The chart's operator would run these rollouts too (its Lease eva-rollouts is in its own namespace),
+    // finding none of these versions' Leases there (they are in PROCESS_OPERATORS_NS).
+    kubeOk(['scale', 'deployment', 'eva-operator', '-n', OPERATOR_NS, '--replicas=0']);
+    kubeOk(['create', 'namespace', PROCESS_OPERATORS_NS]);
+    const bad = chartsWithDeployment('bad', `{{- $_ := set (index $d.spec.template.spec.containers 0) "readinessProbe" (dict "httpGet" (dict "path" "/readyz" "port" ${String(BAD_PORT)}) "periodSeconds" 2) }}`);
+    const good = chartsWithDeployment('good', '{{- $_ := set $d.spec.template.metadata.annotations "eva-e2e.test/charts" "good" }}');
+    charts.push(bad, good);
+    await launch('ro-old', RO.OLD);
+    for (const t of RO_TENANTS) fleet.applyTenant(t, RO.OLD);
+    await Promise.all([fleet.allActiveOn(RO_TENANTS, RO.OLD), launch('ro-good', RO.GOOD, { CHART_BASE_PATH: good }), launch('ro-bad', RO.BAD, { CHART_BASE_PATH: bad }),
+      until("the chart's operator pods gone", () => pods(OPERATOR_NS, 'app.kubernetes.io/name=eva-operator').length === 0 || undefined, 300_000, 2_000)]);
+  }, RO.STEP_MS);
+
+  afterAll(async () => {
+    kube(['delete', 'evr', 'to-bad', 'to-good', '--ignore-not-found']);
+    await fleet.deleteTenants(RO_TENANTS, 300_000);
+    await Promise.all(operators.map((op) => op.stop()));
+    for (const dir of charts) rmSync(dir, { recursive: true, force: true });
+    console.log(`\n[real-node rollout figures]\n${figures.map((f) => `  ${f}`).join('\n')}\n`);
+  }, RO.STEP_MS);
+
+  it('halts a rollout to a version whose pods never turn Ready and rolls it back: every tenant Ready on the old version, its pods Ready, its data kept', async () => {
+    const data = new Map(roWave(1).map((t) => [t.name, fleet.tenantData(t)]));
+    const seen = new Map<string, number>();
+    rollout('to-bad', RO.BAD, 60);
+    const [status] = await Promise.all([fleet.untilPhase('to-bad', 'RolledBack', seen), until("BAD's pods running, not Ready", runningUnready(roWave(1)), RO.STEP_MS, 2_000)]);
+    expectFailedGate(status, 'TenantsReady', roWave(1));
+    expect(fleet.eventTenants('to-bad', 'RolloutMoving').sort()).toEqual(roWave(1).map((t) => t.name).sort());
+    await fleet.allActiveOn(RO_TENANTS, RO.OLD, 300_000);
+    await until('the old pods Ready again', () => { expectPodsReady(roWave(1)); return true; }, 300_000, 2_000);
+    expect(fleet.tenants().get(roWave(2)[0]?.name ?? '')?.metadata.annotations?.[ROLLOUT_ANNOTATIONS.rollout]).toBeUndefined();
+    for (const t of roWave(1)) expect(fleet.tenantData(t), `${t.name}: namespace or NATS credentials changed`).toBe(data.get(t.name));
+    figures.push(`rollback of ${String(roWave(1).length)} tenants: ${seconds((seen.get('RolledBack') ?? 0) - (seen.get('RollingBack') ?? 0))} from the halt to RolledBack`);
+  }, RO.STEP_MS * 2);
+
+  it('moves every tenant to a good version, gates passing, its new pods Ready (positive control)', async () => {
+    const started = Date.now();
+    rollout('to-good', RO.GOOD, 300);
+    const status = await fleet.untilPhase('to-good', 'Succeeded', new Map());
+    figures.push(`${String(RO_TENANTS.length)} tenants through two waves (zero bake): ${seconds(Date.now() - started)} to Succeeded`);
+    expect(status.moved).toBe(RO_TENANTS.length);
+    expect(conditionOf(status, 'Ready')).toBe('True');
+    await fleet.allActiveOn(RO_TENANTS, RO.GOOD, 300_000);
+    await until("GOOD's pods Ready", () => { expectPodsReady(RO_TENANTS, 'eva-e2e.test/charts'); return true; }, 300_000, 2_000);
+  }, RO.STEP_MS * 2);
 });

@@ -5,11 +5,8 @@
  */
 import type { ChildProcess } from 'node:child_process';
 
-/** SIGKILLs `child` if this process exits first; the listener goes once the child has exited. */
-export function killOnExit(child: ChildProcess): void {
-  const kill = (): void => {
-    child.kill('SIGKILL');
-  };
+/** SIGKILLs `child` (by default; `kill` otherwise) if this process exits first; the listener goes once the child has exited. */
+export function killOnExit(child: ChildProcess, kill = (): void => { child.kill('SIGKILL'); }): void {
   process.once('exit', kill);
   child.once('exit', () => process.removeListener('exit', kill));
 }
@@ -34,4 +31,26 @@ export function stopChild(child: ChildProcess, graceMs = 15_000): Promise<number
   });
   child.kill('SIGTERM');
   return done;
+}
+
+/** Whether a process of the group `pgid` is left. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Sends `signal` to every process of the group that `child` (spawned `detached`) leads, if any is left. */
+export function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid !== undefined && groupAlive(child.pid)) process.kill(-child.pid, signal);
+}
+
+/** Resolves with `child`'s exit code once it and every other process of its group (spawned `detached`) have exited. */
+export async function groupExited(child: ChildProcess): Promise<number | null> {
+  const code = await exited(child);
+  while (child.pid !== undefined && groupAlive(child.pid)) await new Promise((resolve) => setTimeout(resolve, 100));
+  return code;
 }

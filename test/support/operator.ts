@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { exited, killOnExit } from './child-processes.ts';
+import { exited, groupExited, killOnExit, signalGroup } from './child-processes.ts';
 import { requiredEnv } from './kubectl.ts';
 import { suiteOperatorEnv } from './operator-identity.ts';
 import { helmServerBinary, repoRoot } from './tools.ts';
@@ -78,15 +78,26 @@ export function adminOperatorEnv(): Record<string, string> {
   return { KUBECONFIG: requiredEnv('KUBECONFIG'), POD_NAMESPACE: 'default' };
 }
 
-/** `entry`: the sources (default), or the bundle `npm run build` writes (dist/cli.js, what the image runs). */
-export function startOperator(env: Record<string, string> = {}, secretsDir?: string, entry = 'src/cli.ts'): OperatorProcess {
+/**
+ * `entry`: the sources (default), or the bundle `npm run build` writes (dist/cli.js, what the image runs).
+ * `wrapper`: a command the operator runs under (e.g. `bash scripts/lib/real-node.sh exec --`, into the
+ * real node's namespaces); its process group is then signalled, and `exited` waits for all of it.
+ */
+export function startOperator(env: Record<string, string> = {}, secretsDir?: string, entry = 'src/cli.ts', wrapper: readonly string[] = []): OperatorProcess {
   const dir = secretsDir ?? createdSecretsDir();
-  const child = spawn(process.execPath, [join(repoRoot, entry), 'run'], {
+  const [command = process.execPath, ...prefix] = [...wrapper, ...(wrapper.length > 0 ? [process.execPath] : [])];
+  const child = spawn(command, [...prefix, join(repoRoot, entry), 'run'], {
     cwd: repoRoot,
     env: operatorEnv(env, dir),
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: wrapper.length > 0,
   });
-  killOnExit(child);
+  const signal = (s: NodeJS.Signals): void => {
+    if (wrapper.length > 0) signalGroup(child, s);
+    else child.kill(s);
+  };
+  const ended = (): Promise<number | null> => (wrapper.length > 0 ? groupExited(child) : exited(child));
+  killOnExit(child, () => { signal('SIGKILL'); });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -102,14 +113,14 @@ export function startOperator(env: Record<string, string> = {}, secretsDir?: str
       }
     },
     stop: async () => {
-      child.kill('SIGTERM');
-      return exited(child);
+      signal('SIGTERM');
+      return ended();
     },
     kill: async () => {
-      child.kill('SIGKILL');
-      await exited(child);
+      signal('SIGKILL');
+      await ended();
     },
-    exited: () => exited(child),
+    exited: ended,
     secretFilesLeft: () => readdirSync(dir),
   };
 }

@@ -7,6 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { type OperatorProcess, startOperator } from './operator.ts';
 import { repoRoot } from './tools.ts';
 
 /** The test's own node: never the default dev cluster other engineers use. */
@@ -78,13 +79,13 @@ export async function until<T>(what: string, check: () => T | undefined, timeout
 }
 
 export interface PodView {
-  metadata: { name: string; namespace: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: { containers: { image: string }[] };
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string };
+  spec: { containers: { image: string; readinessProbe?: { httpGet?: { port?: number | string } } }[] };
   status: {
     phase?: string;
     podIP?: string;
     conditions?: { type: string; status: string }[];
-    containerStatuses?: { name: string; ready: boolean; imageID: string; state?: { waiting?: { reason?: string; message?: string } } }[];
+    containerStatuses?: { name: string; ready: boolean; imageID: string; state?: { running?: object; waiting?: { reason?: string; message?: string } } }[];
   };
 }
 
@@ -174,3 +175,24 @@ export const active = (name: string) => (): TenantView | undefined => {
   const t = tenant(name);
   return t?.status?.phase === 'Active' && t.status.observedGeneration === t.metadata.generation ? t : undefined;
 };
+
+/** Where the operators that run as processes in the node (startNodeOperator) hold their Leases. */
+export const PROCESS_OPERATORS_NS = 'eva-process-operators';
+
+/**
+ * The operator from this checkout's sources as a process inside the node's namespaces (`real-node.sh
+ * exec`, the node's admin kubeconfig, its Leases in PROCESS_OPERATORS_NS), set up as the chart sets up
+ * its pods here: module images by the build's digests from the node's registry, NATS at the node address.
+ */
+export function startNodeOperator(env: Record<string, string>, secretsDir?: string): OperatorProcess {
+  const nodeEnv = {
+    EVA_DEV_CLUSTER_DIR: realNodeState,
+    KUBECONFIG: join(realNodeState, 'kubeconfig'),
+    POD_NAMESPACE: PROCESS_OPERATORS_NS,
+    IMAGES_FILE: join(imagesDir, 'images.txt'),
+    AIRGAP_REGISTRY: REGISTRY,
+    NETWORK_POLICY_NATS_CIDR: '10.254.0.1/32',
+    INGRESS_READY_ON_CREATE: 'true',
+  };
+  return startOperator({ ...nodeEnv, ...env }, secretsDir, 'src/cli.ts', ['bash', script, 'exec', '--']);
+}
