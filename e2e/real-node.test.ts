@@ -167,7 +167,7 @@ describe('real node: the operator image and chart, real module pods', () => {
 // in a shard of their own: OLD owns the tenants at the start; BAD's module charts give every pod a
 // readiness probe of a port nothing listens on (the pods run, never Ready); GOOD's add a pod annotation
 // (so a move really replaces the pods).
-const RO = { OLD: '9.1.0', GOOD: '9.2.0', BAD: '9.3.0', SHARD: 'rollout', STEP_MS: 600_000 } as const;
+const RO = { OLD: '7.1.0', GOOD: '7.2.0', BAD: '7.3.0', SHARD: 'rollout', STEP_MS: 600_000 } as const;
 const RO_TENANTS = plannedTenants('RNRO', [2, 1]);
 const roWave = (wave: number): Planned[] => RO_TENANTS.filter((t) => t.wave === wave);
 const fleet = new RolloutCluster(kube, RO.SHARD, RO.STEP_MS);
