@@ -5,7 +5,7 @@
  *
  *   npm run docs:dashboard -- [--prometheus <binary>] [--out docs/dashboard.svg]
  *
- * Prometheus comes from bench/build-prometheus.sh (default: ~/.cache/eva-operator/prometheus-<version>/prometheus).
+ * Prometheus comes from test/tools/build-prometheus.sh (default: ~/.cache/eva-operator/prometheus-<version>/prometheus).
  * It listens on 127.0.0.1 only and scrapes one target, the operator's /metrics on 127.0.0.1, every
  * second; no remote write, no Alertmanager, no rules. The operator runs as its own version (9.3.0) with
  * MAX_WAVE 0: it acts only on the tenants this script creates, which are pinned to it.
@@ -18,9 +18,8 @@
  * time range, the panel width and the 1 s scrape interval), to /api/v1/query_range (instant targets:
  * /api/v1/query at the end of the range). The remaining tenants are deleted afterwards.
  */
-import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Static, Type } from '@sinclair/typebox';
@@ -43,13 +42,11 @@ import {
 } from '../test/support/dashboard.ts';
 import setupCluster from '../test/support/cluster-setup.ts';
 import { kubectlOk, tenantManifest } from '../test/support/kubectl.ts';
-import { killOnExit, stopChild } from '../test/support/child-processes.ts';
-import { freePort } from '../test/support/ports.ts';
+import { loopbackOnly, PROMETHEUS_VERSION, prometheusBinary, type PrometheusProcess, startPrometheus } from '../test/support/prometheus.ts';
 import { repoRoot } from '../test/support/tools.ts';
 import { dashboardSvg, type PanelData, type Series } from './dashboard-svg.ts';
 import { codeFor, waitAllActive } from './provision.ts';
 
-export const PROMETHEUS_VERSION = '3.15.0';
 const OPERATOR_VERSION = '9.3.0';
 const SCRAPE_MS = 1_000;
 const WIDTH_PX = 1560;
@@ -68,17 +65,12 @@ function options(): { prometheus: string; out: string; allowShared: boolean } {
     options: {
       // Draw the picture even if other engineers' tenants came and went during the run.
       'allow-shared': { type: 'boolean', default: false },
-      prometheus: { type: 'string', default: join(homedir(), '.cache/eva-operator', `prometheus-${PROMETHEUS_VERSION}`, 'prometheus') },
+      prometheus: { type: 'string', default: prometheusBinary() },
       out: { type: 'string', default: join(repoRoot, 'docs/dashboard.svg') },
     },
   });
-  if (!existsSync(values.prometheus)) throw new Error(`no Prometheus at ${values.prometheus}: build it with bench/build-prometheus.sh`);
+  if (!existsSync(values.prometheus)) throw new Error(`no Prometheus at ${values.prometheus}: build it with test/tools/build-prometheus.sh`);
   return { prometheus: values.prometheus, out: values.out, allowShared: values['allow-shared'] };
-}
-
-function loopbackOnly(url: string, what: string): void {
-  const host = new URL(url).hostname;
-  if (!['127.0.0.1', 'localhost', '[::1]'].includes(host)) throw new Error(`${what} ${url} is not a loopback address`);
 }
 
 // ---- the operator and Prometheus --------------------------------------------------------------------
@@ -88,49 +80,6 @@ function metricsPort(op: OperatorProcess): number {
   const port = /"metricsPort":(\d+)/.exec(line ?? '')?.[1];
   if (port === undefined) throw new Error(`no metricsPort in the operator log:\n${op.logs().slice(-2000)}`);
   return Number(port);
-}
-
-interface PrometheusProcess {
-  readonly url: string;
-  readonly version: string;
-  stop(): Promise<void>;
-}
-
-async function startPrometheus(binary: string, dir: string, target: string): Promise<PrometheusProcess> {
-  loopbackOnly(`http://${target}`, 'scrape target');
-  const config = join(dir, 'prometheus.yml');
-  writeFileSync(
-    config,
-    [
-      'global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}',
-      'scrape_configs:',
-      '  - job_name: eva-operator',
-      `    static_configs: [{targets: ['${target}']}]`,
-      '',
-    ].join('\n'),
-  );
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? '';
-  const child = spawn(binary, [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let output = '';
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  killOnExit(child);
-  for (let i = 0; i < 300 && !(await ready(url)); i += 1) {
-    if (child.exitCode !== null) throw new Error(`Prometheus exited:\n${output}`);
-    await sleep(100);
-  }
-  return { url, version, stop: async () => { await stopChild(child); } };
-}
-
-async function ready(url: string): Promise<boolean> {
-  try {
-    return (await fetch(`${url}/-/ready`)).ok;
-  } catch {
-    return false;
-  }
 }
 
 // ---- the workload ------------------------------------------------------------------------------------

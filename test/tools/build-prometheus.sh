@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds the Prometheus server that bench/render-dashboard.ts runs, from its source on the Go module
-# proxy, into ~/.cache/eva-operator/prometheus-<version>/prometheus (outside the repository).
+# Builds the Prometheus server that the rollout gate's tests (test/rollout/prometheus-gate.test.ts,
+# through scripts/test.sh's install step) and bench/render-dashboard.ts run, from its source on the Go
+# module proxy, into ~/.cache/eva-operator/prometheus-<version>/prometheus (outside the repository).
 #
-#   bench/build-prometheus.sh [version]      # default 3.15.0 (Go module version v0.315.0)
+#   test/tools/build-prometheus.sh [version]      # default 3.15.0 (Go module version v0.315.0)
 #
 # `go install github.com/prometheus/prometheus/cmd/prometheus@v0.315.0` refuses to build it (its
 # go.mod has replace directives), so this builds the module's own source as the main module, the way
