@@ -1,7 +1,7 @@
 /**
  * A real Prometheus server as a child process, scraping loopback targets every second: the one
  * test/tools/build-prometheus.sh builds (and scripts/test.sh's install step, for the rollout gate's
- * tests), used by bench/render-dashboard.ts and test/cluster/rollout/prometheus-gate.test.ts.
+ * tests), used by bench/render-dashboard.ts and test/rollout/prometheus-gate.test.ts.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
