@@ -16,7 +16,7 @@ import { cacheFirstTenantStore, kubeTenantStore, type TenantStore } from './adap
 import { LeaderElector } from './runtime/leader-elector.ts';
 import { leaseNameForVersion, ROLLOUTS_LEASE } from './controller/lease-names.ts';
 import { RolloutController } from './controller/rollout-controller.ts';
-import { runRollouts } from './controller/rollout-runner.ts';
+import { ROLLOUTS_ELECTION, runRollouts } from './controller/rollout-runner.ts';
 import { kubeRolloutApi } from './adapters/kube-rollouts.ts';
 import { askPrometheus } from './rollout/observed.ts';
 import { UnservedTenantReporter } from './controller/unserved-reporter.ts';
@@ -216,7 +216,7 @@ function unservedReporter(
 function rollouts(config: OperatorConfig, kube: Kube, informer: TenantInformer, { metrics, log }: { metrics: OperatorMetrics; log: Logger }, signal: AbortSignal): Promise<void> {
   const leases = (): ReturnType<typeof listLeases> => listLeases(kube, config.leaseNamespace);
   return runRollouts(signal, {
-    elector: () => new LeaderElector({ store: kubeLeaseStore(kube, config.leaseNamespace, ROLLOUTS_LEASE), namespace: config.leaseNamespace, leaseName: ROLLOUTS_LEASE, identity: config.identity, log }),
+    elector: () => new LeaderElector({ store: kubeLeaseStore(kube, config.leaseNamespace, ROLLOUTS_LEASE), namespace: config.leaseNamespace, leaseName: ROLLOUTS_LEASE, identity: config.identity, log, ...ROLLOUTS_ELECTION }),
     work: () => new RolloutController({ kube, api: kubeRolloutApi(kube), tenants: informer, leases, ask: askPrometheus, log: log.child({ controller: 'rollouts' }), metrics: metrics.rollouts }),
     log,
   });

@@ -27,6 +27,13 @@ export interface RolloutRunnerOptions {
 /** Between a lost or failed term and standing again. */
 const STAND_AGAIN_MS = 10_000;
 
+/**
+ * The Lease `eva-rollouts` is held longer and polled less often than a version's Lease: every
+ * operator but one stands by for it, reading it once per retry period, and a rollout moves in
+ * batches minutes apart, so a takeover within about 35 s of a crash costs it nothing.
+ */
+export const ROLLOUTS_ELECTION = { leaseDurationSeconds: 30, renewDeadlineSeconds: 20, retryPeriodSeconds: 5 } as const;
+
 async function oneTerm(elector: LeaderElector, work: () => RolloutWork, log: Logger): Promise<void> {
   await elector.run({
     onStartedLeading: async (held) => {
