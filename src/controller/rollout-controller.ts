@@ -1,9 +1,8 @@
 /**
  * The rollout controller: EvaRollouts from their own informer, into a work queue, one pass per
  * rollout at a time (rollout-reconciler.ts), each pass's answer its requeue. A tenant event wakes
- * the rollouts in progress (a moved tenant turning Ready is what a rollout waits for). Not wired
- * into the operator yet (docs/rollouts.md, "Left to build"): it is to run while this operator holds
- * the `eva-rollouts` Lease, in any operator version that knows EvaRollout.
+ * the rollouts in progress (a moved tenant turning Ready is what a rollout waits for). It runs while
+ * this operator holds the Lease `eva-rollouts` (rollout-runner.ts), in any version that knows EvaRollout.
  */
 import type { KubernetesListObject, KubernetesObject, V1Lease } from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../api/constants.ts';

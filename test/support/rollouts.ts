@@ -22,14 +22,25 @@ export interface Planned {
 
 const letter = (n: number): string => String.fromCharCode(65 + n);
 
-/** `sizes[i]` tenants in wave i + 1; capsule codes `<prefix><wave letter><index letter>` (prefix: 4 letters). */
-export const plannedTenants = (prefix: string, sizes: readonly number[]): readonly Planned[] =>
-  sizes.flatMap((size, w) =>
+/** `n` in base 26 as `width` letters (A = 0). */
+const letters = (n: number, width: number): string =>
+  Array.from({ length: width }, (_, i) => letter(Math.floor(n / 26 ** (width - 1 - i)) % 26)).join('');
+
+/**
+ * `sizes[i]` tenants in wave i + 1; capsule codes `<prefix><wave letter><index letters>`, six letters
+ * in all: a 4-letter prefix leaves 26 tenants per wave, a 3-letter one 676.
+ */
+export function plannedTenants(prefix: string, sizes: readonly number[]): readonly Planned[] {
+  const width = 6 - prefix.length - 1;
+  const most = Math.max(...sizes);
+  if (width < 1 || most > 26 ** width) throw new Error(`a prefix of ${String(prefix.length)} letters cannot number ${String(most)} tenants in a wave`);
+  return sizes.flatMap((size, w) =>
     Array.from({ length: size }, (_, i) => {
-      const code = `${prefix}${letter(w + 1)}${letter(i)}`;
+      const code = `${prefix}${letter(w + 1)}${letters(i, width)}`;
       return { name: `ro-${code.toLowerCase()}`, code, wave: w + 1 };
     }),
   );
+}
 
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 
@@ -93,14 +104,20 @@ export class RolloutCluster {
     return new Map(list.items.map((t) => [t.metadata.name, t]));
   }
 
-  async allActiveOn(tenants: readonly Planned[], version: string, timeoutMs = this.stepMs): Promise<void> {
+  /** Waits until every tenant is Active on `version`; resolves with those that were not within `timeoutMs`. */
+  async untilActiveOn(tenants: readonly Planned[], version: string, timeoutMs = this.stepMs): Promise<string[]> {
     let laggards: string[] = [];
-    const done = await eventually(() => {
+    await eventually(() => {
       const now = this.tenants();
       laggards = tenants.filter((t) => !activeOn(now.get(t.name), version)).map((t) => t.name);
       return laggards.length === 0;
     }, timeoutMs, 2_000);
-    expect(done, `not Active on ${version}: ${laggards.join(', ')}`).toBe(true);
+    return laggards;
+  }
+
+  async allActiveOn(tenants: readonly Planned[], version: string, timeoutMs = this.stepMs): Promise<void> {
+    const laggards = await this.untilActiveOn(tenants, version, timeoutMs);
+    expect(laggards, `not Active on ${version}`).toEqual([]);
   }
 
   readRollout(name: string): RolloutObject | undefined {
