@@ -289,7 +289,7 @@ async function main(): Promise<void> {
     const othersBefore = await waitForQuietCluster(new Set(tenants.map((t) => t.name)), 1_800_000);
     await operator.ready(60_000);
     const port = metricsPort(operator);
-    prometheus = await startPrometheus(binary, dir, `127.0.0.1:${port}`);
+    prometheus = await startPrometheus(binary, dir, [`127.0.0.1:${port}`]);
     log(`${prometheus.version}, scraping the operator (${OPERATOR_VERSION}) at 127.0.0.1:${port} every 1 s`);
     const startMs = Date.now();
     await workload(planned);

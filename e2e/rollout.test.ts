@@ -10,16 +10,20 @@
  * in wave 1 by its ready gate and rolled back (waves 2 and 3 never touched, every tenant Ready on OLD
  * again with its data); the good one moves every tenant wave by wave (the positive control), with
  * the operator running rollouts killed mid-way (SIGKILL) and another taking over from the status and
- * the tenants' move records. Figures printed: move and rollback times, API writes per moved tenant.
+ * the tenants' move records, and its Prometheus gate asking a real Prometheus that scrapes the three
+ * operators (no tenant left on the bad version). Figures printed: move and rollback times, API writes per moved tenant.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROLLOUT_ANNOTATIONS } from '../src/api/evarollout.ts';
 import { ROLLOUTS_LEASE } from '../src/controller/lease-names.ts';
 import { auditOffset, auditWritesSince } from '../test/support/audit.ts';
 import { eventually, kubectl, kubectlOk, requiredEnv } from '../test/support/kubectl.ts';
+import { metricsPort } from '../test/support/metrics.ts';
 import { type OperatorProcess, startOperator } from '../test/support/operator.ts';
+import { prometheusBinary, type PrometheusProcess, startPrometheus } from '../test/support/prometheus.ts';
 import { runLetters } from '../test/support/random.ts';
 import { chartsWithDeployment, conditionOf, expectFailedGate, type Planned, plannedTenants, RolloutCluster, seconds, type TenantObject } from '../test/support/rollouts.ts';
 import { repoRoot } from '../test/support/tools.ts';
@@ -41,6 +45,14 @@ const figures: string[] = [];
 const operators = new Map<string, OperatorProcess>();
 const secretsDirs = new Map<string, string>();
 let badCharts = '';
+let prometheus: PrometheusProcess | undefined;
+const prometheusDir = mkdtempSync(join(tmpdir(), 'eva-rollout-prometheus-'));
+/**
+ * The good rollout's Prometheus gate: no tenant still owned by the version rolled back, as the
+ * operators count them (every operator counts every tenant: max() makes one series; none owned means
+ * no series, hence `or vector(0)`). Versions are this file's alone, so no other file's tenant counts.
+ */
+const NONE_ON_BAD = `max(eva_tenants_by_operator_version{version="${BAD}"}) or vector(0)`;
 
 function launch(podName: string, version: string, env: Record<string, string> = {}): OperatorProcess {
   const op = startOperator({ OPERATOR_VERSION: version, POD_NAME: podName, SHARD, ...env }, secretsDirs.get(podName));
@@ -81,12 +93,15 @@ beforeAll(async () => {
   for (const t of TENANTS) cluster.applyTenant(t, OLD);
   await cluster.allActiveOn(TENANTS, OLD);
   await Promise.all([launch('rollout-good', GOOD).ready(60_000), launch('rollout-bad', BAD, { CHART_BASE_PATH: badCharts }).ready(60_000)]);
+  prometheus = await startPrometheus(prometheusBinary(), prometheusDir, [...operators.values()].map((op) => `127.0.0.1:${String(metricsPort(op))}`));
 }, STEP_MS * 2);
 
 afterAll(async () => {
   kubectl(['delete', 'evr', 'to-bad', 'to-good', '--ignore-not-found']);
   await cluster.deleteTenants(TENANTS, 300_000);
   await Promise.all([...operators.values()].map((op) => op.stop()));
+  await prometheus?.stop();
+  rmSync(prometheusDir, { recursive: true, force: true });
   if (badCharts !== '') rmSync(badCharts, { recursive: true, force: true });
   console.log(`\n[rollout figures]\n${figures.map((f) => `  ${f}`).join('\n')}\n`);
 }, STEP_MS);
@@ -124,7 +139,7 @@ describe('a rollout to a good version', () => {
       targetVersion: GOOD,
       fromVersion: OLD,
       waves: WAVES.map((wave) => ({ wave, batch: { percent: 50 }, bakeSeconds: 0 })),
-      gates: { readyTimeoutSeconds: 300 },
+      gates: { readyTimeoutSeconds: 300, prometheus: { url: prometheus?.url ?? '', query: NONE_ON_BAD, max: 0 } },
       onFailure: 'Rollback',
     });
     // Mid-way: once wave 2's first batch is moved, the operator running rollouts dies.
@@ -134,6 +149,8 @@ describe('a rollout to a good version', () => {
     const elapsed = Date.now() - started;
     expect(status.moved).toBe(TENANTS.length);
     expect(conditionOf(status, 'Ready')).toBe('True');
+    // The last batch's verdicts: every gate judged and passed, Prometheus's from what it scraped.
+    expect((status.gates ?? []).map((g) => `${g.gate} ${g.verdict}`).sort()).toEqual(['PodRestarts Passed', 'PodsReady Passed', 'Prometheus Passed', 'TenantsReady Passed']);
     await cluster.allActiveOn(TENANTS, GOOD, 300_000);
     // Each tenant moved once, in wave order: batch numbers of wave 1 below wave 2's, below wave 3's.
     const moved = cluster.eventTenants('to-good', 'RolloutMoving');

@@ -59,7 +59,7 @@ beforeAll(async () => {
   });
   const port = await freePort();
   await new Promise<void>((resolve) => metrics.listen(port, '127.0.0.1', resolve));
-  prometheus = await startPrometheus(prometheusBinary(), dir, `127.0.0.1:${String(port)}`);
+  prometheus = await startPrometheus(prometheusBinary(), dir, [`127.0.0.1:${String(port)}`]);
 }, 120_000);
 
 afterAll(async () => {

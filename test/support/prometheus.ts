@@ -1,7 +1,7 @@
 /**
  * A real Prometheus server as a child process, scraping loopback targets every second: the one
  * test/tools/build-prometheus.sh builds (and scripts/test.sh's install step, for the rollout gate's
- * tests), used by bench/render-dashboard.ts and test/rollout/prometheus-gate.test.ts.
+ * tests), used by bench/render-dashboard.ts, test/rollout/prometheus-gate.test.ts and e2e/rollout.test.ts.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -36,9 +36,9 @@ async function ready(url: string): Promise<boolean> {
   }
 }
 
-/** Prometheus scraping `target` (host:port, loopback only) every second, its data under `dir`. */
-export async function startPrometheus(binary: string, dir: string, target: string): Promise<PrometheusProcess> {
-  loopbackOnly(`http://${target}`, 'scrape target');
+/** Prometheus scraping `targets` (host:port, loopback only) every second, its data under `dir`. */
+export async function startPrometheus(binary: string, dir: string, targets: readonly string[]): Promise<PrometheusProcess> {
+  for (const target of targets) loopbackOnly(`http://${target}`, 'scrape target');
   const config = join(dir, 'prometheus.yml');
   writeFileSync(
     config,
@@ -46,7 +46,7 @@ export async function startPrometheus(binary: string, dir: string, target: strin
       'global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}',
       'scrape_configs:',
       '  - job_name: eva-operator',
-      `    static_configs: [{targets: ['${target}']}]`,
+      `    static_configs: [{targets: [${targets.map((t) => `'${t}'`).join(', ')}]}]`,
       '',
     ].join('\n'),
   );
