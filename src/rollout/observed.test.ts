@@ -50,4 +50,14 @@ describe('pod figures', () => {
     const since = new Date('2030-01-01T00:10:00Z');
     expect(podFigures([pod('2030-01-01T00:00:00Z', 9, true), pod('2030-01-01T00:11:00Z', 2, false), pod('2030-01-01T00:12:00Z', 1, true)], since)).toEqual({ restarts: 3, unready: 1 });
   });
+
+  it('leaves out pods being deleted (a rolling update\'s old pods, not Ready in their grace period)', () => {
+    const since = new Date('2030-01-01T00:10:00Z');
+    const staying = pod('2030-01-01T00:11:00Z', 4, false);
+    const leaving = pod('2030-01-01T00:11:00Z', 4, false);
+    leaving.metadata = { creationTimestamp: new Date('2030-01-01T00:11:00Z'), deletionTimestamp: new Date('2030-01-01T00:13:00Z') };
+    expect(podFigures([leaving, pod('2030-01-01T00:12:00Z', 0, true)], since)).toEqual({ restarts: 0, unready: 0 });
+    // The control: the same pod, not being deleted, counts.
+    expect(podFigures([staying], since)).toEqual({ restarts: 4, unready: 1 });
+  });
 });

@@ -38,17 +38,24 @@ export async function askPrometheus(url: string, query: string, timeoutMs = 10_0
   }
 }
 
-/** Restarts of the containers of pods started since `since`, and how many pods are not Ready. */
+const isReady = (pod: V1Pod): boolean => pod.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+
+/** Restarts of its containers when the pod started at or after `since`, else 0 (earlier restarts are not the move's). */
+function restartsSince(pod: V1Pod, since: Date): number {
+  const started = pod.metadata?.creationTimestamp;
+  if (started === undefined || new Date(started) < since) return 0;
+  return (pod.status?.containerStatuses ?? []).reduce((n, status) => n + status.restartCount, 0);
+}
+
+/**
+ * Restarts of the containers of pods started since `since`, and how many pods are not Ready. Pods
+ * being deleted are left out: a rolling update's old pods stay for their grace period, not Ready, after
+ * the Deployment (and so the tenant) is Ready on the new ones.
+ */
 export function podFigures(pods: readonly V1Pod[], since: Date): { restarts: number; unready: number } {
-  let restarts = 0;
-  let unready = 0;
-  for (const pod of pods) {
-    const started = pod.metadata?.creationTimestamp;
-    if (started !== undefined && new Date(started) >= since) {
-      for (const status of pod.status?.containerStatuses ?? []) restarts += status.restartCount;
-    }
-    const ready = pod.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-    if (!ready) unready++;
-  }
-  return { restarts, unready };
+  const staying = pods.filter((pod) => pod.metadata?.deletionTimestamp === undefined);
+  return {
+    restarts: staying.reduce((n, pod) => n + restartsSince(pod, since), 0),
+    unready: staying.filter((pod) => !isReady(pod)).length,
+  };
 }
