@@ -118,7 +118,7 @@ async function main(): Promise<void> {
   await Promise.all(operators.map((op) => op.ready(120_000)));
   // Leftovers of an interrupted run (tenants on NEW would read as moved already): a clean start.
   kubectl(['delete', 'evr', ROLLOUT, '--ignore-not-found']);
-  await cluster.deleteTenants([...cluster.tenants().keys()].map((name) => ({ name, code: '', wave: 0 })), STEP_MS);
+  await cluster.deleteTenants([...cluster.tenants().keys()].map((name) => ({ name })), STEP_MS);
 
   console.log(`${String(count)} Starter tenants in waves of ${sizes.join(', ')} on ${OLD}; moving them to ${NEW} in batches of ${String(batchPercent)} %, zero bake`);
   await provisionOn(cluster, tenants);

@@ -7,6 +7,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { killOnExit, stopChild } from './child-processes.ts';
 import { freePort } from './ports.ts';
 
@@ -40,16 +41,8 @@ async function ready(url: string): Promise<boolean> {
 export async function startPrometheus(binary: string, dir: string, targets: readonly string[]): Promise<PrometheusProcess> {
   for (const target of targets) loopbackOnly(`http://${target}`, 'scrape target');
   const config = join(dir, 'prometheus.yml');
-  writeFileSync(
-    config,
-    [
-      'global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}',
-      'scrape_configs:',
-      '  - job_name: eva-operator',
-      `    static_configs: [{targets: [${targets.map((t) => `'${t}'`).join(', ')}]}]`,
-      '',
-    ].join('\n'),
-  );
+  const scrapeEvery = { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' };
+  writeFileSync(config, stringify({ global: scrapeEvery, scrape_configs: [{ job_name: 'eva-operator', static_configs: [{ targets }] }] }));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? '';

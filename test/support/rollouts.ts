@@ -94,7 +94,7 @@ export class RolloutCluster {
   }
 
   /** Deletes the tenants; resolves with whether they were gone within `timeoutMs`. */
-  deleteTenants(tenants: readonly Planned[], timeoutMs: number): Promise<boolean> {
+  deleteTenants(tenants: readonly Pick<Planned, 'name'>[], timeoutMs: number): Promise<boolean> {
     this.kubectl(['delete', 'evt', ...tenants.map((t) => t.name), '--ignore-not-found', '--wait=false']);
     return eventually(() => tenants.every((t) => this.kubectl(['get', 'evt', t.name]).status !== 0), timeoutMs, 2_000);
   }
