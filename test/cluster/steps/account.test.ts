@@ -21,7 +21,7 @@ import type { NetworkPolicySettings } from '../../../src/config.ts';
 import { testAccounts, testScope } from '../../support/fixtures.ts';
 import { apiKube } from '../../support/api-reads.ts';
 import { startNatsServer, type TestNatsServer } from '../../support/nats-server.ts';
-import { runLetters } from '../../support/random.ts';
+import { capsuleCodes, runLetters } from '../../support/random.ts';
 import { Crash, crashing, withParts } from '../../support/faults.ts';
 
 const runId = runLetters();
@@ -32,13 +32,8 @@ let store: KubeAccountKeyStore;
 let nats: NatsAccounts;
 const namespaces: string[] = [keysNamespace];
 
-let counter = 0;
-/** A code no other test or run uses: two letters of the run, four of a counter. */
-function nextCode(): string {
-  counter += 1;
-  const tail = Array.from({ length: 4 }, (_, i) => String.fromCharCode(65 + (Math.floor(counter / 26 ** i) % 26))).join('');
-  return `${(runId + 'QQ').slice(0, 2)}${tail}`;
-}
+/** Codes no other file running at once uses (test/support/random.ts). */
+const nextCode = capsuleCodes('Y');
 
 async function tenant(options: Partial<Parameters<typeof testScope>[0]> = {}): Promise<TenantScope> {
   const scope = testScope({ code: nextCode(), tier: 'Starter', ...options });

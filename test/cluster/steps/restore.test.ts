@@ -31,7 +31,7 @@ import { apiKube } from '../../support/api-reads.ts';
 import { Crash, crashing, withParts } from '../../support/faults.ts';
 import { testAccounts, testScope } from '../../support/fixtures.ts';
 import { startNatsServer, type TestNatsServer } from '../../support/nats-server.ts';
-import { runLetters } from '../../support/random.ts';
+import { capsuleCodes, runLetters } from '../../support/random.ts';
 import { kubectlOk } from '../../support/kubectl.ts';
 import { repoRoot } from '../../support/tools.ts';
 
@@ -52,12 +52,10 @@ class WrappingPool extends NatsPool {
   }
 }
 
+/** Codes no other file running at once uses (test/support/random.ts). */
+const nextCode = capsuleCodes('X');
+/** Numbers the restoring scopes' uids. */
 let counter = 0;
-function nextCode(): string {
-  counter += 1;
-  const tail = Array.from({ length: 4 }, (_, i) => String.fromCharCode(65 + (Math.floor(counter / 26 ** i) % 26))).join('');
-  return `${(runId + 'QQ').slice(0, 2)}${tail}`;
-}
 
 async function ensureNamespace(scope: TenantScope): Promise<void> {
   if (namespaces.includes(scope.namespace)) return;
