@@ -72,7 +72,8 @@ wait_for() { # <seconds> <description> <command...>
 render_kwokctl_config() { # <file>
   {
     eva_render "$here/kwokctl.yaml" AUDIT_POLICY="${EVA_DEV_CLUSTER_AUDIT_POLICY:-$here/audit-policy.yaml}" \
-      BIN="$bin" SERVICE_RANGE="$service_range"
+      BIN="$bin" SERVICE_RANGE="$service_range" \
+      PKI="$KWOK_WORKDIR/clusters/$cluster/pki"
     for stage in "$bin"/kwok-stages/*.yaml "$here/ingress-stage.yaml"; do
       echo "---"
       cat "$stage"
