@@ -22,13 +22,15 @@ stage "Debian packages" scripts/lib/prerequisites.sh
 stage "npm packages and the control plane" scripts/bootstrap.sh
 # Built here, before any test starts, so that no test setup builds under its own time limit: the real
 # node's binaries, dataplane (kube-router, Traefik) and asset tool (its certificates and images), the
-# Prometheus server the rollout gate is tested against, and the operator and module images. Warm,
+# Prometheus server the rollout gate is tested against, the multi-cluster engine (Open Cluster
+# Management) the multi-cluster tests place tenants with, and the operator and module images. Warm,
 # each is a cache hit.
 stage "the oldest Kubernetes the chart accepts" scripts/lib/build-components.sh oldest-control-plane >/dev/null
 stage "the real node's binaries" scripts/lib/build-components.sh node >/dev/null
 stage "the real node's dataplane" scripts/lib/build-components.sh dataplane >/dev/null
 stage "the real node's asset tool" test/tools/build.sh node-assets >/dev/null
 stage "Prometheus (the rollout gate's tests)" test/tools/build-prometheus.sh >/dev/null
+stage "Open Cluster Management (the multi-cluster tests)" test/tools/build-ocm.sh >/dev/null
 stage "the operator and module images" scripts/build-image.sh >/dev/null
 echo "test.sh: install step done in $((SECONDS - started)) s; now the tests" >&2
 export PATH="$root/node_modules/.bin:$PATH"   # Node 24 from the npm `node` package
