@@ -1,0 +1,164 @@
+/**
+ * Beyond one cluster (docs/multi-cluster.md): three local control planes, a hub and two members (each
+ * with its own NATS and operator), joined by a real multi-cluster engine, Open Cluster Management
+ * (test/tools/build-ocm.sh). Tenants are written on the hub as the engine's objects: a Placement
+ * choosing a member by its labels, then the tenant's ManifestWork in the chosen member's namespace;
+ * the member's work agent applies it, its operator provisions it, and the agent feeds the member's
+ * status back to the hub. The hub's view of a tenant is judged by the same GitOps health checks as
+ * the member's EvaTenant (kstatus, the Argo CD health check), and must give the same verdict.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_VERSION, KIND } from '../src/api/constants.ts';
+import { hubView, type HubTenantView, type ManifestWork, type TenantManifest, tenantWork, workName } from '../src/multicluster/manifest-work.ts';
+import { decidedCluster, placementName, type PlacementDecision, tenantPlacement } from '../src/multicluster/placement.ts';
+import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
+import { eventually } from '../test/support/kubectl.ts';
+import { type Member, OcmHub, type Plane, planeDown, planeUp, startMemberOperator } from '../test/support/multi-cluster.ts';
+import type { OperatorProcess } from '../test/support/operator.ts';
+import { capsuleCodes, runLetters } from '../test/support/random.ts';
+
+const TENANTS_NAMESPACE = 'eva-tenants';
+const CLUSTER_SET = 'eva-members';
+const SETUP_MS = 600_000;
+const nextCode = capsuleCodes('M');
+const run = runLetters().toLowerCase();
+
+let hub: OcmHub;
+let planes: Plane[] = [];
+const members: Record<'eu' | 'us', Member | undefined> = { eu: undefined, us: undefined };
+const operators: OperatorProcess[] = [];
+
+function member(region: 'eu' | 'us'): Member {
+  const joined = members[region];
+  if (joined === undefined) throw new Error(`member ${region} did not join`);
+  return joined;
+}
+
+/** The cluster set the tenants' Placements choose from, bound to the namespace they are written in. */
+function clusterSet(): string {
+  return [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TENANTS_NAMESPACE } },
+    { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSet', metadata: { name: CLUSTER_SET }, spec: { clusterSelector: { selectorType: 'ExclusiveClusterSetLabel' } } },
+    { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSetBinding', metadata: { name: CLUSTER_SET, namespace: TENANTS_NAMESPACE }, spec: { clusterSet: CLUSTER_SET } },
+  ]
+    .map((o) => JSON.stringify(o))
+    .join('\n');
+}
+
+const tenant = (name: string): TenantManifest => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: { capsuleCode: nextCode(), tier: 'Starter' } });
+
+/** What a portal does on the hub: a Placement by labels, then the tenant's work where the engine decided. */
+async function place(manifest: TenantManifest, labels: Record<string, string>): Promise<string> {
+  const name = manifest.metadata.name;
+  hub.plane.kubectl(['apply', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, labels)));
+  let cluster: string | undefined;
+  const decided = (): boolean => {
+    const list = JSON.parse(hub.plane.kubectl(['get', 'placementdecisions', '-n', TENANTS_NAMESPACE, '-l', `cluster.open-cluster-management.io/placement=${placementName(name)}`, '-o', 'json'])) as { items: PlacementDecision[] };
+    cluster = decidedCluster(list.items);
+    return cluster !== undefined;
+  };
+  if (!(await eventually(decided, 60_000)) || cluster === undefined) throw new Error(`the engine decided no cluster for ${name}`);
+  hub.plane.kubectl(['apply', '-f', '-'], JSON.stringify(tenantWork(manifest, cluster)));
+  return cluster;
+}
+
+function hubViewOf(name: string, cluster: string): HubTenantView | undefined {
+  const json = hub.plane.kubectl(['get', 'manifestwork', workName(name), '-n', cluster, '--ignore-not-found', '-o', 'json']);
+  return json.trim() === '' ? undefined : hubView(JSON.parse(json) as ManifestWork);
+}
+
+const memberTenant = (m: Member, name: string): TenantObject => JSON.parse(m.plane.kubectl(['get', 'evt', name, '-o', 'json'])) as TenantObject;
+
+/** kstatus/Argo CD on the member's EvaTenant and on the hub's view of it, side by side. */
+function verdicts(m: Member, name: string): { member: string; hub: string } {
+  const view = hubViewOf(name, m.cluster);
+  if (view === undefined) throw new Error(`no work for ${name} on the hub`);
+  const { verdicts: v } = fluxAndArgo([labelled('member', memberTenant(m, name)), labelled('hub', view.tenant as unknown as TenantObject)]);
+  return { member: v['member'] ?? '?', hub: v['hub'] ?? '?' };
+}
+
+/**
+ * Until the member's EvaTenant and the hub's view of it are both judged `expected` (the hub's view
+ * follows the member's within the agent's status sync, so a snapshot mid-change may differ).
+ */
+async function judgedAlike(m: Member, name: string, expected: string): Promise<{ member: string; hub: string }> {
+  let last = verdicts(m, name);
+  await eventually(() => {
+    last = verdicts(m, name);
+    return last.member === expected && last.hub === expected;
+  }, 60_000, 1_000);
+  return last;
+}
+
+async function untilHub(name: string, cluster: string, check: (view: HubTenantView) => boolean, timeoutMs = 120_000): Promise<HubTenantView> {
+  let view: HubTenantView | undefined;
+  await eventually(() => {
+    view = hubViewOf(name, cluster);
+    return view !== undefined && check(view);
+  }, timeoutMs, 500);
+  if (view === undefined || !check(view)) throw new Error(`the hub's view of ${name} on ${cluster}: ${JSON.stringify(view)}`);
+  return view;
+}
+
+const readyOf = (view: HubTenantView): string | undefined => view.tenant.status.conditions.find((c) => c.type === 'Ready')?.status;
+const isActiveOnHub = (view: HubTenantView): boolean => view.applied && view.tenant.status.phase === 'Active' && readyOf(view) === 'True' && view.tenant.status.observedGeneration === view.tenant.metadata.generation;
+
+beforeAll(async () => {
+  const started = Date.now();
+  planes = [planeUp('hub', 0), planeUp('member-eu', 1), planeUp('member-us', 2)];
+  const [hubPlane, eu, us] = planes as [Plane, Plane, Plane];
+  hub = await OcmHub.start(hubPlane);
+  const inSet = { 'cluster.open-cluster-management.io/clusterset': CLUSTER_SET };
+  members.eu = await hub.join(eu, 'member-eu', { ...inSet, region: 'eu' });
+  members.us = await hub.join(us, 'member-us', { ...inSet, region: 'us' });
+  hub.plane.kubectl(['apply', '-f', '-'], clusterSet());
+  for (const plane of [eu, us]) operators.push(await startMemberOperator(plane));
+  console.info(`[multi-cluster] a hub and two members joined, each member's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}, SETUP_MS);
+
+afterAll(async () => {
+  await Promise.all(operators.map((op) => op.stop()));
+  await hub.stop();
+  for (const plane of planes) planeDown(plane);
+}, SETUP_MS);
+
+describe('tenants placed across member clusters by an existing engine', () => {
+  const eu = `eu-${run}`;
+  const us = `us-${run}`;
+
+  it('go to the member their labels select, become Active there, and the hub shows what the member says', async () => {
+    const started = Date.now();
+    expect(await place(tenant(eu), { region: 'eu' })).toBe('member-eu');
+    expect(await place(tenant(us), { region: 'us' })).toBe('member-us');
+    const view = await untilHub(eu, 'member-eu', isActiveOnHub);
+    await untilHub(us, 'member-us', isActiveOnHub);
+    console.info(`[multi-cluster] two tenants placed, Active as the hub sees them, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    expect(view.cluster).toBe('member-eu');
+    const onMember = memberTenant(member('eu'), eu) as { status?: { url?: string } };
+    expect(view.tenant.status.url).toMatch(/^https?:\/\//);
+    expect(view.tenant.status.url).toBe(onMember.status?.url);
+    expect(Object.keys(view.tenant.status.modules).sort()).toEqual(['orbit-crm', 'orbit-itsm']);
+    // Only where it was placed.
+    expect(member('us').plane.kubectl(['get', 'evt', eu, '--ignore-not-found', '-o', 'name']).trim()).toBe('');
+    expect(member('eu').plane.kubectl(['get', 'evt', us, '--ignore-not-found', '-o', 'name']).trim()).toBe('');
+    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+  }, 300_000);
+
+  it("shows a member's drift on the hub, judged as the member's own EvaTenant is", async () => {
+    // The member's platform role suspends the tenant there: the hub wrote no such thing.
+    member('eu').plane.kubectl(['patch', 'evt', eu, '--type', 'merge', '-p', JSON.stringify({ spec: { suspend: true } })]);
+    const suspended = await untilHub(eu, 'member-eu', (v) => v.tenant.status.conditions.some((c) => c.type === 'Suspended' && c.status === 'True'));
+    expect(suspended.tenant.metadata.generation).toBe(2);
+    expect(suspended.tenant.spec.suspend).toBe(true);
+    expect(await judgedAlike(member('eu'), eu, 'Current/Suspended')).toEqual({ member: 'Current/Suspended', hub: 'Current/Suspended' });
+    // The control: the same view without the fed-back spec is judged otherwise, so the verdicts above
+    // come from what the member reported, not from what any view of an Active tenant would get.
+    const blind = { ...suspended.tenant, spec: {} } as unknown as TenantObject;
+    expect(fluxAndArgo([labelled('blind', blind)]).verdicts['blind']).toBe('Current/Healthy');
+
+    member('eu').plane.kubectl(['patch', 'evt', eu, '--type', 'merge', '-p', JSON.stringify({ spec: { suspend: false } })]);
+    await untilHub(eu, 'member-eu', (v) => isActiveOnHub(v) && v.tenant.metadata.generation === 3 && v.tenant.spec.suspend === false);
+    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+  }, 300_000);
+});

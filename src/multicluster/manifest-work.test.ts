@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { FEEDBACK_PATHS, hubView, type ManifestWork, tenantWork } from './manifest-work.ts';
+
+const starter = tenantWork({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name: 'acme' }, spec: { capsuleCode: 'ACMEXX', tier: 'Starter' } }, 'member-1');
+
+/** The work as the engine reports it: `values` fed back, Applied at `appliedGeneration`. */
+function reported(values: Record<string, string | number | boolean>, appliedGeneration = 1): ManifestWork {
+  const fieldValue = (v: string | number | boolean) =>
+    typeof v === 'number' ? { type: 'Integer' as const, integer: v } : typeof v === 'boolean' ? { type: 'Boolean' as const, boolean: v } : { type: 'String' as const, string: v };
+  return {
+    ...starter,
+    metadata: { ...starter.metadata, generation: 1 },
+    status: {
+      conditions: [{ type: 'Applied', status: 'True', observedGeneration: appliedGeneration }],
+      resourceStatus: { manifests: [{ statusFeedback: { values: Object.entries(values).map(([name, v]) => ({ name, fieldValue: fieldValue(v) })) } }] },
+    },
+  };
+}
+
+describe('the ManifestWork of a placed tenant', () => {
+  it('sits in the member cluster namespace, labelled with its tenant, applied server-side as the engine field manager', () => {
+    expect(starter.metadata).toEqual({ name: 'evatenant-acme', namespace: 'member-1', labels: { 'eva.aidonow.com/tenant': 'acme' } });
+    expect(starter.spec.workload.manifests[0]?.spec).toEqual({ capsuleCode: 'ACMEXX', tier: 'Starter' });
+    expect(starter.spec.manifestConfigs[0]?.updateStrategy.serverSideApply.fieldManager).toMatch(/^work-agent/);
+  });
+
+  it('asks for every condition kstatus and the health check read, and each module of any tier, by names used once', () => {
+    const names = FEEDBACK_PATHS.map((p) => p.name);
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).toEqual(expect.arrayContaining(['condition.Ready.status', 'condition.Stalled.reason', 'condition.Reconciling.observedGeneration', 'module.eva-forge.readyReplicas', 'generation', 'deletionTimestamp', 'suspend', 'lifecycle', 'url']));
+  });
+});
+
+describe("the hub's view of a placed tenant", () => {
+  it('rebuilds the member status from the fed-back values', () => {
+    const view = hubView(
+      reported({ generation: 2, suspend: false, lifecycle: 'Active', phase: 'Active', observedGeneration: 2, url: 'http://acme.example', 'condition.Ready.status': 'True', 'condition.Ready.reason': 'Provisioned', 'condition.Ready.observedGeneration': 2, 'module.orbit-crm.readyReplicas': 1, 'module.orbit-crm.replicas': 1 }),
+    );
+    expect(view).toEqual({
+      cluster: 'member-1',
+      applied: true,
+      tenant: {
+        apiVersion: 'eva.aidonow.com/v1alpha1',
+        kind: 'EvaTenant',
+        metadata: { name: 'acme', generation: 2 },
+        spec: { suspend: false, lifecycle: 'Active' },
+        status: { phase: 'Active', observedGeneration: 2, url: 'http://acme.example', conditions: [{ type: 'Ready', status: 'True', reason: 'Provisioned', observedGeneration: 2 }], modules: { 'orbit-crm': { readyReplicas: 1, replicas: 1 } } },
+      },
+    });
+  });
+
+  it('has no status the member has not reported, and is not applied while the engine applied an older generation', () => {
+    const view = hubView(reported({}, 0));
+    expect(view.applied).toBe(false);
+    expect(view.tenant.status).toEqual({ conditions: [], modules: {} });
+    expect(view.tenant.spec).toEqual({});
+    expect(hubView(reported({})).applied).toBe(true);
+  });
+});

@@ -1,0 +1,204 @@
+/**
+ * An EvaTenant placed on a member cluster by Open Cluster Management (docs/multi-cluster.md): the
+ * ManifestWork that carries it, in the member's namespace on the hub, and the member's status as the
+ * engine's work agent feeds it back. Pure: it builds and reads objects; placing, delivering and
+ * reporting are the engine's.
+ */
+import { API_VERSION, GROUP, KIND, PROVISIONING_CONDITIONS } from '../api/constants.ts';
+import type { EvaTenantSpecInput } from '../api/evatenant.ts';
+import { MODULES } from '../api/modules.ts';
+
+export const WORK_API_VERSION = 'work.open-cluster-management.io/v1';
+/** On the tenant's engine objects (its Placement and ManifestWork): the tenant's name, to find them on the hub. */
+export const TENANT_WORK_LABEL = `${GROUP}/tenant`;
+
+/** The conditions the hub reads back: the saga's steps and the summary kstatus and Argo CD judge by. */
+export const FED_BACK_CONDITIONS = [...PROVISIONING_CONDITIONS, 'Ready', 'Reconciling', 'Stalled', 'Suspended'] as const;
+const CONDITION_FIELDS = ['status', 'reason', 'observedGeneration'] as const;
+const MODULE_FIELDS = ['readyReplicas', 'replicas'] as const;
+
+/** An EvaTenant as the hub hands it to a member: what its author wrote, nothing the member adds. */
+export interface TenantManifest {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: EvaTenantSpecInput;
+}
+
+interface JsonPath {
+  name: string;
+  path: string;
+}
+
+export type FieldValue =
+  | { type: 'String'; string: string }
+  | { type: 'Integer'; integer: number }
+  | { type: 'Boolean'; boolean: boolean }
+  | { type: 'JsonRaw'; jsonRaw: string };
+
+export interface WorkCondition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+}
+
+export interface ManifestWork {
+  apiVersion: typeof WORK_API_VERSION;
+  kind: 'ManifestWork';
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; generation?: number };
+  spec: {
+    workload: { manifests: TenantManifest[] };
+    manifestConfigs: {
+      resourceIdentifier: { group: string; resource: string; name: string };
+      feedbackRules: { type: 'JSONPaths'; jsonPaths: JsonPath[] }[];
+      updateStrategy: { type: 'ServerSideApply'; serverSideApply: { fieldManager: string; force: boolean } };
+    }[];
+  };
+  status?: {
+    conditions?: WorkCondition[];
+    resourceStatus?: { manifests?: { statusFeedback?: { values?: { name: string; fieldValue: FieldValue }[] } }[] };
+  };
+}
+
+/** The work's name in the member's namespace on the hub. */
+export const workName = (tenant: string): string => `evatenant-${tenant}`;
+
+const conditionPath = (type: string, field: string): JsonPath => ({
+  name: `condition.${type}.${field}`,
+  path: `.status.conditions[?(@.type=="${type}")].${field}`,
+});
+
+const modulePath = (module: string, field: string): JsonPath => ({ name: `module.${module}.${field}`, path: `.status.modules.${module}.${field}` });
+
+/**
+ * What the member's work agent reports back: every field kstatus and the Argo CD health check
+ * (deploy/argocd/health.lua) read, one value per field (the engine returns scalars only), every
+ * module named so that any tier's are covered.
+ */
+export const FEEDBACK_PATHS: readonly JsonPath[] = [
+  { name: 'generation', path: '.metadata.generation' },
+  { name: 'deletionTimestamp', path: '.metadata.deletionTimestamp' },
+  // What the health checks read of the spec, as the member has it (its platform role may set them there).
+  { name: 'suspend', path: '.spec.suspend' },
+  { name: 'lifecycle', path: '.spec.lifecycle' },
+  { name: 'phase', path: '.status.phase' },
+  { name: 'observedGeneration', path: '.status.observedGeneration' },
+  { name: 'url', path: '.status.url' },
+  ...FED_BACK_CONDITIONS.flatMap((type) => CONDITION_FIELDS.map((field) => conditionPath(type, field))),
+  ...MODULES.flatMap((module) => MODULE_FIELDS.map((field) => modulePath(module, field))),
+];
+
+/**
+ * The ManifestWork that places `tenant` on `cluster`. Server-side apply as the engine's own field
+ * manager: the work owns the fields its author wrote and nothing else, so the member's operator
+ * (status, finalizer, ownership) and the member's platform role (its controls) keep theirs.
+ */
+export function tenantWork(tenant: TenantManifest, cluster: string): ManifestWork {
+  const name = tenant.metadata.name;
+  return {
+    apiVersion: WORK_API_VERSION,
+    kind: 'ManifestWork',
+    metadata: { name: workName(name), namespace: cluster, labels: { [TENANT_WORK_LABEL]: name } },
+    spec: {
+      workload: { manifests: [tenant] },
+      manifestConfigs: [
+        {
+          resourceIdentifier: { group: GROUP, resource: 'evatenants', name },
+          feedbackRules: [{ type: 'JSONPaths', jsonPaths: [...FEEDBACK_PATHS] }],
+          updateStrategy: { type: 'ServerSideApply', serverSideApply: { fieldManager: 'work-agent-eva', force: false } },
+        },
+      ],
+    },
+  };
+}
+
+/** The member's tenant as the hub sees it through the work's feedback: its status, and where it is. */
+export interface HubTenantView {
+  /** The member cluster holding it (the work's namespace). */
+  cluster: string;
+  /** The engine applied the work's current generation on the member. */
+  applied: boolean;
+  /** The member's EvaTenant, rebuilt from the fed-back fields: what kstatus and the health check judge. */
+  tenant: {
+    apiVersion: typeof API_VERSION;
+    kind: typeof KIND;
+    metadata: { name: string; generation?: number; deletionTimestamp?: string };
+    spec: { suspend?: boolean; lifecycle?: string };
+    status: { phase?: string; observedGeneration?: number; url?: string; conditions: WorkCondition[]; modules: Record<string, Record<string, number>> };
+  };
+}
+
+type Scalar = string | number | boolean;
+
+function scalarOf(value: FieldValue): Scalar {
+  switch (value.type) {
+    case 'String':
+      return value.string;
+    case 'Integer':
+      return value.integer;
+    case 'Boolean':
+      return value.boolean;
+    case 'JsonRaw':
+      return value.jsonRaw;
+  }
+}
+
+function fedBack(work: ManifestWork): Map<string, Scalar> {
+  const values = work.status?.resourceStatus?.manifests?.[0]?.statusFeedback?.values ?? [];
+  return new Map(values.map((v) => [v.name, scalarOf(v.fieldValue)]));
+}
+
+const asString = (v: Scalar | undefined): string | undefined => (v === undefined ? undefined : String(v));
+const asNumber = (v: Scalar | undefined): number | undefined => (typeof v === 'number' ? v : undefined);
+/** `{ [key]: value }`, or nothing for a value the member did not report. */
+const present = <T>(key: string, value: T | undefined): Record<string, T> => (value === undefined ? {} : { [key]: value });
+
+function conditionsOf(values: Map<string, Scalar>): WorkCondition[] {
+  return FED_BACK_CONDITIONS.flatMap((type) => {
+    const status = asString(values.get(`condition.${type}.status`));
+    if (status === undefined) return [];
+    const reason = asString(values.get(`condition.${type}.reason`));
+    const observedGeneration = asNumber(values.get(`condition.${type}.observedGeneration`));
+    return [{ type, status, ...(reason === undefined ? {} : { reason }), ...(observedGeneration === undefined ? {} : { observedGeneration }) }];
+  });
+}
+
+function modulesOf(values: Map<string, Scalar>): Record<string, Record<string, number>> {
+  const modules: Record<string, Record<string, number>> = {};
+  for (const module of MODULES) {
+    for (const field of MODULE_FIELDS) {
+      const value = asNumber(values.get(`module.${module}.${field}`));
+      if (value !== undefined) modules[module] = { ...modules[module], [field]: value };
+    }
+  }
+  return modules;
+}
+
+const isAppliedAtGeneration = (work: ManifestWork): boolean =>
+  (work.status?.conditions ?? []).some((c) => c.type === 'Applied' && c.status === 'True' && c.observedGeneration === work.metadata.generation);
+
+/** What the hub knows of the tenant `work` carries. */
+export function hubView(work: ManifestWork): HubTenantView {
+  const values = fedBack(work);
+  const name = work.spec.workload.manifests[0]?.metadata.name ?? work.metadata.name;
+  const suspend = values.get('suspend');
+  return {
+    cluster: work.metadata.namespace,
+    applied: isAppliedAtGeneration(work),
+    tenant: {
+      apiVersion: API_VERSION,
+      kind: KIND,
+      metadata: { name, ...present('generation', asNumber(values.get('generation'))), ...present('deletionTimestamp', asString(values.get('deletionTimestamp'))) },
+      spec: { ...present('suspend', typeof suspend === 'boolean' ? suspend : undefined), ...present('lifecycle', asString(values.get('lifecycle'))) },
+      status: {
+        ...present('phase', asString(values.get('phase'))),
+        ...present('observedGeneration', asNumber(values.get('observedGeneration'))),
+        ...present('url', asString(values.get('url'))),
+        conditions: conditionsOf(values),
+        modules: modulesOf(values),
+      },
+    },
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * Several local control planes (scripts/dev-cluster.sh, each with its own NATS) joined by Open Cluster
+ * Management (test/tools/build-ocm.sh): a hub running the engine's hub controllers, and members
+ * running its agents, registered and accepted as `clusteradm join` and `clusteradm accept` do. The
+ * engine runs as processes against the planes (there are no real nodes here), with the flags its
+ * Deployments use. Everything listens on and targets 127.0.0.1 only.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkout, portOffset } from './cluster-setup.ts';
+import { killOnExit, stopChild } from './child-processes.ts';
+import { eventually } from './kubectl.ts';
+import { type OperatorProcess, startOperator } from './operator.ts';
+import { confinedIdentity, SUITE_OPERATOR } from './operator-identity.ts';
+import { freePort } from './ports.ts';
+import { binDir, repoRoot } from './tools.ts';
+
+const devCluster = join(repoRoot, 'scripts/dev-cluster.sh');
+/** The agents' namespace on a member (the klusterlet's default). */
+const AGENT_NAMESPACE = 'open-cluster-management-agent';
+const HUB_NAMESPACE = 'open-cluster-management-hub';
+
+/** One local control plane: its kubeconfig and NATS, as `dev-cluster.sh env` tells them. */
+export interface Plane {
+  readonly name: string;
+  readonly dir: string;
+  readonly env: Readonly<Record<'KUBECONFIG' | 'NATS_URL' | 'NATS_SYSTEM_CREDS_FILE' | 'NATS_OPERATOR_SIGNING_KEY_FILE', string>>;
+  /** kubectl against this plane as its admin; throws with stderr on failure. */
+  kubectl(args: readonly string[], input?: string): string;
+}
+
+/**
+ * Brings up (or reuses) plane `index` of this checkout's multi-cluster planes: a state folder and NATS
+ * ports of its own (44222-47221 and 48222-51221, three per checkout), clear of the suite's plane.
+ */
+export function planeUp(name: string, index: number): Plane {
+  const dir = join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/multi-cluster-${checkout}-${name}`);
+  const settings = {
+    EVA_DEV_CLUSTER_DIR: dir,
+    EVA_NATS_PORT: String(44222 + portOffset * 3 + index),
+    EVA_NATS_MONITOR_PORT: String(48222 + portOffset * 3 + index),
+    EVA_CONTROL_PLANE: 'control-plane',
+    EVA_DEV_CLUSTER_RECREATE: 'changed',
+  };
+  const env = { ...process.env, ...settings };
+  execFileSync('bash', [devCluster, 'up'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  const printed = (variable: string): string =>
+    execFileSync('bash', ['-c', `eval "$(bash ${JSON.stringify(devCluster)} env)"; printf %s "$${variable}"`], { env, encoding: 'utf8' });
+  const kubeconfig = printed('KUBECONFIG');
+  return {
+    name,
+    dir,
+    env: { KUBECONFIG: kubeconfig, NATS_URL: printed('NATS_URL'), NATS_SYSTEM_CREDS_FILE: printed('NATS_SYSTEM_CREDS_FILE'), NATS_OPERATOR_SIGNING_KEY_FILE: printed('NATS_OPERATOR_SIGNING_KEY_FILE') },
+    kubectl: (args, input) => execFileSync(join(binDir(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] }),
+  };
+}
+
+/** Stops the plane and removes its state. */
+export function planeDown(plane: Plane): void {
+  execFileSync('bash', [devCluster, 'down'], { env: { ...process.env, EVA_DEV_CLUSTER_DIR: plane.dir }, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+/** Where test/tools/build-ocm.sh put the engine (built by scripts/test.sh's install step; here if cold). */
+export function ocmDir(): string {
+  return execFileSync('bash', [join(repoRoot, 'test/tools/build-ocm.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+}
+
+/** The engine's processes of one run, each logging to a file in `logs`. */
+class EngineProcesses {
+  readonly logs = mkdtempSync(join(tmpdir(), 'eva-ocm-'));
+  private readonly children: ChildProcess[] = [];
+  private readonly binaries: string;
+
+  constructor(binaries: string) {
+    this.binaries = binaries;
+  }
+
+  /** `binary` with `args` and a loopback health port of its own (the engine serves one per process). */
+  async start(log: string, binary: 'registration' | 'work' | 'placement', args: readonly string[]): Promise<ChildProcess> {
+    const listen = `127.0.0.1:${String(await freePort())}`;
+    const out = openSync(join(this.logs, `${log}.log`), 'a');
+    const child = spawn(join(this.binaries, 'bin', binary), [...args, '--disable-leader-election', '--listen', listen], { stdio: ['ignore', out, out] });
+    killOnExit(child);
+    this.children.push(child);
+    return child;
+  }
+
+  log(name: string): string {
+    return readFileSync(join(this.logs, `${name}.log`), 'utf8');
+  }
+
+  async stop(child?: ChildProcess): Promise<void> {
+    const stopping = child === undefined ? this.children.splice(0) : this.children.splice(this.children.indexOf(child), 1);
+    await Promise.all(stopping.map((c) => stopChild(c, 5_000)));
+  }
+}
+
+/** A member as the hub knows it: its plane, its agents and its ManagedCluster's name. */
+export interface Member {
+  readonly cluster: string;
+  readonly plane: Plane;
+  readonly agents: readonly ChildProcess[];
+}
+
+const condition = (plane: Plane, kind: string, name: string, type: string): string =>
+  plane.kubectl(['get', kind, name, '-o', `jsonpath={.status.conditions[?(@.type=="${type}")].status}`]);
+
+/** The hub: the engine's CRDs and hub controllers (registration, work, placement) on `plane`. */
+export class OcmHub {
+  readonly plane: Plane;
+  readonly processes: EngineProcesses;
+  private readonly engine: string;
+
+  private constructor(plane: Plane, engine: string) {
+    this.plane = plane;
+    this.engine = engine;
+    this.processes = new EngineProcesses(engine);
+  }
+
+  static async start(plane: Plane): Promise<OcmHub> {
+    const hub = new OcmHub(plane, ocmDir());
+    plane.kubectl(['apply', '--server-side', '-f', join(hub.engine, 'crds/hub')]);
+    plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: HUB_NAMESPACE } }));
+    const common = ['--kubeconfig', plane.env.KUBECONFIG, '--namespace', HUB_NAMESPACE];
+    await hub.processes.start('hub-registration', 'registration', ['controller', ...common]);
+    await hub.processes.start('hub-work', 'work', ['manager', ...common]);
+    await hub.processes.start('hub-placement', 'placement', ['controller', ...common]);
+    return hub;
+  }
+
+  /**
+   * Registers `plane` as cluster `cluster`: the agents bootstrap with the hub's kubeconfig (a
+   * bootstrap token's in a real install), the hub's admin accepts it (approves its certificate request
+   * and sets hubAcceptsClient, as `clusteradm accept`), with `labels` and a lease of `leaseSeconds`
+   * (the hub calls the member unknown after five missed renewals).
+   */
+  async join(plane: Plane, cluster: string, labels: Record<string, string>, leaseSeconds = 4): Promise<Member> {
+    plane.kubectl(['apply', '--server-side', '-f', join(this.engine, 'crds/member')]);
+    plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: AGENT_NAMESPACE } }));
+    const hubKubeconfigDir = join(this.processes.logs, `${cluster}-hub-kubeconfig`);
+    mkdirSync(hubKubeconfigDir, { recursive: true });
+    const common = ['--kubeconfig', plane.env.KUBECONFIG, '--namespace', AGENT_NAMESPACE, '--spoke-cluster-name', cluster, '--hub-kubeconfig-dir', hubKubeconfigDir];
+    const registration = await this.processes.start(`${cluster}-registration`, 'registration', ['agent', ...common, '--bootstrap-kubeconfig', this.plane.env.KUBECONFIG]);
+    await this.accept(cluster, labels, leaseSeconds);
+    const hubKubeconfig = join(hubKubeconfigDir, 'kubeconfig');
+    if (!(await eventually(() => existsSync(hubKubeconfig), 60_000))) throw new Error(`${cluster}: the registration agent wrote no hub kubeconfig:\n${this.processes.log(`${cluster}-registration`)}`);
+    const work = await this.processes.start(`${cluster}-work`, 'work', ['agent', ...common, '--workload-source-config', hubKubeconfig, '--status-sync-interval', '1s']);
+    if (!(await eventually(() => condition(this.plane, 'managedcluster', cluster, 'ManagedClusterConditionAvailable') === 'True', 60_000))) {
+      throw new Error(`${cluster} did not become available on the hub:\n${this.processes.log(`${cluster}-registration`)}`);
+    }
+    return { cluster, plane, agents: [registration, work] };
+  }
+
+  private async accept(cluster: string, labels: Record<string, string>, leaseSeconds: number): Promise<void> {
+    const selector = `open-cluster-management.io/cluster-name=${cluster}`;
+    const requested = (): boolean => this.plane.kubectl(['get', 'csr', '-l', selector, '-o', 'name']).trim() !== '';
+    const joined = async (): Promise<boolean> => (await eventually(requested, 60_000)) && (await eventually(() => this.plane.kubectl(['get', 'managedcluster', cluster, '--ignore-not-found', '-o', 'name']).trim() !== '', 60_000));
+    if (!(await joined())) throw new Error(`${cluster} asked the hub for nothing:\n${this.processes.log(`${cluster}-registration`)}`);
+    for (const csr of this.plane.kubectl(['get', 'csr', '-l', selector, '-o', 'name']).trim().split('\n')) this.plane.kubectl(['certificate', 'approve', csr]);
+    this.plane.kubectl(['patch', 'managedcluster', cluster, '--type', 'merge', '-p', JSON.stringify({ metadata: { labels }, spec: { hubAcceptsClient: true, leaseDurationSeconds: leaseSeconds } })]);
+  }
+
+  stop(): Promise<void> {
+    return this.processes.stop();
+  }
+}
+
+/**
+ * Runs `fn` with this process's KUBECONFIG on `plane` (the suite's helpers, e.g. confinedIdentity,
+ * read it), then puts it back: a test file runs one thing at a time.
+ */
+export async function onPlane<T>(plane: Plane, fn: () => Promise<T>): Promise<T> {
+  const suitePlane = process.env['KUBECONFIG'];
+  process.env['KUBECONFIG'] = plane.env.KUBECONFIG;
+  try {
+    return await fn();
+  } finally {
+    process.env['KUBECONFIG'] = suitePlane;
+  }
+}
+
+/**
+ * The operator of a member, as the suite's: the chart's ServiceAccount under its RBAC and policy (on
+ * that member), the member's NATS, the CRDs of this checkout.
+ */
+export async function startMemberOperator(plane: Plane): Promise<OperatorProcess> {
+  plane.kubectl(['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
+  const identity = await onPlane(plane, () => confinedIdentity(SUITE_OPERATOR, mkdtempSync(join(tmpdir(), `eva-${plane.name}-identity-`))));
+  const operator = startOperator({ ...plane.env, KUBECONFIG: identity.kubeconfig, POD_NAMESPACE: identity.namespace });
+  await operator.ready();
+  return operator;
+}
