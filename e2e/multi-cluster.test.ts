@@ -13,8 +13,7 @@ import { hubView, type HubTenantView, type ManifestWork, type TenantManifest, te
 import { decidedCluster, placementName, type PlacementDecision, tenantPlacement } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
 import { eventually } from '../test/support/kubectl.ts';
-import { type Member, OcmHub, type Plane, planeDown, planeUp, startMemberOperator } from '../test/support/multi-cluster.ts';
-import type { OperatorProcess } from '../test/support/operator.ts';
+import { type Member, type MemberOperator, OcmHub, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
 import { capsuleCodes, runLetters } from '../test/support/random.ts';
 
 const TENANTS_NAMESPACE = 'eva-tenants';
@@ -26,7 +25,7 @@ const run = runLetters().toLowerCase();
 let hub: OcmHub;
 let planes: Plane[] = [];
 const members: Record<'eu' | 'us', Member | undefined> = { eu: undefined, us: undefined };
-const operators: OperatorProcess[] = [];
+const operators = new Map<Plane, MemberOperator>();
 
 function member(region: 'eu' | 'us'): Member {
   const joined = members[region];
@@ -112,12 +111,12 @@ beforeAll(async () => {
   members.eu = await hub.join(eu, 'member-eu', { ...inSet, region: 'eu' });
   members.us = await hub.join(us, 'member-us', { ...inSet, region: 'us' });
   hub.plane.kubectl(['apply', '-f', '-'], clusterSet());
-  for (const plane of [eu, us]) operators.push(await startMemberOperator(plane));
+  for (const plane of [eu, us]) operators.set(plane, await startMemberOperator(plane));
   console.info(`[multi-cluster] a hub and two members joined, each member's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }, SETUP_MS);
 
 afterAll(async () => {
-  await Promise.all(operators.map((op) => op.stop()));
+  await Promise.all([...operators.values()].map(({ operator }) => operator.stop()));
   await hub.stop();
   for (const plane of planes) planeDown(plane);
 }, SETUP_MS);
@@ -161,4 +160,12 @@ describe('tenants placed across member clusters by an existing engine', () => {
     await untilHub(eu, 'member-eu', (v) => isActiveOnHub(v) && v.tenant.metadata.generation === 3 && v.tenant.spec.suspend === false);
     expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
   }, 300_000);
+
+  it("left no write of the members' operators refused by the chart's RBAC or policy on their member", async () => {
+    for (const m of [member('eu'), member('us')]) {
+      const started = operators.get(m.plane);
+      expect(started, m.cluster).toBeDefined();
+      expect(await refusedOnPlane(m.plane, started?.auditFrom ?? 0), m.cluster).toEqual([]);
+    }
+  });
 });

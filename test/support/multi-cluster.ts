@@ -13,7 +13,8 @@ import { checkout, portOffset } from './cluster-setup.ts';
 import { killOnExit, stopChild } from './child-processes.ts';
 import { eventually } from './kubectl.ts';
 import { type OperatorProcess, startOperator } from './operator.ts';
-import { confinedIdentity, SUITE_OPERATOR } from './operator-identity.ts';
+import { confinedIdentity, refusedWritesSince, serviceAccountUser, SUITE_OPERATOR } from './operator-identity.ts';
+import { auditOffset } from './audit.ts';
 import { freePort } from './ports.ts';
 import { binDir, repoRoot } from './tools.ts';
 
@@ -181,14 +182,27 @@ export async function onPlane<T>(plane: Plane, fn: () => Promise<T>): Promise<T>
   }
 }
 
+/** A member's operator, and where the member's audit log stood when it started (its writes come after). */
+export interface MemberOperator {
+  readonly operator: OperatorProcess;
+  readonly auditFrom: number;
+}
+
 /**
  * The operator of a member, as the suite's: the chart's ServiceAccount under its RBAC and policy (on
- * that member), the member's NATS, the CRDs of this checkout.
+ * that member; the identity's own refused probes come before `auditFrom`), the member's NATS, the
+ * CRDs of this checkout.
  */
-export async function startMemberOperator(plane: Plane): Promise<OperatorProcess> {
+export async function startMemberOperator(plane: Plane): Promise<MemberOperator> {
   plane.kubectl(['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
   const identity = await onPlane(plane, () => confinedIdentity(SUITE_OPERATOR, mkdtempSync(join(tmpdir(), `eva-${plane.name}-identity-`))));
+  const auditFrom = await onPlane(plane, () => Promise.resolve(auditOffset()));
   const operator = startOperator({ ...plane.env, KUBECONFIG: identity.kubeconfig, POD_NAMESPACE: identity.namespace });
   await operator.ready();
-  return operator;
+  return { operator, auditFrom };
+}
+
+/** The writes of the member operators' identity that `plane`'s API server refused since `offset`. */
+export function refusedOnPlane(plane: Plane, offset: number): Promise<string[]> {
+  return onPlane(plane, () => Promise.resolve(refusedWritesSince(offset, serviceAccountUser(SUITE_OPERATOR))));
 }
