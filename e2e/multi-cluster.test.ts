@@ -63,7 +63,7 @@ async function place(manifest: TenantManifest, labels: Record<string, string>): 
 
 function hubViewOf(name: string, cluster: string): HubTenantView | undefined {
   const json = hub.plane.kubectl(['get', 'manifestwork', workName(name), '-n', cluster, '--ignore-not-found', '-o', 'json']);
-  return json.trim() === '' ? undefined : hubView(JSON.parse(json) as ManifestWork);
+  return json.trim() === '' ? undefined : hubView(JSON.parse(json) as ManifestWork, hub.availability(cluster));
 }
 
 const memberTenant = (m: Member, name: string): TenantObject => JSON.parse(m.plane.kubectl(['get', 'evt', name, '-o', 'json'])) as TenantObject;
@@ -158,6 +158,20 @@ describe('tenants placed across member clusters by an existing engine', () => {
 
     member('eu').plane.kubectl(['patch', 'evt', eu, '--type', 'merge', '-p', JSON.stringify({ spec: { suspend: false } })]);
     await untilHub(eu, 'member-eu', (v) => isActiveOnHub(v) && v.tenant.metadata.generation === 3 && v.tenant.spec.suspend === false);
+    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+  }, 300_000);
+
+  it("shows a member that stopped reporting: its tenants Stalled and Ready Unknown on the hub, the other member's as they are", async () => {
+    const started = Date.now();
+    await hub.disconnect(member('us'));
+    const stale = await untilHub(us, 'member-us', (v) => readyOf(v) === 'Unknown', 120_000);
+    console.info(`[multi-cluster] a member's agents stopped: its tenant shown stale on the hub after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    expect(stale.tenant.status.conditions.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'MemberNotReporting' });
+    // Its last report is kept (the member may still serve it), but no tool calls it Ready.
+    expect(stale.tenant.status.phase).toBe('Active');
+    expect(fluxAndArgo([labelled('stale', stale.tenant as unknown as TenantObject)]).verdicts['stale']).toBe('Failed/Degraded');
+    // The positive control: the other member reports, its tenant is judged as before.
+    expect(isActiveOnHub(await untilHub(eu, 'member-eu', isActiveOnHub))).toBe(true);
     expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
   }, 300_000);
 

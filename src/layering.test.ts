@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   (cli | kubectl-eva) -> (operator | preflight) -> controller -> metrics -> status -> multicluster -> rollout -> saga -> steps -> script-commands -> nats -> config -> adapters -> runtime -> bundle -> tenancy -> (errors, log, versions, ...) -> api
+ *   (cli | kubectl-eva) -> (operator | preflight) -> controller -> metrics -> multicluster -> status -> rollout -> saga -> steps -> script-commands -> nats -> config -> adapters -> runtime -> bundle -> tenancy -> (errors, log, versions, ...) -> api
  * and no two files import each other, directly or round about, inside a folder either (no import
  * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
@@ -33,10 +33,11 @@ const LAYER: Readonly<Record<string, number>> = {
   saga: 4,
   // Fleet rollouts: which tenants move and when, judged by gates (pure; its controller sits in controller/).
   rollout: 4.2,
-  // Beyond one cluster: the multi-cluster engine's objects for a placed tenant and the hub's view of it (pure).
-  multicluster: 4.3,
   // The status room: the condition table, the one summarize(), the saga record, the writer (between the saga and the controllers).
   status: 4.5,
+  // Beyond one cluster: the multi-cluster engine's objects for a placed tenant and the hub's view of it
+  // (pure; its summary of a member that stopped reporting is the status room's).
+  multicluster: 4.7,
   metrics: 5,
   controller: 6,
   'operator.ts': 7,

@@ -16,6 +16,7 @@ export const REASON_AREAS = {
   summary: 'Tenants the provisioning saga does not run for',
   fallback: 'Failures without a reason of their own',
   operators: 'No running operator serves the tenant',
+  members: 'Beyond one cluster: the hub',
   rollouts: 'Fleet rollouts (EvaRollout)',
   tenant: 'The tenant and its capsule code',
   namespace: 'Namespace, quota and NetworkPolicy',
@@ -196,6 +197,15 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     meaning: 'Stalled: the operator named by annotation eva.aidonow.com/operator-version has not run for two minutes; nobody else takes a tenant another owns. Gauge eva_tenants_owned_by_absent_operator.',
     cause: 'The owning release was removed before its tenants moved (blue/green upgrade), or its pods cannot run.',
     action: 'Run that version again, or remove the annotation (kubectl annotate evt <name> eva.aidonow.com/operator-version-) so the operator of its pin, shard and wave claims it.',
+  },
+
+  // -- beyond one cluster -----------------------------------------------------------------------------------
+  MemberNotReporting: {
+    area: 'members',
+    meaning:
+      "In the hub's view of a placed tenant (docs/multi-cluster.md): Stalled, and Ready Unknown, when the engine marks the tenant's member cluster unavailable; the phase and other conditions shown are the member's last report, not its present.",
+    cause: "The member's agents, its API server or the network between it and the hub are down (the engine calls a member unavailable after five missed lease renewals).",
+    action: "Find out what happened to the member (its ManagedCluster's conditions on the hub). The tenant is not moved: it waits for its member, whose data it holds.",
   },
 
   // -- fleet rollouts ------------------------------------------------------------------------------------

@@ -57,6 +57,10 @@ export const Reason = {
   /** Owned (annotation eva.aidonow.com/operator-version) by an operator whose Lease is gone: nobody else takes it. */
   OperatorOwnerAbsent: 'OperatorOwnerAbsent',
 
+  // -- beyond one cluster: the hub's view of a placed tenant (src/multicluster/) -------------------------
+  /** The member holding the tenant stopped reporting to the hub: the status the hub has is its last. */
+  MemberNotReporting: 'MemberNotReporting',
+
   // -- fleet rollouts (EvaRollout: src/rollout/, status/summarize.ts summarizeRollout) ------------------
   RolloutMoving: 'RolloutMoving',
   RolloutBaking: 'RolloutBaking',

@@ -56,4 +56,19 @@ describe("the hub's view of a placed tenant", () => {
     expect(view.tenant.spec).toEqual({});
     expect(hubView(reported({})).applied).toBe(true);
   });
+
+  it('keeps a member\'s last report but judges it stale while the engine says the member is not available', () => {
+    const work = reported({ phase: 'Active', 'condition.Ready.status': 'True', 'condition.Ready.reason': 'Provisioned', 'condition.IngressReady.status': 'True', 'condition.Reconciling.status': 'True' });
+    const stale = hubView(work, { status: 'Unknown', since: '2026-11-29T05:00:00Z' }).tenant.status;
+    expect(stale.phase).toBe('Active');
+    expect(stale.conditions.map((c) => [c.type, c.status, c.reason])).toEqual([
+      ['IngressReady', 'True', undefined],
+      ['Ready', 'Unknown', 'MemberNotReporting'],
+      ['Stalled', 'True', 'MemberNotReporting'],
+    ]);
+    expect(stale.conditions.find((c) => c.type === 'Stalled')?.message).toContain('since 2026-11-29T05:00:00Z');
+    // The control: an available member's report is taken as it is.
+    const fresh = hubView(work, { status: 'True' }).tenant.status.conditions;
+    expect(fresh.map((c) => [c.type, c.status])).toEqual([['IngressReady', 'True'], ['Ready', 'True'], ['Reconciling', 'True']]);
+  });
 });

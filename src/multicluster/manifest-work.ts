@@ -7,6 +7,7 @@
 import { API_VERSION, GROUP, KIND, PROVISIONING_CONDITIONS } from '../api/constants.ts';
 import type { EvaTenantSpecInput } from '../api/evatenant.ts';
 import { MODULES } from '../api/modules.ts';
+import { SUMMARY_TYPES, summarize } from '../status/summarize.ts';
 
 export const WORK_API_VERSION = 'work.open-cluster-management.io/v1';
 /** On the tenant's engine objects (its Placement and ManifestWork): the tenant's name, to find them on the hub. */
@@ -179,8 +180,29 @@ function modulesOf(values: Map<string, Scalar>): Record<string, Record<string, n
 const isAppliedAtGeneration = (work: ManifestWork): boolean =>
   (work.status?.conditions ?? []).some((c) => c.type === 'Applied' && c.status === 'True' && c.observedGeneration === work.metadata.generation);
 
-/** What the hub knows of the tenant `work` carries. */
-export function hubView(work: ManifestWork): HubTenantView {
+/** The engine's word on a member: its ManagedCluster's ManagedClusterConditionAvailable. */
+export interface MemberAvailability {
+  status: string;
+  /** Since when it has been so (the condition's lastTransitionTime). */
+  since?: string;
+}
+
+/**
+ * The last report kept, but judged as stale: its summary replaced by summarize()'s for a member that
+ * stopped reporting (Ready Unknown, Stalled), so kstatus and the health check never call a tenant
+ * Ready from a member that stopped reporting.
+ */
+function staleReport(conditions: WorkCondition[], member: MemberAvailability): WorkCondition[] {
+  const message = `the member cluster is not reporting (available: ${member.status}${member.since === undefined ? '' : ` since ${member.since}`}); this is its last report`;
+  const summary = Object.entries(summarize({ kind: 'unreported', message })).map(([type, state]) => ({ type, ...state }));
+  return [...conditions.filter((c) => !SUMMARY_TYPES.has(c.type)), ...summary];
+}
+
+/**
+ * What the hub knows of the tenant `work` carries; with `member`, the engine's word on its member:
+ * a member that is not available makes the view stale (staleReport).
+ */
+export function hubView(work: ManifestWork, member?: MemberAvailability): HubTenantView {
   const values = fedBack(work);
   const name = work.spec.workload.manifests[0]?.metadata.name ?? work.metadata.name;
   const suspend = values.get('suspend');
@@ -196,7 +218,7 @@ export function hubView(work: ManifestWork): HubTenantView {
         ...present('phase', asString(values.get('phase'))),
         ...present('observedGeneration', asNumber(values.get('observedGeneration'))),
         ...present('url', asString(values.get('url'))),
-        conditions: conditionsOf(values),
+        conditions: member === undefined || member.status === 'True' ? conditionsOf(values) : staleReport(conditionsOf(values), member),
         modules: modulesOf(values),
       },
     },

@@ -28,6 +28,7 @@ describe('summarize: every path a tenant stands on', () => {
     ['decommissioning', { kind: 'decommissioning', pending: ['modules: releases left'] }, 'Ready=False/Decommissioning Reconciling=True/Progressing'],
     ['decommissioned', { kind: 'decommissioned', dataRetained: false }, 'Ready=True/Decommissioned'],
     ['unserved', { kind: 'unserved', reason: Reason.OperatorVersionAbsent, message: 'spec.operatorVersion 9 is not running' }, 'Ready=False/OperatorVersionAbsent Stalled=True/OperatorVersionAbsent'],
+    ['unreported (a hub whose member stopped reporting)', { kind: 'unreported', message: 'member-us is not reporting' }, 'Ready=Unknown/MemberNotReporting Stalled=True/MemberNotReporting'],
   ])('%s', (_label, standing, expected) => {
     expect(shown(standing)).toBe(expected);
   });

@@ -2,7 +2,8 @@
  * The one summarize(), as Flux's: from where a tenant stands, its summary conditions, Ready and
  * kstatus's abnormal-true pair (Reconciling while the operator works towards the spec, Stalled when
  * nothing changes until a human changes the input; each present only while True), and Suspended.
- * Every path derives them here (provisioning, hibernated, suspended, decommissioning, unserved):
+ * Every path derives them here (provisioning, hibernated, suspended, decommissioning, unserved, and a
+ * multi-cluster hub's view of a tenant whose member stopped reporting):
  * nothing else in src/ sets Ready (src/status/summarize.test.ts checks that no other file does).
  */
 import { PROVISIONING_CONDITIONS, type ProvisioningCondition } from '../api/constants.ts';
@@ -22,7 +23,9 @@ export type Standing =
   | { readonly kind: 'suspended'; readonly message: string }
   | { readonly kind: 'decommissioning'; readonly pending: readonly string[] }
   | { readonly kind: 'decommissioned'; readonly dataRetained: boolean }
-  | { readonly kind: 'unserved'; readonly reason: UnservedReason; readonly message: string };
+  | { readonly kind: 'unserved'; readonly reason: UnservedReason; readonly message: string }
+  /** Seen from a multi-cluster hub: the member holding the tenant stopped reporting, so what the hub has is its last report. */
+  | { readonly kind: 'unreported'; readonly message: string };
 
 /** The summary condition types; a summary without Ready keeps the stored one. */
 export const SUMMARY_TYPES: ReadonlySet<string> = new Set(['Ready', 'Reconciling', 'Stalled', 'Suspended']);
@@ -48,6 +51,11 @@ export function summarize(standing: Standing): Record<string, ConditionState> {
     case 'unserved': {
       const state: ConditionState = { status: 'False', reason: standing.reason, message: standing.message };
       return withProgress(state, { ...state, status: 'True' });
+    }
+    case 'unreported': {
+      // Ready Unknown: nobody knows; Stalled: nothing changes until the member reports again.
+      const state: ConditionState = { status: 'Unknown', reason: Reason.MemberNotReporting, message: standing.message };
+      return { Ready: state, Stalled: { ...state, status: 'True' } };
     }
   }
 }

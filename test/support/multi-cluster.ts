@@ -163,6 +163,20 @@ export class OcmHub {
     this.plane.kubectl(['patch', 'managedcluster', cluster, '--type', 'merge', '-p', JSON.stringify({ metadata: { labels }, spec: { hubAcceptsClient: true, leaseDurationSeconds: leaseSeconds } })]);
   }
 
+  /** Stops `member`'s agents: the hub hears nothing more from it, as when the member or its network is down. */
+  async disconnect(member: Member): Promise<void> {
+    for (const agent of member.agents) await this.processes.stop(agent);
+  }
+
+  /** The engine's word on `cluster`: its ManagedClusterConditionAvailable's status and since when. */
+  availability(cluster: string): { status: string; since?: string } {
+    const path = '{.status.conditions[?(@.type=="ManagedClusterConditionAvailable")]}';
+    const json = this.plane.kubectl(['get', 'managedcluster', cluster, '-o', `jsonpath=${path}`]);
+    if (json.trim() === '') return { status: 'Unknown' };
+    const available = JSON.parse(json) as { status: string; lastTransitionTime?: string };
+    return { status: available.status, ...(available.lastTransitionTime === undefined ? {} : { since: available.lastTransitionTime }) };
+  }
+
   stop(): Promise<void> {
     return this.processes.stop();
   }
