@@ -111,8 +111,9 @@ beforeAll(async () => {
   members.eu = await hub.join(eu, 'member-eu', { ...inSet, region: 'eu' });
   members.us = await hub.join(us, 'member-us', { ...inSet, region: 'us' });
   hub.plane.kubectl(['apply', '-f', '-'], clusterSet());
-  for (const plane of [eu, us]) operators.set(plane, await startMemberOperator(plane));
-  console.info(`[multi-cluster] a hub and two members joined, each member's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  // member-us gets its operator chart (CRD, operator) in the first test, after a tenant was placed there.
+  operators.set(eu, await startMemberOperator(eu));
+  console.info(`[multi-cluster] a hub and two members joined, member-eu's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }, SETUP_MS);
 
 afterAll(async () => {
@@ -125,13 +126,22 @@ describe('tenants placed across member clusters by an existing engine', () => {
   const eu = `eu-${run}`;
   const us = `us-${run}`;
 
-  it('go to the member their labels select, become Active there, and the hub shows what the member says', async () => {
+  it('go to the member their labels select, become Active there (once the member has the operator chart), and the hub shows what the member says', async () => {
     const started = Date.now();
     expect(await place(tenant(eu), { region: 'eu' })).toBe('member-eu');
     expect(await place(tenant(us), { region: 'us' })).toBe('member-us');
     const view = await untilHub(eu, 'member-eu', isActiveOnHub);
-    await untilHub(us, 'member-us', isActiveOnHub);
-    console.info(`[multi-cluster] two tenants placed, Active as the hub sees them, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.info(`[multi-cluster] a tenant placed, Active as the hub sees it, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    // member-us has no operator chart yet: its API server refuses the EvaTenant, and the hub says so.
+    const refused = await untilHub(us, 'member-us', (v) => v.tenant.status.conditions.some((c) => c.type === 'Stalled' && c.reason === 'MemberRefusedTenant'));
+    expect(refused.tenant.status.conditions.find((c) => c.type === 'Stalled')?.message).toMatch(/member-us refused the tenant: .*EvaTenant/);
+    expect(fluxAndArgo([labelled('refused', refused.tenant as unknown as TenantObject)]).verdicts['refused']).toBe('Failed/Degraded');
+    const installed = Date.now();
+    const usPlane = member('us').plane;
+    operators.set(usPlane, await startMemberOperator(usPlane));
+    await untilHub(us, 'member-us', isActiveOnHub, 240_000);
+    console.info(`[multi-cluster] the operator chart installed on member-us: its tenant Active on the hub ${((Date.now() - installed) / 1000).toFixed(1)} s later`);
 
     expect(view.cluster).toBe('member-eu');
     const onMember = memberTenant(member('eu'), eu) as { status?: { url?: string } };

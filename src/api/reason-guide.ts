@@ -208,6 +208,13 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     action: "Find out what happened to the member (its ManagedCluster's conditions on the hub). The tenant is not moved: it waits for its member, whose data it holds.",
   },
 
+  MemberRefusedTenant: {
+    area: 'members',
+    meaning: "In the hub's view of a placed tenant: Stalled, Ready False: the member's API server refused the EvaTenant the engine applied there; the message is the engine's, with the member's error.",
+    cause: 'The member has no EvaTenant CRD (the operator chart is not installed there), or its admission policies refuse the tenant (e.g. a platform control set on the hub).',
+    action: "Install the operator chart on the member, or fix the tenant the hub placed; the engine applies it again by itself.",
+  },
+
   // -- fleet rollouts ------------------------------------------------------------------------------------
   RolloutMoving: { area: 'rollouts', meaning: 'Reconciling: a batch has moved and its tenants are coming up on the target version.', cause: 'A rollout in progress.', action: NOTHING },
   RolloutBaking: { area: 'rollouts', meaning: 'Reconciling: the batch in flight is Ready on the target version and bakes before its gates are judged.', cause: 'A rollout in progress.', action: NOTHING },

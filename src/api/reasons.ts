@@ -60,6 +60,8 @@ export const Reason = {
   // -- beyond one cluster: the hub's view of a placed tenant (src/multicluster/) -------------------------
   /** The member holding the tenant stopped reporting to the hub: the status the hub has is its last. */
   MemberNotReporting: 'MemberNotReporting',
+  /** The member's API server refused the EvaTenant the hub placed there (no CRD, or refused by admission). */
+  MemberRefusedTenant: 'MemberRefusedTenant',
 
   // -- fleet rollouts (EvaRollout: src/rollout/, status/summarize.ts summarizeRollout) ------------------
   RolloutMoving: 'RolloutMoving',

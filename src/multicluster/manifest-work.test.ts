@@ -71,4 +71,15 @@ describe("the hub's view of a placed tenant", () => {
     const fresh = hubView(work, { status: 'True' }).tenant.status.conditions;
     expect(fresh.map((c) => [c.type, c.status])).toEqual([['IngressReady', 'True'], ['Ready', 'True'], ['Reconciling', 'True']]);
   });
+
+  it("is Stalled with the member's own error when the member refused the tenant the engine applied", () => {
+    const work = reported({});
+    work.status = { ...work.status, resourceStatus: { manifests: [{ conditions: [{ type: 'Applied', status: 'False', reason: 'AppliedManifestFailed', message: 'Failed to apply manifest: no matches for kind "EvaTenant"' }] }] } };
+    const conditions = hubView(work, { status: 'True' }).tenant.status.conditions;
+    expect(conditions.map((c) => [c.type, c.status, c.reason])).toEqual([
+      ['Ready', 'False', 'MemberRefusedTenant'],
+      ['Stalled', 'True', 'MemberRefusedTenant'],
+    ]);
+    expect(conditions[0]?.message).toBe('the member cluster member-1 refused the tenant: Failed to apply manifest: no matches for kind "EvaTenant"');
+  });
 });

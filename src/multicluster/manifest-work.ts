@@ -7,7 +7,7 @@
 import { API_VERSION, GROUP, KIND, PROVISIONING_CONDITIONS } from '../api/constants.ts';
 import type { EvaTenantSpecInput } from '../api/evatenant.ts';
 import { MODULES } from '../api/modules.ts';
-import { SUMMARY_TYPES, summarize } from '../status/summarize.ts';
+import { type Standing, SUMMARY_TYPES, summarize } from '../status/summarize.ts';
 
 export const WORK_API_VERSION = 'work.open-cluster-management.io/v1';
 /** On the tenant's engine objects (its Placement and ManifestWork): the tenant's name, to find them on the hub. */
@@ -59,7 +59,7 @@ export interface ManifestWork {
   };
   status?: {
     conditions?: WorkCondition[];
-    resourceStatus?: { manifests?: { statusFeedback?: { values?: { name: string; fieldValue: FieldValue }[] } }[] };
+    resourceStatus?: { manifests?: { conditions?: WorkCondition[]; statusFeedback?: { values?: { name: string; fieldValue: FieldValue }[] } }[] };
   };
 }
 
@@ -187,20 +187,37 @@ export interface MemberAvailability {
   since?: string;
 }
 
-/**
- * The last report kept, but judged as stale: its summary replaced by summarize()'s for a member that
- * stopped reporting (Ready Unknown, Stalled), so kstatus and the health check never call a tenant
- * Ready from a member that stopped reporting.
- */
-function staleReport(conditions: WorkCondition[], member: MemberAvailability): WorkCondition[] {
-  const message = `the member cluster is not reporting (available: ${member.status}${member.since === undefined ? '' : ` since ${member.since}`}); this is its last report`;
-  const summary = Object.entries(summarize({ kind: 'unreported', message })).map(([type, state]) => ({ type, ...state }));
+/** The conditions, their summary replaced by summarize()'s for `standing` (a view the hub judges itself). */
+function resummarized(conditions: WorkCondition[], standing: Standing): WorkCondition[] {
+  const summary = Object.entries(summarize(standing)).map(([type, state]) => ({ type, ...state }));
   return [...conditions.filter((c) => !SUMMARY_TYPES.has(c.type)), ...summary];
 }
 
+/** Why the member's API server refused the tenant, if the engine says it did. */
+function refusal(work: ManifestWork): string | undefined {
+  const applied = work.status?.resourceStatus?.manifests?.[0]?.conditions?.find((c) => c.type === 'Applied');
+  return applied?.status === 'False' ? (applied.message ?? applied.reason ?? 'not applied') : undefined;
+}
+
 /**
- * What the hub knows of the tenant `work` carries; with `member`, the engine's word on its member:
- * a member that is not available makes the view stale (staleReport).
+ * The member's report as the hub may show it: kept but judged stale (Ready Unknown, Stalled) while the
+ * engine says the member is not available, so that kstatus and the health check never call a tenant
+ * Ready from a member that stopped reporting; Stalled when the member refused the tenant; else as
+ * reported.
+ */
+function judgedConditions(work: ManifestWork, reported: WorkCondition[], member: MemberAvailability | undefined): WorkCondition[] {
+  if (member !== undefined && member.status !== 'True') {
+    const since = member.since === undefined ? '' : ` since ${member.since}`;
+    return resummarized(reported, { kind: 'unreported', message: `the member cluster is not reporting (available: ${member.status}${since}); this is its last report` });
+  }
+  const refused = refusal(work);
+  if (refused !== undefined) return resummarized(reported, { kind: 'refused-by-member', message: `the member cluster ${work.metadata.namespace} refused the tenant: ${refused}` });
+  return reported;
+}
+
+/**
+ * What the hub knows of the tenant `work` carries; with `member`, the engine's word on its member
+ * (judgedConditions).
  */
 export function hubView(work: ManifestWork, member?: MemberAvailability): HubTenantView {
   const values = fedBack(work);
@@ -218,7 +235,7 @@ export function hubView(work: ManifestWork, member?: MemberAvailability): HubTen
         ...present('phase', asString(values.get('phase'))),
         ...present('observedGeneration', asNumber(values.get('observedGeneration'))),
         ...present('url', asString(values.get('url'))),
-        conditions: member === undefined || member.status === 'True' ? conditionsOf(values) : staleReport(conditionsOf(values), member),
+        conditions: judgedConditions(work, conditionsOf(values), member),
         modules: modulesOf(values),
       },
     },

@@ -25,7 +25,9 @@ export type Standing =
   | { readonly kind: 'decommissioned'; readonly dataRetained: boolean }
   | { readonly kind: 'unserved'; readonly reason: UnservedReason; readonly message: string }
   /** Seen from a multi-cluster hub: the member holding the tenant stopped reporting, so what the hub has is its last report. */
-  | { readonly kind: 'unreported'; readonly message: string };
+  | { readonly kind: 'unreported'; readonly message: string }
+  /** Seen from a multi-cluster hub: the member's API server refused the tenant the engine applied there. */
+  | { readonly kind: 'refused-by-member'; readonly message: string };
 
 /** The summary condition types; a summary without Ready keeps the stored one. */
 export const SUMMARY_TYPES: ReadonlySet<string> = new Set(['Ready', 'Reconciling', 'Stalled', 'Suspended']);
@@ -56,6 +58,10 @@ export function summarize(standing: Standing): Record<string, ConditionState> {
       // Ready Unknown: nobody knows; Stalled: nothing changes until the member reports again.
       const state: ConditionState = { status: 'Unknown', reason: Reason.MemberNotReporting, message: standing.message };
       return { Ready: state, Stalled: { ...state, status: 'True' } };
+    }
+    case 'refused-by-member': {
+      const state: ConditionState = { status: 'False', reason: Reason.MemberRefusedTenant, message: standing.message };
+      return withProgress(state, { ...state, status: 'True' });
     }
   }
 }
