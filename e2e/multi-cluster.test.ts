@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND } from '../src/api/constants.ts';
 import { hubView, type HubTenantView, type ManifestWork, type TenantManifest, tenantWork, workName } from '../src/multicluster/manifest-work.ts';
-import { decidedCluster, placementName, type PlacementDecision, tenantPlacement } from '../src/multicluster/placement.ts';
+import { decidedCluster, type Placement, placementName, type PlacementDecision, tenantPlacement, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
 import { eventually } from '../test/support/kubectl.ts';
 import { type Member, type MemberOperator, OcmHub, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
@@ -46,10 +46,22 @@ function clusterSet(): string {
 
 const tenant = (name: string): TenantManifest => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: { capsuleCode: nextCode(), tier: 'Starter' } });
 
+/** The Placement by labels a portal writes for a tenant, once the engine has judged it (satisfied or not). */
+async function decide(name: string, labels: Record<string, string>): Promise<Placement> {
+  hub.plane.kubectl(['apply', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, labels)));
+  let placement: Placement | undefined;
+  const judged = (): boolean => {
+    placement = JSON.parse(hub.plane.kubectl(['get', 'placement', placementName(name), '-n', TENANTS_NAMESPACE, '-o', 'json'])) as Placement;
+    return placement.status?.conditions?.some((c) => c.type === 'PlacementSatisfied') ?? false;
+  };
+  if (!(await eventually(judged, 60_000)) || placement === undefined) throw new Error(`the engine did not judge the placement of ${name}`);
+  return placement;
+}
+
 /** What a portal does on the hub: a Placement by labels, then the tenant's work where the engine decided. */
 async function place(manifest: TenantManifest, labels: Record<string, string>): Promise<string> {
   const name = manifest.metadata.name;
-  hub.plane.kubectl(['apply', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, labels)));
+  await decide(name, labels);
   let cluster: string | undefined;
   const decided = (): boolean => {
     const list = JSON.parse(hub.plane.kubectl(['get', 'placementdecisions', '-n', TENANTS_NAMESPACE, '-l', `cluster.open-cluster-management.io/placement=${placementName(name)}`, '-o', 'json'])) as { items: PlacementDecision[] };
@@ -153,6 +165,16 @@ describe('tenants placed across member clusters by an existing engine', () => {
     expect(member('eu').plane.kubectl(['get', 'evt', us, '--ignore-not-found', '-o', 'name']).trim()).toBe('');
     expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
   }, 300_000);
+
+  it('whose labels match no member are placed nowhere, Stalled on the hub with the engine saying why', async () => {
+    const nowhere = await decide(`mars-${run}`, { region: 'mars' });
+    const conditions = unplacedConditions(nowhere);
+    expect(conditions?.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'NoMemberMatches' });
+    expect(conditions?.[0]?.message).toMatch(/placed tenant-mars-\w+ on no member: No ManagedCluster matches/);
+    // The control: a region a member has is placed.
+    expect(unplacedConditions(await decide(`eu2-${run}`, { region: 'eu' }))).toBeUndefined();
+    for (const name of [`mars-${run}`, `eu2-${run}`]) hub.plane.kubectl(['delete', 'placement', placementName(name), '-n', TENANTS_NAMESPACE]);
+  }, 120_000);
 
   it("shows a member's drift on the hub, judged as the member's own EvaTenant is", async () => {
     // The member's platform role suspends the tenant there: the hub wrote no such thing.

@@ -215,6 +215,13 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     action: "Install the operator chart on the member, or fix the tenant the hub placed; the engine applies it again by itself.",
   },
 
+  NoMemberMatches: {
+    area: 'members',
+    meaning: "For a tenant's Placement on the hub: Stalled, Ready False: the engine decided no member cluster, so the tenant is nowhere yet; the message is the engine's (PlacementSatisfied).",
+    cause: "No member's labels match the Placement's, the member that did is cordoned or gone, or the Placement's namespace has no ManagedClusterSetBinding.",
+    action: "Label a member for it (or fix the tenant's placement labels), or bind the cluster set to the namespace; the engine decides by itself once one matches.",
+  },
+
   // -- fleet rollouts ------------------------------------------------------------------------------------
   RolloutMoving: { area: 'rollouts', meaning: 'Reconciling: a batch has moved and its tenants are coming up on the target version.', cause: 'A rollout in progress.', action: NOTHING },
   RolloutBaking: { area: 'rollouts', meaning: 'Reconciling: the batch in flight is Ready on the target version and bakes before its gates are judged.', cause: 'A rollout in progress.', action: NOTHING },

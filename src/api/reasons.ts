@@ -62,6 +62,8 @@ export const Reason = {
   MemberNotReporting: 'MemberNotReporting',
   /** The member's API server refused the EvaTenant the hub placed there (no CRD, or refused by admission). */
   MemberRefusedTenant: 'MemberRefusedTenant',
+  /** The engine decided no member cluster for the tenant's Placement (none matches its labels, no cluster set bound, ...). */
+  NoMemberMatches: 'NoMemberMatches',
 
   // -- fleet rollouts (EvaRollout: src/rollout/, status/summarize.ts summarizeRollout) ------------------
   RolloutMoving: 'RolloutMoving',

@@ -187,10 +187,13 @@ export interface MemberAvailability {
   since?: string;
 }
 
+/** summarize()'s conditions for where the hub sees a tenant stand. */
+export const summaryConditions = (standing: Standing): (WorkCondition & { reason: string; message: string })[] =>
+  Object.entries(summarize(standing)).map(([type, state]) => ({ type, ...state }));
+
 /** The conditions, their summary replaced by summarize()'s for `standing` (a view the hub judges itself). */
 function resummarized(conditions: WorkCondition[], standing: Standing): WorkCondition[] {
-  const summary = Object.entries(summarize(standing)).map(([type, state]) => ({ type, ...state }));
-  return [...conditions.filter((c) => !SUMMARY_TYPES.has(c.type)), ...summary];
+  return [...conditions.filter((c) => !SUMMARY_TYPES.has(c.type)), ...summaryConditions(standing)];
 }
 
 /** Why the member's API server refused the tenant, if the engine says it did. */

@@ -8,7 +8,7 @@
  * the decided member's namespace, so a later decision (labels changed) moves nothing: a move is an
  * explicit, data-carrying operation.
  */
-import { TENANT_WORK_LABEL } from './manifest-work.ts';
+import { summaryConditions, TENANT_WORK_LABEL, type WorkCondition } from './manifest-work.ts';
 
 export const PLACEMENT_API_VERSION = 'cluster.open-cluster-management.io/v1beta1';
 /** The engine's taints on a member it cannot reach or that says it is not available. */
@@ -18,6 +18,7 @@ export interface Placement {
   apiVersion: typeof PLACEMENT_API_VERSION;
   kind: 'Placement';
   metadata: { name: string; namespace: string; labels: Record<string, string> };
+  status?: PlacementStatus;
   spec: {
     numberOfClusters: 1;
     clusterSets: string[];
@@ -25,6 +26,11 @@ export interface Placement {
     tolerations: { key: string; operator: 'Exists' }[];
     prioritizerPolicy: { mode: 'Exact'; configurations: { scoreCoordinate: { builtIn: 'Steady' }; weight: number }[] };
   };
+}
+
+/** The engine's PlacementSatisfied condition, as the Placement's status has it. */
+export interface PlacementStatus {
+  conditions?: { type: string; status: string; reason?: string; message?: string }[];
 }
 
 export interface PlacementDecision {
@@ -54,4 +60,15 @@ export function tenantPlacement(tenant: string, namespace: string, clusterSet: s
 export function decidedCluster(decisions: readonly PlacementDecision[]): string | undefined {
   const clusters = decisions.flatMap((d) => d.status?.decisions ?? []).map((d) => d.clusterName);
   return clusters.length === 1 ? clusters[0] : undefined;
+}
+
+/**
+ * Why the engine placed the tenant nowhere, as summarize() words it (Ready False, Stalled, reason
+ * NoMemberMatches and the engine's own message); undefined while it decides or once it has.
+ */
+export function unplacedConditions(placement: Pick<Placement, 'metadata' | 'status'>): WorkCondition[] | undefined {
+  const satisfied = placement.status?.conditions?.find((c) => c.type === 'PlacementSatisfied');
+  if (satisfied?.status !== 'False') return undefined;
+  const message = `the engine placed ${placement.metadata.name} on no member: ${satisfied.message ?? satisfied.reason ?? 'not satisfied'}`;
+  return summaryConditions({ kind: 'unplaced', message });
 }

@@ -27,7 +27,9 @@ export type Standing =
   /** Seen from a multi-cluster hub: the member holding the tenant stopped reporting, so what the hub has is its last report. */
   | { readonly kind: 'unreported'; readonly message: string }
   /** Seen from a multi-cluster hub: the member's API server refused the tenant the engine applied there. */
-  | { readonly kind: 'refused-by-member'; readonly message: string };
+  | { readonly kind: 'refused-by-member'; readonly message: string }
+  /** Seen from a multi-cluster hub: the engine placed the tenant on no member. */
+  | { readonly kind: 'unplaced'; readonly message: string };
 
 /** The summary condition types; a summary without Ready keeps the stored one. */
 export const SUMMARY_TYPES: ReadonlySet<string> = new Set(['Ready', 'Reconciling', 'Stalled', 'Suspended']);
@@ -59,8 +61,10 @@ export function summarize(standing: Standing): Record<string, ConditionState> {
       const state: ConditionState = { status: 'Unknown', reason: Reason.MemberNotReporting, message: standing.message };
       return { Ready: state, Stalled: { ...state, status: 'True' } };
     }
-    case 'refused-by-member': {
-      const state: ConditionState = { status: 'False', reason: Reason.MemberRefusedTenant, message: standing.message };
+    case 'refused-by-member':
+    case 'unplaced': {
+      const reason = standing.kind === 'unplaced' ? Reason.NoMemberMatches : Reason.MemberRefusedTenant;
+      const state: ConditionState = { status: 'False', reason, message: standing.message };
       return withProgress(state, { ...state, status: 'True' });
     }
   }
