@@ -130,6 +130,16 @@ async function streamMaxMsgs(code: string, stream: string): Promise<number | und
   return inTenant(code, ({ jsm }) => jsm.streams.info(stream).then((info) => info.config.max_msgs, () => undefined));
 }
 
+/** When the server created each of the tenant's streams (ms), by name: a stream made again has a later time. */
+async function streamsCreated(code: string, t: NatsTarget): Promise<Map<string, number>> {
+  const created = await inTenant(code, async ({ jsm }) => {
+    const times = new Map<string, number>();
+    for await (const info of jsm.streams.list()) times.set(info.config.name, Date.parse(info.created));
+    return times;
+  }, t);
+  return created ?? new Map();
+}
+
 /** Active on the current generation, waited for; returns the ms since `since`. */
 async function waitActive(code: string, since = Date.now(), timeoutMs = ACTIVE_MS): Promise<{ tenant: TenantView; ms: number }> {
   return waitForTenant(nameOf(code), 'Active on the current generation', isActive, timeoutMs, since);
@@ -532,10 +542,13 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
     const seedValue = await kvValue(code, seedKey, PRIVATE);
     expect(seedValue).toBeDefined();
 
+    const createdBefore = await streamsCreated(code, PRIVATE);
     const wiped = Date.now();
     await privateNats.restart({ wipe: true });
     const restartedMs = Date.now() - wiped;
-    expect(await streamNames(code, PRIVATE)).toEqual([]);
+    // Not "no streams right after the restart": the operator may already have made them again by the
+    // first look (seen once: all three back within the restart). That they were gone and made anew
+    // the creation times below show.
     // Each measured from the moment the wipe began.
     const sinceWipe = async (what: string, check: () => Promise<boolean>): Promise<number> => {
       await until(what, check, RESTORE_MS);
@@ -553,6 +566,8 @@ describe('a tenant after Active: spec changes, drift, NATS loss, credentials, id
         `record with seed ${seconds(recordMs)}, seed data ${seconds(seedMs)}, Active ${seconds(activeMs)}`,
     );
     expect(await streamNames(code, PRIVATE)).toEqual(expectedStreams);
+    const createdAfter = await streamsCreated(code, PRIVATE);
+    for (const stream of expectedStreams) expect(createdAfter.get(stream), `${stream} made again after the wipe`).toBeGreaterThan(createdBefore.get(stream) ?? Infinity);
     const record = await tenantRecord(code, PRIVATE);
     expect(record).toMatchObject({ code, tier: 'Starter', seedsVersion: '1.0.0', seed: { version: '1.0.0' } });
   }, CASE_MS);
