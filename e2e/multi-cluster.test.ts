@@ -9,20 +9,20 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND } from '../src/api/constants.ts';
-import { hubView, type HubTenantView, type ManifestWork, type TenantManifest, tenantWork, workName } from '../src/multicluster/manifest-work.ts';
-import { decidedCluster, type Placement, placementName, type PlacementDecision, tenantPlacement, unplacedConditions } from '../src/multicluster/placement.ts';
+import type { HubTenantView, TenantManifest } from '../src/multicluster/manifest-work.ts';
+import { placementName, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
+import { HubTenants, IN_CLUSTER_SET, isActiveOnHub, readyOf, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
 import { eventually } from '../test/support/kubectl.ts';
 import { type Member, type MemberOperator, OcmHub, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
 import { capsuleCodes, runLetters } from '../test/support/random.ts';
 
-const TENANTS_NAMESPACE = 'eva-tenants';
-const CLUSTER_SET = 'eva-members';
 const SETUP_MS = 600_000;
 const nextCode = capsuleCodes('M');
 const run = runLetters().toLowerCase();
 
 let hub: OcmHub;
+let tenants: HubTenants;
 let planes: Plane[] = [];
 const members: Record<'eu' | 'us', Member | undefined> = { eu: undefined, us: undefined };
 const operators = new Map<Plane, MemberOperator>();
@@ -33,56 +33,13 @@ function member(region: 'eu' | 'us'): Member {
   return joined;
 }
 
-/** The cluster set the tenants' Placements choose from, bound to the namespace they are written in. */
-function clusterSet(): string {
-  return [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TENANTS_NAMESPACE } },
-    { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSet', metadata: { name: CLUSTER_SET }, spec: { clusterSelector: { selectorType: 'ExclusiveClusterSetLabel' } } },
-    { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSetBinding', metadata: { name: CLUSTER_SET, namespace: TENANTS_NAMESPACE }, spec: { clusterSet: CLUSTER_SET } },
-  ]
-    .map((o) => JSON.stringify(o))
-    .join('\n');
-}
-
 const tenant = (name: string): TenantManifest => ({ apiVersion: API_VERSION, kind: KIND, metadata: { name }, spec: { capsuleCode: nextCode(), tier: 'Starter' } });
-
-/** The Placement by labels a portal writes for a tenant, once the engine has judged it (satisfied or not). */
-async function decide(name: string, labels: Record<string, string>): Promise<Placement> {
-  hub.plane.kubectl(['apply', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, labels)));
-  let placement: Placement | undefined;
-  const judged = (): boolean => {
-    placement = JSON.parse(hub.plane.kubectl(['get', 'placement', placementName(name), '-n', TENANTS_NAMESPACE, '-o', 'json'])) as Placement;
-    return placement.status?.conditions?.some((c) => c.type === 'PlacementSatisfied') ?? false;
-  };
-  if (!(await eventually(judged, 60_000)) || placement === undefined) throw new Error(`the engine did not judge the placement of ${name}`);
-  return placement;
-}
-
-/** What a portal does on the hub: a Placement by labels, then the tenant's work where the engine decided. */
-async function place(manifest: TenantManifest, labels: Record<string, string>): Promise<string> {
-  const name = manifest.metadata.name;
-  await decide(name, labels);
-  let cluster: string | undefined;
-  const decided = (): boolean => {
-    const list = JSON.parse(hub.plane.kubectl(['get', 'placementdecisions', '-n', TENANTS_NAMESPACE, '-l', `cluster.open-cluster-management.io/placement=${placementName(name)}`, '-o', 'json'])) as { items: PlacementDecision[] };
-    cluster = decidedCluster(list.items);
-    return cluster !== undefined;
-  };
-  if (!(await eventually(decided, 60_000)) || cluster === undefined) throw new Error(`the engine decided no cluster for ${name}`);
-  hub.plane.kubectl(['apply', '-f', '-'], JSON.stringify(tenantWork(manifest, cluster)));
-  return cluster;
-}
-
-function hubViewOf(name: string, cluster: string): HubTenantView | undefined {
-  const json = hub.plane.kubectl(['get', 'manifestwork', workName(name), '-n', cluster, '--ignore-not-found', '-o', 'json']);
-  return json.trim() === '' ? undefined : hubView(JSON.parse(json) as ManifestWork, hub.availability(cluster));
-}
 
 const memberTenant = (m: Member, name: string): TenantObject => JSON.parse(m.plane.kubectl(['get', 'evt', name, '-o', 'json'])) as TenantObject;
 
 /** kstatus/Argo CD on the member's EvaTenant and on the hub's view of it, side by side. */
 function verdicts(m: Member, name: string): { member: string; hub: string } {
-  const view = hubViewOf(name, m.cluster);
+  const view = tenants.view(name, m.cluster);
   if (view === undefined) throw new Error(`no work for ${name} on the hub`);
   const { verdicts: v } = fluxAndArgo([labelled('member', memberTenant(m, name)), labelled('hub', view.tenant as unknown as TenantObject)]);
   return { member: v['member'] ?? '?', hub: v['hub'] ?? '?' };
@@ -104,25 +61,23 @@ async function judgedAlike(m: Member, name: string, expected: string): Promise<{
 async function untilHub(name: string, cluster: string, check: (view: HubTenantView) => boolean, timeoutMs = 120_000): Promise<HubTenantView> {
   let view: HubTenantView | undefined;
   await eventually(() => {
-    view = hubViewOf(name, cluster);
+    view = tenants.view(name, cluster);
     return view !== undefined && check(view);
   }, timeoutMs, 500);
   if (view === undefined || !check(view)) throw new Error(`the hub's view of ${name} on ${cluster}: ${JSON.stringify(view)}`);
   return view;
 }
 
-const readyOf = (view: HubTenantView): string | undefined => view.tenant.status.conditions.find((c) => c.type === 'Ready')?.status;
-const isActiveOnHub = (view: HubTenantView): boolean => view.applied && view.tenant.status.phase === 'Active' && readyOf(view) === 'True' && view.tenant.status.observedGeneration === view.tenant.metadata.generation;
 
 beforeAll(async () => {
   const started = Date.now();
   planes = [planeUp('hub', 0), planeUp('member-eu', 1), planeUp('member-us', 2)];
   const [hubPlane, eu, us] = planes as [Plane, Plane, Plane];
   hub = await OcmHub.start(hubPlane);
-  const inSet = { 'cluster.open-cluster-management.io/clusterset': CLUSTER_SET };
-  members.eu = await hub.join(eu, 'member-eu', { ...inSet, region: 'eu' });
-  members.us = await hub.join(us, 'member-us', { ...inSet, region: 'us' });
-  hub.plane.kubectl(['apply', '-f', '-'], clusterSet());
+  members.eu = await hub.join(eu, 'member-eu', { ...IN_CLUSTER_SET, region: 'eu' });
+  members.us = await hub.join(us, 'member-us', { ...IN_CLUSTER_SET, region: 'us' });
+  tenants = new HubTenants(hub);
+  tenants.bindClusterSet();
   // member-us gets its operator chart (CRD, operator) in the first test, after a tenant was placed there.
   operators.set(eu, await startMemberOperator(eu));
   console.info(`[multi-cluster] a hub and two members joined, member-eu's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -140,8 +95,8 @@ describe('tenants placed across member clusters by an existing engine', () => {
 
   it('go to the member their labels select, become Active there (once the member has the operator chart), and the hub shows what the member says', async () => {
     const started = Date.now();
-    expect(await place(tenant(eu), { region: 'eu' })).toBe('member-eu');
-    expect(await place(tenant(us), { region: 'us' })).toBe('member-us');
+    expect(await tenants.place(tenant(eu), { region: 'eu' })).toBe('member-eu');
+    expect(await tenants.place(tenant(us), { region: 'us' })).toBe('member-us');
     const view = await untilHub(eu, 'member-eu', isActiveOnHub);
     console.info(`[multi-cluster] a tenant placed, Active as the hub sees it, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
@@ -167,12 +122,12 @@ describe('tenants placed across member clusters by an existing engine', () => {
   }, 300_000);
 
   it('whose labels match no member are placed nowhere, Stalled on the hub with the engine saying why', async () => {
-    const nowhere = await decide(`mars-${run}`, { region: 'mars' });
+    const nowhere = await tenants.decide(`mars-${run}`, { region: 'mars' });
     const conditions = unplacedConditions(nowhere);
     expect(conditions?.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'NoMemberMatches' });
     expect(conditions?.[0]?.message).toMatch(/placed tenant-mars-\w+ on no member: No ManagedCluster matches/);
     // The control: a region a member has is placed.
-    expect(unplacedConditions(await decide(`eu2-${run}`, { region: 'eu' }))).toBeUndefined();
+    expect(unplacedConditions(await tenants.decide(`eu2-${run}`, { region: 'eu' }))).toBeUndefined();
     for (const name of [`mars-${run}`, `eu2-${run}`]) hub.plane.kubectl(['delete', 'placement', placementName(name), '-n', TENANTS_NAMESPACE]);
   }, 120_000);
 

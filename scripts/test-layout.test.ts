@@ -17,7 +17,7 @@ const testFiles = execFileSync('git', ['ls-files', '--cached', '--others', '--ex
   .filter((file) => !file.startsWith('node_modules/'));
 
 /** The test helpers (test/support/) that reach the control plane: kubectl, its setup, and the e2e ones. */
-const CONTROL_PLANE_HELPERS = ['kubectl', 'cluster-setup', 'air-gap', 'converged', 'health-verdicts', 'helm', 'metrics', 'multi-cluster', 'nats', 'operator', 'real-node-probe', 'real-node', 'tenants'];
+const CONTROL_PLANE_HELPERS = ['kubectl', 'cluster-setup', 'air-gap', 'converged', 'health-verdicts', 'helm', 'hub-tenants', 'metrics', 'multi-cluster', 'nats', 'operator', 'real-node-probe', 'real-node', 'tenants'];
 
 /**
  * What a test uses to reach a control plane: a helper of CONTROL_PLANE_HELPERS, a control plane of

@@ -33,15 +33,16 @@ export interface Plane {
 }
 
 /**
- * Brings up (or reuses) plane `index` of this checkout's multi-cluster planes: a state folder and NATS
- * ports of its own (44222-47221 and 48222-51221, three per checkout), clear of the suite's plane.
+ * Brings up (or reuses) plane `index` (0-5) of this checkout's multi-cluster planes: a state folder and
+ * NATS ports of its own (44222-50227 and 54222-60227, six per checkout: three for the test, three for
+ * the benchmark), clear of the suite's plane.
  */
 export function planeUp(name: string, index: number): Plane {
   const dir = join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/multi-cluster-${checkout}-${name}`);
   const settings = {
     EVA_DEV_CLUSTER_DIR: dir,
-    EVA_NATS_PORT: String(44222 + portOffset * 3 + index),
-    EVA_NATS_MONITOR_PORT: String(48222 + portOffset * 3 + index),
+    EVA_NATS_PORT: String(44222 + portOffset * 6 + index),
+    EVA_NATS_MONITOR_PORT: String(54222 + portOffset * 6 + index),
     EVA_CONTROL_PLANE: 'control-plane',
     EVA_DEV_CLUSTER_RECREATE: 'changed',
   };
@@ -54,7 +55,8 @@ export function planeUp(name: string, index: number): Plane {
     name,
     dir,
     env: { KUBECONFIG: kubeconfig, NATS_URL: printed('NATS_URL'), NATS_SYSTEM_CREDS_FILE: printed('NATS_SYSTEM_CREDS_FILE'), NATS_OPERATOR_SIGNING_KEY_FILE: printed('NATS_OPERATOR_SIGNING_KEY_FILE') },
-    kubectl: (args, input) => execFileSync(join(binDir(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'] }),
+    // A list of a hundred works is several MiB (the default buffer is 1 MiB).
+    kubectl: (args, input) => execFileSync(join(binDir(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024 }),
   };
 }
 

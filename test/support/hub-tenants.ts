@@ -1,0 +1,90 @@
+/**
+ * What a portal does on a multi-cluster hub (docs/multi-cluster.md), for the multi-cluster test and
+ * benchmark: binds the members' cluster set to the namespace tenants are written in, places a tenant
+ * (a Placement by labels, then its ManifestWork where the engine decided) and reads the hub's view.
+ */
+import { hubView, type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, workName } from '../../src/multicluster/manifest-work.ts';
+import { decidedCluster, type Placement, placementName, type PlacementDecision, tenantPlacement } from '../../src/multicluster/placement.ts';
+import { eventually } from './kubectl.ts';
+import type { OcmHub } from './multi-cluster.ts';
+
+export const TENANTS_NAMESPACE = 'eva-tenants';
+export const CLUSTER_SET = 'eva-members';
+/** On a ManagedCluster: the cluster set it belongs to. */
+export const IN_CLUSTER_SET = { 'cluster.open-cluster-management.io/clusterset': CLUSTER_SET } as const;
+
+export class HubTenants {
+  private readonly hub: OcmHub;
+
+  constructor(hub: OcmHub) {
+    this.hub = hub;
+  }
+
+  /** The cluster set the tenants' Placements choose from, bound to the namespace they are written in. */
+  bindClusterSet(): void {
+    const objects = [
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TENANTS_NAMESPACE } },
+      { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSet', metadata: { name: CLUSTER_SET }, spec: { clusterSelector: { selectorType: 'ExclusiveClusterSetLabel' } } },
+      { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSetBinding', metadata: { name: CLUSTER_SET, namespace: TENANTS_NAMESPACE }, spec: { clusterSet: CLUSTER_SET } },
+    ];
+    this.hub.plane.kubectl(['apply', '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n'));
+  }
+
+  /** The Placement by labels for tenant `name`, once the engine has judged it (satisfied or not). */
+  async decide(name: string, labels: Record<string, string>): Promise<Placement> {
+    this.hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, labels)));
+    let placement: Placement | undefined;
+    const judged = (): boolean => {
+      placement = JSON.parse(this.hub.plane.kubectl(['get', 'placement', placementName(name), '-n', TENANTS_NAMESPACE, '-o', 'json'])) as Placement;
+      return placement.status?.conditions?.some((c) => c.type === 'PlacementSatisfied') ?? false;
+    };
+    if (!(await eventually(judged, 60_000)) || placement === undefined) throw new Error(`the engine did not judge the placement of ${name}`);
+    return placement;
+  }
+
+  /** A Placement by labels, then the tenant's work where the engine decided; returns that member. */
+  async place(manifest: TenantManifest, labels: Record<string, string>): Promise<string> {
+    const [cluster] = await this.placeAll([manifest], labels);
+    if (cluster === undefined) throw new Error(`the engine decided no cluster for ${manifest.metadata.name}`);
+    return cluster;
+  }
+
+  /**
+   * Every tenant's Placement in one apply, then, once the engine decided them all, every work in one
+   * apply (as a portal placing a batch would); returns each tenant's member, in order.
+   */
+  async placeAll(manifests: readonly TenantManifest[], labels: Record<string, string>): Promise<string[]> {
+    const placements = manifests.map((m) => tenantPlacement(m.metadata.name, TENANTS_NAMESPACE, CLUSTER_SET, labels));
+    // Server-side: no last-applied copy of each object doubling what every read of them returns.
+    this.hub.plane.kubectl(['apply', '--server-side', '-f', '-'], placements.map((p) => JSON.stringify(p)).join('\n'));
+    let clusters: (string | undefined)[] = [];
+    const decided = (): boolean => {
+      const list = JSON.parse(this.hub.plane.kubectl(['get', 'placementdecisions', '-n', TENANTS_NAMESPACE, '-o', 'json'])) as { items: PlacementDecision[] };
+      clusters = manifests.map((m) => decidedCluster(list.items.filter((d) => d.metadata.labels?.['cluster.open-cluster-management.io/placement'] === placementName(m.metadata.name))));
+      return clusters.every((c) => c !== undefined);
+    };
+    if (!(await eventually(decided, 120_000))) throw new Error(`the engine decided no cluster for ${String(clusters.filter((c) => c === undefined).length)} tenants`);
+    const works = manifests.map((m, i) => tenantWork(m, clusters[i] ?? ''));
+    this.hub.plane.kubectl(['apply', '--server-side', '-f', '-'], works.map((w) => JSON.stringify(w)).join('\n'));
+    return clusters.map((c) => c ?? '');
+  }
+
+  /** The hub's view of every placed tenant on `cluster`. */
+  views(cluster: string): HubTenantView[] {
+    const list = JSON.parse(this.hub.plane.kubectl(['get', 'manifestwork', '-n', cluster, '-l', TENANT_WORK_LABEL, '-o', 'json'])) as { items: ManifestWork[] };
+    const availability = this.hub.availability(cluster);
+    return list.items.map((work) => hubView(work, availability));
+  }
+
+  /** The hub's view of tenant `name` on `cluster`, the member's availability included; undefined without a work. */
+  view(name: string, cluster: string): HubTenantView | undefined {
+    const json = this.hub.plane.kubectl(['get', 'manifestwork', workName(name), '-n', cluster, '--ignore-not-found', '-o', 'json']);
+    return json.trim() === '' ? undefined : hubView(JSON.parse(json) as ManifestWork, this.hub.availability(cluster));
+  }
+}
+
+export const readyOf = (view: HubTenantView): string | undefined => view.tenant.status.conditions.find((c) => c.type === 'Ready')?.status;
+
+/** Active at its current generation as the hub sees it: applied, phase Active, Ready True. */
+export const isActiveOnHub = (view: HubTenantView): boolean =>
+  view.applied && view.tenant.status.phase === 'Active' && readyOf(view) === 'True' && view.tenant.status.observedGeneration === view.tenant.metadata.generation;
