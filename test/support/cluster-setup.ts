@@ -58,13 +58,18 @@ function exportedVariables(envScript: string): Record<string, string> {
 /** A control plane's state folder and NATS ports, and how scripts/dev-cluster.sh makes it (EVA_DEV_CLUSTER_*). */
 export type ClusterSettings = Readonly<Record<string, string>> & { EVA_DEV_CLUSTER_DIR: string; EVA_NATS_PORT: string; EVA_NATS_MONITOR_PORT: string };
 
+/** Brings up (or reuses) the control plane `settings` name; returns its environment (`dev-cluster.sh env`). */
+export function clusterUp(settings: ClusterSettings): Record<string, string> {
+  const env = { ...process.env, ...settings };
+  execFileSync('bash', [script, 'up'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  return exportedVariables(execFileSync('bash', [script, 'env'], { env, encoding: 'utf8' }));
+}
+
 /** Brings up (or reuses) the control plane `settings` name and exports its environment into this process. */
 export function useCluster(settings: ClusterSettings): void {
   // Children (quickstart.sh, dev-cluster.sh from tests) find the same plane through these.
   Object.assign(process.env, settings);
-  execFileSync('bash', [script, 'up'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  const envScript = execFileSync('bash', [script, 'env'], { encoding: 'utf8' });
-  const vars = exportedVariables(envScript);
+  const vars = clusterUp(settings);
   Object.assign(process.env, vars);
   process.env['PATH'] = `${vars['EVA_TOOLS_DIR'] ?? ''}:${process.env['PATH'] ?? ''}`;
 }

@@ -9,7 +9,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkout, portOffset } from './cluster-setup.ts';
+import { checkout, clusterUp, portOffset, removeCluster } from './cluster-setup.ts';
 import { killOnExit, stopChild } from './child-processes.ts';
 import { eventually } from './kubectl.ts';
 import { type OperatorProcess, startOperator } from './operator.ts';
@@ -18,7 +18,6 @@ import { auditOffset } from './audit.ts';
 import { freePort } from './ports.ts';
 import { binDir, repoRoot } from './tools.ts';
 
-const devCluster = join(repoRoot, 'scripts/dev-cluster.sh');
 /** The agents' namespace on a member (the klusterlet's default). */
 const AGENT_NAMESPACE = 'open-cluster-management-agent';
 const HUB_NAMESPACE = 'open-cluster-management-hub';
@@ -39,22 +38,19 @@ export interface Plane {
  */
 export function planeUp(name: string, index: number): Plane {
   const dir = join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/multi-cluster-${checkout}-${name}`);
-  const settings = {
+  const vars = clusterUp({
     EVA_DEV_CLUSTER_DIR: dir,
     EVA_NATS_PORT: String(44222 + portOffset * 6 + index),
     EVA_NATS_MONITOR_PORT: String(54222 + portOffset * 6 + index),
     EVA_CONTROL_PLANE: 'control-plane',
     EVA_DEV_CLUSTER_RECREATE: 'changed',
-  };
-  const env = { ...process.env, ...settings };
-  execFileSync('bash', [devCluster, 'up'], { env, stdio: ['ignore', 'inherit', 'inherit'] });
-  const printed = (variable: string): string =>
-    execFileSync('bash', ['-c', `eval "$(bash ${JSON.stringify(devCluster)} env)"; printf %s "$${variable}"`], { env, encoding: 'utf8' });
-  const kubeconfig = printed('KUBECONFIG');
+  });
+  const variable = (name: string): string => vars[name] ?? '';
+  const kubeconfig = variable('KUBECONFIG');
   return {
     name,
     dir,
-    env: { KUBECONFIG: kubeconfig, NATS_URL: printed('NATS_URL'), NATS_SYSTEM_CREDS_FILE: printed('NATS_SYSTEM_CREDS_FILE'), NATS_OPERATOR_SIGNING_KEY_FILE: printed('NATS_OPERATOR_SIGNING_KEY_FILE') },
+    env: { KUBECONFIG: kubeconfig, NATS_URL: variable('NATS_URL'), NATS_SYSTEM_CREDS_FILE: variable('NATS_SYSTEM_CREDS_FILE'), NATS_OPERATOR_SIGNING_KEY_FILE: variable('NATS_OPERATOR_SIGNING_KEY_FILE') },
     // A list of a hundred works is several MiB (the default buffer is 1 MiB).
     kubectl: (args, input) => execFileSync(join(binDir(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024 }),
   };
@@ -62,7 +58,7 @@ export function planeUp(name: string, index: number): Plane {
 
 /** Stops the plane and removes its state. */
 export function planeDown(plane: Plane): void {
-  execFileSync('bash', [devCluster, 'down'], { env: { ...process.env, EVA_DEV_CLUSTER_DIR: plane.dir }, stdio: ['ignore', 'inherit', 'inherit'] });
+  removeCluster(plane.dir);
 }
 
 /** Where test/tools/build-ocm.sh put the engine (built by scripts/test.sh's install step; here if cold). */
