@@ -91,6 +91,10 @@ create_cluster() {
     { cat "$state/kwokctl.log" >&2; die "kwokctl create cluster failed (log above)"; }
 }
 
+# kwokctl removes the cluster's context from a kubeconfig: this plane's own, never $KUBECONFIG's or
+# ~/.kube/config (the user's, or another plane's: the tests' plane lost its context to a member's `down`).
+kwokctl_delete() { "$bin/kwokctl" delete cluster --name "$cluster" --kubeconfig "$kubeconfig"; }
+
 # What a cluster is made from (its kwokctl configuration and node), remembered when it is created.
 cluster_recipe() { cat "$1" "$here/node.yaml"; }
 
@@ -113,7 +117,7 @@ ensure_cluster() {
   # recreating it takes seconds and leaves no half-restarted state behind.
   if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
     api_ready || log "control plane not answering; recreating it"
-    "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 8>&- || true
+    kwokctl_delete >/dev/null 2>&1 8>&- || true
     stop_processes_under "$KWOK_WORKDIR"
   fi
   create_cluster
@@ -220,7 +224,7 @@ cmd_down() {
   bin=$(bin_dir)
   cmd_stop_operator
   if [[ -d "$KWOK_WORKDIR/clusters/$cluster" ]]; then
-    "$bin/kwokctl" delete cluster --name "$cluster" >/dev/null 2>&1 || log "kwokctl delete failed; killing processes"
+    kwokctl_delete >/dev/null 2>&1 || log "kwokctl delete failed; killing processes"
   fi
   local pid; pid=$(nats_pid || true)
   [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true

@@ -2,9 +2,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { existsSync, readFileSync } from 'node:fs';
-import { eventually, kubectl, kubectlOk } from '../support/kubectl.ts';
-import { repoRoot } from '../support/tools.ts';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { clusterUp, removeCluster } from '../support/cluster-setup.ts';
+import { eventually, kubectl, kubectlOk, requiredEnv } from '../support/kubectl.ts';
+import { freePort } from '../support/ports.ts';
+import { binDir, repoRoot } from '../support/tools.ts';
 
 const ns = `cp-test-${Date.now().toString(36)}`;
 const versions = readFileSync(join(repoRoot, 'versions.env'), 'utf8');
@@ -132,4 +135,27 @@ describe('local control plane', () => {
       expect(machineKubectl.stdout.trim(), machineKubectl.stderr).toBe('node/kwok-node-0');
     }
   });
+
+  it("another plane's `down` leaves every other kubeconfig alone (the user's, this suite's); kwokctl left to itself edits $KUBECONFIG's", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'eva-second-plane-'));
+    const secondPlane = async (): Promise<void> => {
+      clusterUp({ EVA_DEV_CLUSTER_DIR: dir, EVA_NATS_PORT: String(await freePort()), EVA_NATS_MONITOR_PORT: String(await freePort()), EVA_CONTROL_PLANE: 'control-plane', EVA_DEV_CLUSTER_RECREATE: 'changed' });
+    };
+    const suiteKubeconfig = requiredEnv('KUBECONFIG');
+    const before = readFileSync(suiteKubeconfig, 'utf8');
+    // Both planes are kwokctl's cluster `eva`: the context kwokctl deletes is named as the suite's.
+    expect(before).toContain('kwok-eva');
+    await secondPlane();
+    removeCluster(dir); // with this suite's kubeconfig as $KUBECONFIG
+    expect(readFileSync(suiteKubeconfig, 'utf8')).toBe(before);
+    expect(kubectl(['get', '--raw', '/readyz']).status).toBe(0);
+    // The control: kwokctl's delete without --kubeconfig, on a copy of the suite's, takes its context.
+    await secondPlane();
+    const copy = join(dir, 'suite-kubeconfig-copy');
+    copyFileSync(suiteKubeconfig, copy);
+    const bare = spawnSync(join(binDir(), 'kwokctl'), ['delete', 'cluster', '--name', 'eva'], { encoding: 'utf8', env: { ...process.env, KUBECONFIG: copy, KWOK_WORKDIR: join(dir, 'kwok') } });
+    expect(bare.status, bare.stderr).toBe(0);
+    expect(readFileSync(copy, 'utf8')).not.toContain('kwok-eva');
+    removeCluster(dir);
+  }, 120_000);
 });

@@ -6,7 +6,7 @@
  * Deployments use. Everything listens on and targets 127.0.0.1 only.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkout, clusterUp, portOffset, removeCluster } from './cluster-setup.ts';
@@ -90,9 +90,11 @@ class EngineProcesses {
     return readFileSync(join(this.logs, `${name}.log`), 'utf8');
   }
 
+  /** Stops `child`, or all of them and removes the logs (with the members' hub credentials). */
   async stop(child?: ChildProcess): Promise<void> {
     const stopping = child === undefined ? this.children.splice(0) : this.children.splice(this.children.indexOf(child), 1);
     await Promise.all(stopping.map((c) => stopChild(c, 5_000)));
+    if (child === undefined) rmSync(this.logs, { recursive: true, force: true });
   }
 }
 
@@ -202,12 +204,12 @@ export interface MemberOperator {
 
 /**
  * The operator of a member, as the suite's: the chart's ServiceAccount under its RBAC and policy (on
- * that member; the identity's own refused probes come before `auditFrom`), the member's NATS, the
- * CRDs of this checkout.
+ * that member, its token kubeconfig in the plane's state folder and gone with it; the identity's own
+ * refused probes come before `auditFrom`), the member's NATS, the CRDs of this checkout.
  */
 export async function startMemberOperator(plane: Plane): Promise<MemberOperator> {
   plane.kubectl(['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
-  const identity = await onPlane(plane, () => confinedIdentity(SUITE_OPERATOR, mkdtempSync(join(tmpdir(), `eva-${plane.name}-identity-`))));
+  const identity = await onPlane(plane, () => confinedIdentity(SUITE_OPERATOR, mkdtempSync(join(plane.dir, 'operator-identity-'))));
   const auditFrom = await onPlane(plane, () => Promise.resolve(auditOffset()));
   const operator = startOperator({ ...plane.env, KUBECONFIG: identity.kubeconfig, POD_NAMESPACE: identity.namespace });
   await operator.ready();
