@@ -15,7 +15,7 @@ import { API_VERSION, KIND } from '../src/api/constants.ts';
 import type { TenantManifest } from '../src/multicluster/manifest-work.ts';
 import { HubTenants, IN_CLUSTER_SET, isActiveOnHub } from '../test/support/hub-tenants.ts';
 import { eventually } from '../test/support/kubectl.ts';
-import { OcmHub, type Plane, planeDown, planeUp } from '../test/support/multi-cluster.ts';
+import { installMemberChart, OcmHub, type Plane, planeDown, planeUp } from '../test/support/multi-cluster.ts';
 import { type OperatorProcess, startOperator } from '../test/support/operator.ts';
 import { capsuleCodes } from '../test/support/random.ts';
 import { binDir } from '../test/support/tools.ts';
@@ -36,7 +36,7 @@ const named = (prefix: string, count: number): TenantManifest[] => Array.from({ 
 
 /** The operator of a member, as the benchmarks run theirs: the member's admin, leases in `default`. */
 async function memberOperator(plane: Plane): Promise<OperatorProcess> {
-  plane.kubectl(['apply', '--server-side', '-f', 'crds']);
+  installMemberChart(plane);
   const operator = startOperator({ ...plane.env, POD_NAMESPACE: 'default' });
   await operator.ready();
   return operator;
@@ -79,8 +79,7 @@ async function main(): Promise<void> {
   try {
     await engine.join(eu, 'member-eu', { ...IN_CLUSTER_SET, region: 'eu' });
     await engine.join(us, 'member-us', { ...IN_CLUSTER_SET, region: 'us' });
-    const hub = new HubTenants(engine);
-    hub.bindClusterSet();
+    const hub = await HubTenants.setUp(engine);
     operators.push(await memberOperator(eu), await memberOperator(us));
 
     const oneAlone = await onOneCluster(eu, named('alone', 1));

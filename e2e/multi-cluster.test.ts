@@ -9,12 +9,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND } from '../src/api/constants.ts';
-import type { HubTenantView, TenantManifest } from '../src/multicluster/manifest-work.ts';
+import { type HubTenantView, type ManifestWork, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../src/multicluster/manifest-work.ts';
 import { placementName, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
-import { HubTenants, IN_CLUSTER_SET, isActiveOnHub, readyOf, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
+import { HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, readyOf, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
 import { eventually } from '../test/support/kubectl.ts';
-import { type Member, type MemberOperator, OcmHub, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
+import { type Kubectl, type Member, MEMBER_EXECUTOR, type MemberOperator, OcmHub, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
 import { capsuleCodes, runLetters } from '../test/support/random.ts';
 
 const SETUP_MS = 600_000;
@@ -76,8 +76,7 @@ beforeAll(async () => {
   hub = await OcmHub.start(hubPlane);
   members.eu = await hub.join(eu, 'member-eu', { ...IN_CLUSTER_SET, region: 'eu' });
   members.us = await hub.join(us, 'member-us', { ...IN_CLUSTER_SET, region: 'us' });
-  tenants = new HubTenants(hub);
-  tenants.bindClusterSet();
+  tenants = await HubTenants.setUp(hub);
   // member-us gets its operator chart (CRD, operator) in the first test, after a tenant was placed there.
   operators.set(eu, await startMemberOperator(eu));
   console.info(`[multi-cluster] a hub and two members joined, member-eu's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -88,6 +87,100 @@ afterAll(async () => {
   await hub.stop();
   for (const plane of planes) planeDown(plane);
 }, SETUP_MS);
+
+/** '' when `write` is admitted, else what the API server said. */
+function refusalOf(write: () => string): string {
+  try {
+    write();
+    return '';
+  } catch (error) {
+    return String((error as { stderr?: unknown }).stderr ?? error);
+  }
+}
+
+/** A server-side dry run of `work` as `kubectl`'s identity: '' when admitted, else the refusal. */
+const dryRun = (kubectl: Kubectl, work: unknown): string => refusalOf(() => kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], JSON.stringify(work)));
+
+/** `work` with its EvaTenant changed by `change`. */
+function withTenant(work: ManifestWork, change: (t: TenantManifest) => TenantManifest): ManifestWork {
+  return { ...work, spec: { ...work.spec, workload: { manifests: work.spec.workload.manifests.map(change) } } };
+}
+
+const annotated = (key: string, value: string) => (t: TenantManifest): TenantManifest => ({ ...t, metadata: { ...t.metadata, annotations: { ...t.metadata.annotations, [key]: value } } });
+
+/** The Applied condition of a work's first manifest on its member, as the engine reports it on the hub. */
+function manifestApplied(name: string, cluster: string): { status?: string; message?: string } {
+  const json = hub.plane.kubectl(['get', 'manifestwork', name, '-n', cluster, '-o', 'jsonpath={.status.resourceStatus.manifests[0].conditions[?(@.type=="Applied")]}']);
+  return json.trim() === '' ? {} : (JSON.parse(json) as { status?: string; message?: string });
+}
+
+describe('who may write tenant works on the hub (the hub chart, and the members\' executor)', () => {
+  const RESTORE = 'eva.aidonow.com/restore-from-uid';
+  const work = tenantWork(tenant(`probe-${run}`), 'member-eu', MEMBER_EXECUTOR);
+  const bad: [string, string, unknown][] = [
+    ['a platform control (restore another tenant\'s data)', RESTORE, withTenant(work, annotated(RESTORE, '4f9a6c1e-0000-4000-8000-000000000001'))],
+    ['spec.suspend', 'spec.suspend', withTenant(work, (t) => ({ ...t, spec: { ...t.spec, suspend: true } }))],
+    ['no executor: the agent\'s own rights', 'spec.executor', { ...work, spec: { ...work.spec, executor: undefined } }],
+    ['another executor', 'spec.executor', { ...work, spec: { ...work.spec, executor: { subject: { type: 'ServiceAccount', serviceAccount: { namespace: 'kube-system', name: 'clusterrole-aggregation-controller' } } } } }],
+    ['a second object: cluster-admin for the portal', 'exactly one EvaTenant', { ...work, spec: { ...work.spec, workload: { manifests: [...work.spec.workload.manifests, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `portal-admin-${run}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' }, subjects: [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'system:authenticated' }] }] } } }],
+    ['a forced apply: the member\'s own fields taken', 'unforced server-side apply', { ...work, spec: { ...work.spec, manifestConfigs: work.spec.manifestConfigs.map((c) => ({ ...c, updateStrategy: { type: 'ServerSideApply', serverSideApply: { ...c.updateStrategy.serverSideApply, force: true } } })) } }],
+  ];
+
+  it.each(bad)("refuses the portal a work with %s, naming it; the platform role's is admitted (the control)", (_what, named, badWork) => {
+    const refused = dryRun(tenants.portal, badWork);
+    expect(refused).toContain(named);
+    expect(refused).toContain('eva-hub-platform-admin');
+    expect(dryRun(hub.plane.kubectl, badWork)).toBe('');
+  });
+
+  it('admits the portal\'s tenant work as the portal writes it (one EvaTenant, the executor, unforced)', () => {
+    expect(dryRun(tenants.portal, work)).toBe('');
+  });
+
+  it('without the hub\'s policy, the portal\'s work sets a platform control on a member past the member\'s own policy: the threat the policy stops', async () => {
+    const name = `threat-${run}`;
+    const uid = '4f9a6c1e-0000-4000-8000-000000000002';
+    const threat = withTenant(tenantWork(tenant(name), 'member-eu', MEMBER_EXECUTOR), annotated(RESTORE, uid));
+    const eu = member('eu').plane;
+    // On the member, the portal role (the executor) may not set it: the member's policy refuses it.
+    const asExecutor = ['--as', `system:serviceaccount:${MEMBER_EXECUTOR.namespace}:${MEMBER_EXECUTOR.name}`];
+    expect(refusalOf(() => eu.kubectl([...asExecutor, 'apply', '--server-side', '--dry-run=server', '-f', '-'], JSON.stringify(threat.spec.workload.manifests[0])))).toContain(RESTORE);
+    hub.plane.kubectl(['delete', 'validatingadmissionpolicybinding', 'eva-hub-tenant-works']);
+    try {
+      expect(await eventually(() => dryRun(tenants.portal, threat) === '', 30_000)).toBe(true);
+      tenants.portal(['apply', '--server-side', '-f', '-'], JSON.stringify(threat));
+      const annotation = (): string => eu.kubectl(['get', 'evt', name, '--ignore-not-found', '-o', `jsonpath={.metadata.annotations.eva\\.aidonow\\.com/restore-from-uid}`]);
+      expect(await eventually(() => annotation() === uid, 60_000)).toBe(true);
+    } finally {
+      tenants.portal(['delete', 'manifestwork', workName(name), '-n', 'member-eu', '--ignore-not-found', '--wait=false']);
+      installHubChart(hub.plane);
+    }
+    expect(await eventually(() => dryRun(tenants.portal, threat).includes(RESTORE), 30_000)).toBe(true);
+  }, 120_000);
+
+  it('applies on a member only what the executor may write there; the same work without an executor is written with the agent\'s rights (the control)', async () => {
+    const planted = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `planted-${run}`, namespace: 'kube-system' }, data: { by: 'a work' } };
+    const plantingWork = (name: string, executor?: WorkExecutor) => ({
+      apiVersion: 'work.open-cluster-management.io/v1',
+      kind: 'ManifestWork',
+      metadata: { name, namespace: 'member-eu' },
+      spec: { ...(executor === undefined ? {} : { executor: { subject: { type: 'ServiceAccount', serviceAccount: executor } } }), workload: { manifests: [planted] } },
+    });
+    const eu = member('eu').plane;
+    const present = (): boolean => eu.kubectl(['get', 'configmap', planted.metadata.name, '-n', 'kube-system', '--ignore-not-found', '-o', 'name']).trim() !== '';
+    // The platform role writes both (the hub's policy does not judge it): the member's RBAC decides.
+    hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(plantingWork(`planted-executor-${run}`, MEMBER_EXECUTOR)));
+    const refused = await eventually(() => manifestApplied(`planted-executor-${run}`, 'member-eu').status === 'False', 60_000);
+    expect(refused, hub.plane.kubectl(['get', 'manifestwork', `planted-executor-${run}`, '-n', 'member-eu', '-o', 'jsonpath={.status}'])).toBe(true);
+    expect(manifestApplied(`planted-executor-${run}`, 'member-eu').message).toMatch(/not allowed/);
+    expect(present()).toBe(false);
+    hub.plane.kubectl(['delete', 'manifestwork', `planted-executor-${run}`, '-n', 'member-eu']);
+    hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(plantingWork(`planted-agent-${run}`)));
+    expect(await eventually(present, 60_000)).toBe(true);
+    hub.plane.kubectl(['delete', 'manifestwork', `planted-agent-${run}`, '-n', 'member-eu']);
+    expect(await eventually(() => !present(), 60_000)).toBe(true);
+  }, 180_000);
+});
 
 describe('tenants placed across member clusters by an existing engine', () => {
   const eu = `eu-${run}`;
@@ -102,7 +195,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
 
     // member-us has no operator chart yet: its API server refuses the EvaTenant, and the hub says so.
     const refused = await untilHub(us, 'member-us', (v) => v.tenant.status.conditions.some((c) => c.type === 'Stalled' && c.reason === 'MemberRefusedTenant'));
-    expect(refused.tenant.status.conditions.find((c) => c.type === 'Stalled')?.message).toMatch(/member-us refused the tenant: .*EvaTenant/);
+    expect(refused.tenant.status.conditions.find((c) => c.type === 'Stalled')?.message).toMatch(/member-us refused the tenant: .*(EvaTenant|evatenants)/);
     expect(fluxAndArgo([labelled('refused', refused.tenant as unknown as TenantObject)]).verdicts['refused']).toBe('Failed/Degraded');
     const installed = Date.now();
     const usPlane = member('us').plane;

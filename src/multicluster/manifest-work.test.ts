@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { FEEDBACK_PATHS, hubView, type ManifestWork, tenantWork } from './manifest-work.ts';
 
-const starter = tenantWork({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name: 'acme' }, spec: { capsuleCode: 'ACMEXX', tier: 'Starter' } }, 'member-1');
+const starter = tenantWork({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name: 'acme' }, spec: { capsuleCode: 'ACMEXX', tier: 'Starter' } }, 'member-1', { namespace: 'eva-operator', name: 'eva-hub-executor' });
 
 /** The work as the engine reports it: `values` fed back, Applied at `appliedGeneration`. */
 function reported(values: Record<string, string | number | boolean>, appliedGeneration = 1): ManifestWork {
@@ -18,10 +18,11 @@ function reported(values: Record<string, string | number | boolean>, appliedGene
 }
 
 describe('the ManifestWork of a placed tenant', () => {
-  it('sits in the member cluster namespace, labelled with its tenant, applied server-side as the engine field manager', () => {
+  it('sits in the member cluster namespace, labelled with its tenant, applied server-side (never forced) as the engine field manager and as the member executor', () => {
     expect(starter.metadata).toEqual({ name: 'evatenant-acme', namespace: 'member-1', labels: { 'eva.aidonow.com/tenant': 'acme' } });
     expect(starter.spec.workload.manifests[0]?.spec).toEqual({ capsuleCode: 'ACMEXX', tier: 'Starter' });
-    expect(starter.spec.manifestConfigs[0]?.updateStrategy.serverSideApply.fieldManager).toMatch(/^work-agent/);
+    expect(starter.spec.manifestConfigs[0]?.updateStrategy.serverSideApply).toEqual({ fieldManager: expect.stringMatching(/^work-agent/) as unknown, force: false });
+    expect(starter.spec.executor).toEqual({ subject: { type: 'ServiceAccount', serviceAccount: { namespace: 'eva-operator', name: 'eva-hub-executor' } } });
   });
 
   it('asks for every condition kstatus and the health check read, and each module of any tier, by names used once', () => {

@@ -45,11 +45,22 @@ export interface WorkCondition {
   observedGeneration?: number;
 }
 
+/**
+ * The member's ServiceAccount a tenant work applies as (the operator chart's hubExecutor, bound to the
+ * portal role there): the work agent asks the member's API server whether it may write each object
+ * before writing it, so a work carries only what the portal may write on the member.
+ */
+export interface WorkExecutor {
+  namespace: string;
+  name: string;
+}
+
 export interface ManifestWork {
   apiVersion: typeof WORK_API_VERSION;
   kind: 'ManifestWork';
   metadata: { name: string; namespace: string; labels?: Record<string, string>; generation?: number };
   spec: {
+    executor?: { subject: { type: 'ServiceAccount'; serviceAccount: WorkExecutor } };
     workload: { manifests: TenantManifest[] };
     manifestConfigs: {
       resourceIdentifier: { group: string; resource: string; name: string };
@@ -92,17 +103,19 @@ export const FEEDBACK_PATHS: readonly JsonPath[] = [
 ];
 
 /**
- * The ManifestWork that places `tenant` on `cluster`. Server-side apply as the engine's own field
- * manager: the work owns the fields its author wrote and nothing else, so the member's operator
- * (status, finalizer, ownership) and the member's platform role (its controls) keep theirs.
+ * The ManifestWork that places `tenant` on `cluster`, applied there as `executor`. Server-side apply
+ * as the engine's own field manager, never forced: the work owns the fields its author wrote and
+ * nothing else, so the member's operator (status, finalizer, ownership) and the member's platform
+ * role (its controls) keep theirs.
  */
-export function tenantWork(tenant: TenantManifest, cluster: string): ManifestWork {
+export function tenantWork(tenant: TenantManifest, cluster: string, executor: WorkExecutor): ManifestWork {
   const name = tenant.metadata.name;
   return {
     apiVersion: WORK_API_VERSION,
     kind: 'ManifestWork',
     metadata: { name: workName(name), namespace: cluster, labels: { [TENANT_WORK_LABEL]: name } },
     spec: {
+      executor: { subject: { type: 'ServiceAccount', serviceAccount: executor } },
       workload: { manifests: [tenant] },
       manifestConfigs: [
         {

@@ -1,41 +1,74 @@
 /**
  * What a portal does on a multi-cluster hub (docs/multi-cluster.md), for the multi-cluster test and
- * benchmark: binds the members' cluster set to the namespace tenants are written in, places a tenant
- * (a Placement by labels, then its ManifestWork where the engine decided) and reads the hub's view.
+ * benchmark: binds the members' cluster set to the namespace tenants are written in (as the platform
+ * would, with the hub chart's roles and policy), then, as the portal (a ServiceAccount with the hub
+ * chart's eva-hub-tenant-portal role, a token of its own), places a tenant (a Placement by labels,
+ * then its ManifestWork where the engine decided, applied there as the members' executor) and reads
+ * the hub's view.
  */
-import { hubView, type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, workName } from '../../src/multicluster/manifest-work.ts';
+import { mkdtempSync } from 'node:fs';
+import { join } from 'node:path';
+import { hubView, type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../../src/multicluster/manifest-work.ts';
 import { decidedCluster, type Placement, placementName, type PlacementDecision, tenantPlacement } from '../../src/multicluster/placement.ts';
 import { eventually } from './kubectl.ts';
-import type { OcmHub } from './multi-cluster.ts';
+import { type Kubectl, kubectlAs, MEMBER_EXECUTOR, type OcmHub, onPlane, type Plane } from './multi-cluster.ts';
+import { renderChart, serviceAccountKubeconfig } from './operator-identity.ts';
 
 export const TENANTS_NAMESPACE = 'eva-tenants';
 export const CLUSTER_SET = 'eva-members';
 /** On a ManagedCluster: the cluster set it belongs to. */
 export const IN_CLUSTER_SET = { 'cluster.open-cluster-management.io/clusterset': CLUSTER_SET } as const;
+/** The portal's ServiceAccount on the hub. */
+const PORTAL = { namespace: TENANTS_NAMESPACE, name: 'eva-portal' } as const;
+
+/** The hub chart (charts/eva-hub) as the test installs it: its roles and its policy, naming the members' executor. */
+export function installHubChart(plane: Plane, executor: WorkExecutor = MEMBER_EXECUTOR): void {
+  const rendered = renderChart('charts/eva-hub', { release: 'eva-hub', namespace: TENANTS_NAMESPACE }, ['--set', `executor.namespace=${executor.namespace}`, '--set', `executor.name=${executor.name}`]);
+  plane.kubectl(['apply', '--server-side', '-f', '-'], rendered);
+}
+
+/** kubectl on `plane` as ServiceAccount `account` bound to ClusterRole `role` (a token kubeconfig in the plane's state folder). */
+export async function boundServiceAccount(plane: Plane, account: { namespace: string; name: string }, role: string): Promise<Kubectl> {
+  const objects = [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: account },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${account.name}-${role}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [{ kind: 'ServiceAccount', ...account }] },
+  ];
+  plane.kubectl(['apply', '--server-side', '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n'));
+  const kubeconfig = await onPlane(plane, () => Promise.resolve(serviceAccountKubeconfig(join(mkdtempSync(join(plane.dir, 'identity-')), 'kubeconfig'), account)));
+  return kubectlAs(kubeconfig);
+}
 
 export class HubTenants {
   private readonly hub: OcmHub;
+  /** kubectl on the hub as the portal. */
+  readonly portal: Kubectl;
 
-  constructor(hub: OcmHub) {
+  private constructor(hub: OcmHub, portal: Kubectl) {
     this.hub = hub;
+    this.portal = portal;
   }
 
-  /** The cluster set the tenants' Placements choose from, bound to the namespace they are written in. */
-  bindClusterSet(): void {
+  /**
+   * As the platform: the cluster set the tenants' Placements choose from, bound to the namespace they
+   * are written in, and the hub chart; then the portal's identity.
+   */
+  static async setUp(hub: OcmHub): Promise<HubTenants> {
     const objects = [
       { apiVersion: 'v1', kind: 'Namespace', metadata: { name: TENANTS_NAMESPACE } },
       { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSet', metadata: { name: CLUSTER_SET }, spec: { clusterSelector: { selectorType: 'ExclusiveClusterSetLabel' } } },
       { apiVersion: 'cluster.open-cluster-management.io/v1beta2', kind: 'ManagedClusterSetBinding', metadata: { name: CLUSTER_SET, namespace: TENANTS_NAMESPACE }, spec: { clusterSet: CLUSTER_SET } },
     ];
-    this.hub.plane.kubectl(['apply', '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n'));
+    hub.plane.kubectl(['apply', '-f', '-'], objects.map((o) => JSON.stringify(o)).join('\n'));
+    installHubChart(hub.plane);
+    return new HubTenants(hub, await boundServiceAccount(hub.plane, PORTAL, 'eva-hub-tenant-portal'));
   }
 
   /** The Placement by labels for tenant `name`, once the engine has judged it (satisfied or not). */
   async decide(name: string, labels: Record<string, string>): Promise<Placement> {
-    this.hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, labels)));
+    this.portal(['apply', '--server-side', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, labels)));
     let placement: Placement | undefined;
     const judged = (): boolean => {
-      placement = JSON.parse(this.hub.plane.kubectl(['get', 'placement', placementName(name), '-n', TENANTS_NAMESPACE, '-o', 'json'])) as Placement;
+      placement = JSON.parse(this.portal(['get', 'placement', placementName(name), '-n', TENANTS_NAMESPACE, '-o', 'json'])) as Placement;
       return placement.status?.conditions?.some((c) => c.type === 'PlacementSatisfied') ?? false;
     };
     if (!(await eventually(judged, 60_000)) || placement === undefined) throw new Error(`the engine did not judge the placement of ${name}`);
@@ -56,29 +89,29 @@ export class HubTenants {
   async placeAll(manifests: readonly TenantManifest[], labels: Record<string, string>): Promise<string[]> {
     const placements = manifests.map((m) => tenantPlacement(m.metadata.name, TENANTS_NAMESPACE, CLUSTER_SET, labels));
     // Server-side: no last-applied copy of each object doubling what every read of them returns.
-    this.hub.plane.kubectl(['apply', '--server-side', '-f', '-'], placements.map((p) => JSON.stringify(p)).join('\n'));
+    this.portal(['apply', '--server-side', '-f', '-'], placements.map((p) => JSON.stringify(p)).join('\n'));
     let clusters: (string | undefined)[] = [];
     const decided = (): boolean => {
-      const list = JSON.parse(this.hub.plane.kubectl(['get', 'placementdecisions', '-n', TENANTS_NAMESPACE, '-o', 'json'])) as { items: PlacementDecision[] };
+      const list = JSON.parse(this.portal(['get', 'placementdecisions', '-n', TENANTS_NAMESPACE, '-o', 'json'])) as { items: PlacementDecision[] };
       clusters = manifests.map((m) => decidedCluster(list.items.filter((d) => d.metadata.labels?.['cluster.open-cluster-management.io/placement'] === placementName(m.metadata.name))));
       return clusters.every((c) => c !== undefined);
     };
     if (!(await eventually(decided, 120_000))) throw new Error(`the engine decided no cluster for ${String(clusters.filter((c) => c === undefined).length)} tenants`);
-    const works = manifests.map((m, i) => tenantWork(m, clusters[i] ?? ''));
-    this.hub.plane.kubectl(['apply', '--server-side', '-f', '-'], works.map((w) => JSON.stringify(w)).join('\n'));
+    const works = manifests.map((m, i) => tenantWork(m, clusters[i] ?? '', MEMBER_EXECUTOR));
+    this.portal(['apply', '--server-side', '-f', '-'], works.map((w) => JSON.stringify(w)).join('\n'));
     return clusters.map((c) => c ?? '');
   }
 
   /** The hub's view of every placed tenant on `cluster`. */
   views(cluster: string): HubTenantView[] {
-    const list = JSON.parse(this.hub.plane.kubectl(['get', 'manifestwork', '-n', cluster, '-l', TENANT_WORK_LABEL, '-o', 'json'])) as { items: ManifestWork[] };
+    const list = JSON.parse(this.portal(['get', 'manifestwork', '-n', cluster, '-l', TENANT_WORK_LABEL, '-o', 'json'])) as { items: ManifestWork[] };
     const availability = this.hub.availability(cluster);
     return list.items.map((work) => hubView(work, availability));
   }
 
   /** The hub's view of tenant `name` on `cluster`, the member's availability included; undefined without a work. */
   view(name: string, cluster: string): HubTenantView | undefined {
-    const json = this.hub.plane.kubectl(['get', 'manifestwork', workName(name), '-n', cluster, '--ignore-not-found', '-o', 'json']);
+    const json = this.portal(['get', 'manifestwork', workName(name), '-n', cluster, '--ignore-not-found', '-o', 'json']);
     return json.trim() === '' ? undefined : hubView(JSON.parse(json) as ManifestWork, this.hub.availability(cluster));
   }
 }

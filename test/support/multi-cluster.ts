@@ -13,8 +13,9 @@ import { checkout, clusterUp, portOffset, removeCluster } from './cluster-setup.
 import { killOnExit, stopChild } from './child-processes.ts';
 import { eventually } from './kubectl.ts';
 import { type OperatorProcess, startOperator } from './operator.ts';
-import { confinedIdentity, refusedWritesSince, serviceAccountUser, SUITE_OPERATOR } from './operator-identity.ts';
+import { confinedIdentity, refusedWritesSince, renderTemplates, serviceAccountUser, SUITE_OPERATOR } from './operator-identity.ts';
 import { auditOffset } from './audit.ts';
+import type { WorkExecutor } from '../../src/multicluster/manifest-work.ts';
 import { freePort } from './ports.ts';
 import { binDir, repoRoot } from './tools.ts';
 
@@ -28,7 +29,7 @@ export interface Plane {
   readonly dir: string;
   readonly env: Readonly<Record<'KUBECONFIG' | 'NATS_URL' | 'NATS_SYSTEM_CREDS_FILE' | 'NATS_OPERATOR_SIGNING_KEY_FILE', string>>;
   /** kubectl against this plane as its admin; throws with stderr on failure. */
-  kubectl(args: readonly string[], input?: string): string;
+  readonly kubectl: Kubectl;
 }
 
 /**
@@ -51,10 +52,18 @@ export function planeUp(name: string, index: number): Plane {
     name,
     dir,
     env: { KUBECONFIG: kubeconfig, NATS_URL: variable('NATS_URL'), NATS_SYSTEM_CREDS_FILE: variable('NATS_SYSTEM_CREDS_FILE'), NATS_OPERATOR_SIGNING_KEY_FILE: variable('NATS_OPERATOR_SIGNING_KEY_FILE') },
-    // A list of a hundred works is several MiB (the default buffer is 1 MiB).
-    kubectl: (args, input) => execFileSync(join(binDir(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024 }),
+    kubectl: kubectlAs(kubeconfig),
   };
 }
+
+/** kubectl on a plane as one identity; throws with stderr on failure. */
+export type Kubectl = (args: readonly string[], input?: string) => string;
+
+/** kubectl with `kubeconfig`. A list of a hundred works is several MiB (the default buffer is 1 MiB). */
+export const kubectlAs =
+  (kubeconfig: string): Kubectl =>
+  (args, input) =>
+    execFileSync(join(binDir(), 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', input, stdio: ['pipe', 'pipe', 'pipe'], maxBuffer: 256 * 1024 * 1024 });
 
 /** Stops the plane and removes its state. */
 export function planeDown(plane: Plane): void {
@@ -196,6 +205,17 @@ export async function onPlane<T>(plane: Plane, fn: () => Promise<T>): Promise<T>
   }
 }
 
+/** The members' executor: the operator chart's hubExecutor in the suite operators' release namespace. */
+export const MEMBER_EXECUTOR: WorkExecutor = { namespace: SUITE_OPERATOR.namespace, name: 'eva-hub-executor' };
+
+/** What the operator chart brings a member before its operator runs: the CRDs, and the executor the hub's works apply as, with the chart's portal role. */
+export function installMemberChart(plane: Plane): void {
+  plane.kubectl(['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
+  const releaseNamespace = JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: SUITE_OPERATOR.namespace } });
+  const executor = renderTemplates(SUITE_OPERATOR, ['tenant-roles', 'hub-executor'], ['--set', 'hubExecutor.create=true', '--set', `hubExecutor.name=${MEMBER_EXECUTOR.name}`]);
+  plane.kubectl(['apply', '--server-side', '-f', '-'], `${releaseNamespace}\n---\n${executor}`);
+}
+
 /** A member's operator, and where the member's audit log stood when it started (its writes come after). */
 export interface MemberOperator {
   readonly operator: OperatorProcess;
@@ -208,7 +228,7 @@ export interface MemberOperator {
  * refused probes come before `auditFrom`), the member's NATS, the CRDs of this checkout.
  */
 export async function startMemberOperator(plane: Plane): Promise<MemberOperator> {
-  plane.kubectl(['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
+  installMemberChart(plane);
   const identity = await onPlane(plane, () => confinedIdentity(SUITE_OPERATOR, mkdtempSync(join(plane.dir, 'operator-identity-'))));
   const auditFrom = await onPlane(plane, () => Promise.resolve(auditOffset()));
   const operator = startOperator({ ...plane.env, KUBECONFIG: identity.kubeconfig, POD_NAMESPACE: identity.namespace });

@@ -46,9 +46,12 @@ export const policyRefusal = (policy: string): string => `ValidatingAdmissionPol
  * release (the NATS address only satisfies the chart's required values).
  */
 export function renderTemplates(r: ChartRelease, templates: readonly string[], values: readonly string[] = []): string {
-  const args = ['template', r.release, join(repoRoot, 'charts/eva-operator'), '--namespace', r.namespace, '--set', 'nats.url=nats://nats.example:4222', ...values];
-  for (const template of templates) args.push('--show-only', `templates/${template}.yaml`);
-  const result = spawnSync(join(requiredEnv('EVA_TOOLS_DIR'), 'helm'), args, { encoding: 'utf8' });
+  return renderChart('charts/eva-operator', r, ['--set', 'nats.url=nats://nats.example:4222', ...values, ...templates.flatMap((t) => ['--show-only', `templates/${t}.yaml`])]);
+}
+
+/** `helm template` of this checkout's `chart` (a path from the checkout's root) for release `r`, with `args`. */
+export function renderChart(chart: string, r: ChartRelease, args: readonly string[]): string {
+  const result = spawnSync(join(requiredEnv('EVA_TOOLS_DIR'), 'helm'), ['template', r.release, join(repoRoot, chart), '--namespace', r.namespace, ...args], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`helm template failed: ${result.stderr}`);
   return result.stdout;
 }
@@ -56,21 +59,30 @@ export function renderTemplates(r: ChartRelease, templates: readonly string[], v
 /** The chart's ServiceAccount, RBAC and write-confinement policy exactly as `helm template` renders them. */
 export const renderConfinement = (r: ChartRelease, values: readonly string[] = []): string => renderTemplates(r, ['serviceaccount', 'rbac', 'admission-policy'], values);
 
-/** A kubeconfig authenticating as the ServiceAccount (a bound token), for the operator and its helm processes. */
-export function serviceAccountKubeconfig(file: string, r: ChartRelease, duration = '1h'): string {
+/** A ServiceAccount by namespace and name. */
+export interface ServiceAccountRef {
+  readonly namespace: string;
+  readonly name: string;
+}
+
+/** The release's ServiceAccount (the chart names it after the release). */
+export const chartServiceAccount = (r: ChartRelease): ServiceAccountRef => ({ namespace: r.namespace, name: fullnameOf(r) });
+
+/** A kubeconfig authenticating as `account` (a bound token) on the plane of $KUBECONFIG, e.g. for the operator and its helm processes. */
+export function serviceAccountKubeconfig(file: string, account: ServiceAccountRef, duration = '1h'): string {
   const admin = JSON.parse(kubectlOk(['config', 'view', '--raw', '--minify', '-o', 'json'])) as {
     clusters: { cluster: { server: string; 'certificate-authority'?: string; 'certificate-authority-data'?: string } }[];
   };
   const cluster = admin.clusters[0]?.cluster;
   if (!cluster) throw new Error('no cluster in the admin kubeconfig');
-  const serviceAccount = fullnameOf(r);
-  const token = kubectlOk(['create', 'token', serviceAccount, '-n', r.namespace, '--duration', duration]).trim();
+  const serviceAccount = account.name;
+  const token = kubectlOk(['create', 'token', serviceAccount, '-n', account.namespace, '--duration', duration]).trim();
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [{ name: 'local', cluster }],
     users: [{ name: serviceAccount, user: { token } }],
-    contexts: [{ name: 'sa', context: { cluster: 'local', user: serviceAccount, namespace: r.namespace } }],
+    contexts: [{ name: 'sa', context: { cluster: 'local', user: serviceAccount, namespace: account.namespace } }],
     'current-context': 'sa',
   };
   writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
@@ -108,7 +120,7 @@ export async function confinedIdentity(r: ChartRelease, dir: string, duration = 
   const rendered = renderConfinement(r);
   // YAML throughout: kubectl before 1.3x reads a stream that starts with JSON as JSON only.
   kubectlOk(['apply', '--server-side', '--force-conflicts', '--field-manager', 'eva-tests', '-f', '-'], `${stringify(namespace)}---\n${rendered}`);
-  const kubeconfig = serviceAccountKubeconfig(join(dir, `${r.release}.kubeconfig`), r, duration);
+  const kubeconfig = serviceAccountKubeconfig(join(dir, `${r.release}.kubeconfig`), chartServiceAccount(r), duration);
   const user = kubectlOk(['--kubeconfig', kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
   if (user !== serviceAccountUser(r)) throw new Error(`the token authenticates as ${user}, not ${serviceAccountUser(r)}`);
   if (!(await untilConfinement(['--kubeconfig', kubeconfig], policyOf(r), true))) throw new Error(`the admission policy ${policyOf(r)} did not come into force`);

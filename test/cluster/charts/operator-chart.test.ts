@@ -23,7 +23,7 @@ import { FINALIZER, GROUP, KIND, LABELS, MANAGED_BY, OWNER_ANNOTATION, PLURAL, W
 import { tenantNamespace } from '../../../src/tenancy/names.ts';
 import { natsBootstrapFiles } from '../../support/fixtures.ts';
 import { type AuditEvent, auditOffset, auditWritesSince } from '../../support/audit.ts';
-import { serviceAccountKubeconfig } from '../../support/operator-identity.ts';
+import { chartServiceAccount, serviceAccountKubeconfig } from '../../support/operator-identity.ts';
 
 const chartDir = join(repoRoot, 'charts/eva-operator');
 const NAMESPACE = 'eva-system';
@@ -819,7 +819,7 @@ describe('on the local control plane', () => {
     beforeAll(async () => {
       expect(installed, 'the chart must be installed first').toBe(true);
       dir = mkdtempSync(join(tmpdir(), 'eva-chart-rbac-'));
-      const kubeconfig = serviceAccountKubeconfig(join(dir, 'kubeconfig'), { release: liveRelease, namespace: liveNamespace });
+      const kubeconfig = serviceAccountKubeconfig(join(dir, 'kubeconfig'), chartServiceAccount({ release: liveRelease, namespace: liveNamespace }));
       expect(kubectlOk(['--kubeconfig', kubeconfig, 'auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}'])).toBe(
         `system:serviceaccount:${liveNamespace}:${liveFullname}`,
       );

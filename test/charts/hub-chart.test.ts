@@ -1,0 +1,50 @@
+/**
+ * The hub chart (charts/eva-hub), rendered by the pinned helm: its policy refuses from the portal the
+ * same platform controls as the operator chart's platform-controls.yaml refuses on a cluster, and its
+ * values are data. What the hub's API server makes of it: e2e/multi-cluster.test.ts.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../support/tools.ts';
+import { helm } from '../support/chart-render.ts';
+
+const render = (chart: string, args: readonly string[]) => helm(['template', 'eva', join(repoRoot, 'charts', chart), '--namespace', 'eva-system', ...args]);
+
+/** The keys a rendered policy compares old with new for: `"<key>" in variables.old<Annotations|Labels>`. */
+function controlledKeys(rendered: string): string[] {
+  const keys = [...rendered.matchAll(/\\"(eva\.aidonow\.com\/[a-z-]+)\\" in variables\.old(Annotations|Labels)/g)].map((m) => `${m[2] ?? ''} ${m[1] ?? ''}`);
+  return [...new Set(keys)].sort();
+}
+
+describe('the hub chart', () => {
+  it("refuses from the portal exactly the platform controls the operator chart's policy refuses (annotations, labels, spec.operatorVersion, spec.suspend)", async () => {
+    const hub = await render('eva-hub', ['--show-only', 'templates/tenant-works-policy.yaml']);
+    const cluster = await render('eva-operator', ['--set', 'nats.url=nats://nats.example:4222', '--show-only', 'templates/platform-controls.yaml']);
+    expect(hub.code, hub.stderr).toBe(0);
+    expect(cluster.code, cluster.stderr).toBe(0);
+    expect(controlledKeys(hub.stdout)).toEqual(controlledKeys(cluster.stdout));
+    expect(controlledKeys(hub.stdout)).toContain('Annotations eva.aidonow.com/restore-from-uid');
+    for (const field of ['spec.operatorVersion', 'spec.suspend']) {
+      expect(hub.stdout).toContain(`sets, changes or removes ${field}`);
+      expect(cluster.stdout).toContain(`${field} may be set, changed or removed`);
+    }
+  });
+
+  it('names the executor the members run (the operator chart default), and takes no executor that is not a name', async () => {
+    const operatorDefault = await render('eva-operator', ['--set', 'nats.url=nats://nats.example:4222', '--set', 'hubExecutor.create=true', '--show-only', 'templates/hub-executor.yaml']);
+    expect(operatorDefault.stdout).toContain('name: eva-hub-executor\n  namespace: eva-system');
+    const hub = await render('eva-hub', ['--show-only', 'templates/tenant-works-policy.yaml']);
+    expect(hub.stdout).toContain('serviceAccount.namespace == "eva-system"');
+    expect(hub.stdout).toContain('serviceAccount.name == "eva-hub-executor"');
+    const injected = await render('eva-hub', ['--set', "executor.name=x' || true || '"]);
+    expect(injected.code).not.toBe(0);
+    expect(injected.stderr).toContain('/executor/name');
+  });
+
+  it('renders no policy when told (tenantWorksPolicy=false), the roles still', async () => {
+    const off = await render('eva-hub', ['--set', 'tenantWorksPolicy=false']);
+    expect(off.code, off.stderr).toBe(0);
+    expect(off.stdout).not.toContain('ValidatingAdmissionPolicy');
+    expect(off.stdout).toContain('name: eva-hub-tenant-portal');
+  });
+});
