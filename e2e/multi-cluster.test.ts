@@ -83,9 +83,13 @@ beforeAll(async () => {
 }, SETUP_MS);
 
 afterAll(async () => {
-  await Promise.all([...operators.values()].map(({ operator }) => operator.stop()));
-  await hub.stop();
-  for (const plane of planes) planeDown(plane);
+  try {
+    await Promise.all([...operators.values()].map(({ operator }) => operator.stop()));
+    // Unset when the setup failed before the hub started.
+    await (hub as OcmHub | undefined)?.stop();
+  } finally {
+    for (const plane of planes) planeDown(plane);
+  }
 }, SETUP_MS);
 
 /** '' when `write` is admitted, else what the API server said. */

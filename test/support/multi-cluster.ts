@@ -34,15 +34,17 @@ export interface Plane {
 
 /**
  * Brings up (or reuses) plane `index` (0-5) of this checkout's multi-cluster planes: a state folder and
- * NATS ports of its own (44222-50227 and 54222-60227, six per checkout: three for the test, three for
- * the benchmark), clear of the suite's plane.
+ * NATS ports of its own (2000-7999 and 8000-13999, six per checkout: three for the test, three for the
+ * benchmark), clear of the suite's plane, of kwokctl's (32767 down) and of the kernel's ephemeral
+ * range (32768-60999), where any outgoing connection may hold the port when NATS binds it (seen: a
+ * build beside the test took 49630).
  */
 export function planeUp(name: string, index: number): Plane {
   const dir = join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/multi-cluster-${checkout}-${name}`);
   const vars = clusterUp({
     EVA_DEV_CLUSTER_DIR: dir,
-    EVA_NATS_PORT: String(44222 + portOffset * 6 + index),
-    EVA_NATS_MONITOR_PORT: String(54222 + portOffset * 6 + index),
+    EVA_NATS_PORT: String(2000 + portOffset * 6 + index),
+    EVA_NATS_MONITOR_PORT: String(8000 + portOffset * 6 + index),
     EVA_CONTROL_PLANE: 'control-plane',
     EVA_DEV_CLUSTER_RECREATE: 'changed',
   });
