@@ -228,6 +228,25 @@ describe('tenants placed across member clusters by an existing engine', () => {
     for (const name of [`mars-${run}`, `eu2-${run}`]) hub.plane.kubectl(['delete', 'placement', placementName(name), '-n', TENANTS_NAMESPACE]);
   }, 120_000);
 
+  it('keep a cordoned member (a NoSelectIfNew taint) from new tenants, and its tenants where they are', async () => {
+    const cordon = (taints: object[]): string => hub.plane.kubectl(['patch', 'managedcluster', 'member-eu', '--type', 'merge', '-p', JSON.stringify({ spec: { taints } })]);
+    cordon([{ key: 'eva.aidonow.com/maintenance', effect: 'NoSelectIfNew' }]);
+    try {
+      const conditions = unplacedConditions(await tenants.decide(`cordoned-${run}`, { region: 'eu' }));
+      expect(conditions?.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'NoMemberMatches' });
+      expect(conditions?.[0]?.message).toMatch(/placed tenant-cordoned-\w+ on no member/);
+      // Decided before the cordon: still member-eu, its tenant Active there.
+      const decided = hub.plane.kubectl(['get', 'placementdecisions', '-n', TENANTS_NAMESPACE, '-l', `cluster.open-cluster-management.io/placement=${placementName(eu)}`, '-o', 'jsonpath={.items[*].status.decisions[*].clusterName}']);
+      expect(decided).toBe('member-eu');
+      expect(isActiveOnHub(await untilHub(eu, 'member-eu', isActiveOnHub))).toBe(true);
+    } finally {
+      cordon([]);
+    }
+    // The control: uncordoned, the same labels place a new tenant there.
+    expect(unplacedConditions(await tenants.decide(`uncordoned-${run}`, { region: 'eu' }))).toBeUndefined();
+    for (const name of [`cordoned-${run}`, `uncordoned-${run}`]) hub.plane.kubectl(['delete', 'placement', placementName(name), '-n', TENANTS_NAMESPACE]);
+  }, 120_000);
+
   it("shows a member's drift on the hub, judged as the member's own EvaTenant is", async () => {
     // The member's platform role suspends the tenant there: the hub wrote no such thing.
     member('eu').plane.kubectl(['patch', 'evt', eu, '--type', 'merge', '-p', JSON.stringify({ spec: { suspend: true } })]);
