@@ -25,11 +25,13 @@ const PREFIX = 'eva';
 const VERSION = (parseYaml(readFileSync(join(repoRoot, 'charts/eva-operator/Chart.yaml'), 'utf8')) as { version: string }).version;
 const SAMPLE = readFileSync(join(repoRoot, 'samples/evatenant-starter.yaml'), 'utf8');
 const INSTALL_PAGE = readFileSync(join(repoRoot, 'docs/install.md'), 'utf8');
+const MULTI_CLUSTER_PAGE = readFileSync(join(repoRoot, 'docs/multi-cluster.md'), 'utf8');
 const TENANT = (parseYaml(SAMPLE) as { metadata: { name: string }; spec: { capsuleCode: string } });
 const times: Record<string, number> = {};
 
 interface ReleaseRecord {
   chart: { reference: string; digest: string };
+  hubChart: { reference: string; digest: string };
   images: string[];
 }
 
@@ -77,14 +79,14 @@ function asUserOk(folder: string, args: readonly string[]): string {
 }
 
 /**
- * A bash block of docs/install.md, by its first line, for the user's folder: the page's example
- * registries become the node's, and helm gets --plain-http (the node's registries speak plain HTTP).
+ * A bash block of docs/install.md (or `page`), by its first line, for the user's folder: the page's
+ * example registries become the node's, and helm gets --plain-http (the node's registries speak plain HTTP).
  */
-function installBlock(firstLine: string, registries: Readonly<Record<string, string>>): string {
-  const block = [...INSTALL_PAGE.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.startsWith(firstLine));
-  if (block === undefined) throw new Error(`docs/install.md has no block starting "${firstLine}"`);
+function installBlock(firstLine: string, registries: Readonly<Record<string, string>>, page = INSTALL_PAGE): string {
+  const block = [...page.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.startsWith(firstLine));
+  if (block === undefined) throw new Error(`no docs block starting "${firstLine}"`);
   const local = Object.entries(registries).reduce((text, [example, node]) => text.replaceAll(example, node), block);
-  return local.replace(/^(helm (?:install|pull) .*)$/gm, '$1 --plain-http');
+  return local.replace(/^(helm (?:install|pull|upgrade) .*)$/gm, '$1 --plain-http');
 }
 
 /** Runs a block in the user's folder with their PATH (bash is their shell), failing on its first failed command. */
@@ -180,6 +182,8 @@ describe('a release, installed as users get it: from oci:// with only kubectl an
     record = JSON.parse(readFileSync(join(out, 'release.json'), 'utf8')) as ReleaseRecord;
     expect(record.chart.reference).toBe(`oci://${RELEASE_REGISTRY}/${PREFIX}/charts/eva-operator:${VERSION}`);
     expect(record.chart.digest).toMatch(/^sha256:[a-f0-9]{64}$/);
+    expect(record.hubChart.reference).toBe(`oci://${RELEASE_REGISTRY}/${PREFIX}/charts/eva-hub:${VERSION}`);
+    expect(record.hubChart.digest).toMatch(/^sha256:[a-f0-9]{64}$/);
     const ours = record.images.filter((i) => i.startsWith(`${RELEASE_REGISTRY}/`));
     expect(ours).toHaveLength(7);
     expect(record.images.join('\n')).not.toContain('PLACEHOLDER');
@@ -202,9 +206,27 @@ describe('a release, installed as users get it: from oci:// with only kubectl an
     expect(images).toContain(`${RELEASE_REGISTRY}/${PREFIX}/aidonow/eva-operator${digestOf(record, 'aidonow/eva-operator')}`);
     expect(images.filter((i) => !i.startsWith(`${RELEASE_REGISTRY}/${PREFIX}/aidonow/`) || !i.includes('@sha256:'))).toEqual([]);
     expect(images.length).toBeGreaterThan(2);
+    // A member of a multi-cluster hub (docs/multi-cluster.md): the executor the hub's works apply as, with the portal role and no more.
+    runBlock(folder, installBlock('helm upgrade eva oci://', { 'registry.example.com/eva': `${RELEASE_REGISTRY}/${PREFIX}` }, MULTI_CLUSTER_PAGE));
+    const executor = ['--as', 'system:serviceaccount:eva-system:eva-hub-executor'];
+    expect(asUserOk(folder, ['kubectl', 'auth', 'can-i', 'create', 'evatenants.eva.aidonow.com', ...executor]).trim()).toBe('yes');
+    expect(asUser(folder, ['kubectl', 'auth', 'can-i', 'create', 'configmaps', '-n', 'kube-system', ...executor]).stdout.trim()).toBe('no');
     // The control for "nothing behind": the same query sees the install before the uninstall.
     expect(leftovers(folder, before).length).toBeGreaterThan(3);
     uninstall(folder);
+    expect(leftovers(folder, before)).toEqual([]);
+  });
+
+  it("installs the hub chart from oci:// in an empty folder as docs/multi-cluster.md says, and uninstalls to nothing", () => {
+    const folder = userFolder('hub', out);
+    const before = clusterNames(folder);
+    runBlock(folder, installBlock('helm install eva-hub oci://', { 'registry.example.com/eva': `${RELEASE_REGISTRY}/${PREFIX}` }, MULTI_CLUSTER_PAGE));
+    const installed = leftovers(folder, before);
+    for (const name of ['validatingadmissionpolicy.admissionregistration.k8s.io/eva-hub-tenant-works', 'clusterrole.rbac.authorization.k8s.io/eva-hub-tenant-portal', 'clusterrolebinding.rbac.authorization.k8s.io/eva-portal', 'helm release eva-hub']) {
+      expect(installed).toContain(name);
+    }
+    asUserOk(folder, ['helm', 'uninstall', 'eva-hub', '--wait']);
+    asUserOk(folder, ['kubectl', 'delete', 'clusterrolebinding', 'eva-portal']);
     expect(leftovers(folder, before)).toEqual([]);
   });
 

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Publishes a release: the operator and module images, and the operator chart as an OCI artifact, to
-# one registry, with the digests it pushed written into the images.txt the chart carries.
+# Publishes a release: the operator and module images, and the operator chart and the hub chart
+# (charts/eva-hub, for a multi-cluster hub) as OCI artifacts, to one registry, with the digests it
+# pushed written into the images.txt the operator chart carries.
 #
 # Usage: scripts/release.sh VERSION --registry HOST[:PORT][/PREFIX] [options]
-#   VERSION              must already be charts/eva-operator/Chart.yaml's version and appVersion, and
-#                        the operator's tag in images.txt (a version is decided in a reviewed commit)
+#   VERSION              must already be charts/eva-operator/Chart.yaml's version and appVersion (and
+#                        charts/eva-hub's), and the operator's tag in images.txt (a version is decided
+#                        in a reviewed commit)
 #   --registry R         where everything goes: images at R/<path> (R/aidonow/eva-forge, as
-#                        scripts/mirror-images.sh names them), the chart at oci://R/charts/eva-operator
+#                        scripts/mirror-images.sh names them), the charts at oci://R/charts/eva-operator
+#                        and oci://R/charts/eva-hub
 #   --tls-verify=BOOL    require HTTPS with a verified certificate (default true; false: plain HTTP)
 #   --bases local|public the base images of scripts/build-image.sh (default: its default)
 #   --built DIR          publish what scripts/build-image.sh --out DIR already built (a build job
 #                        before a release job) instead of building
-#   --out DIR            where the record of the release goes (default dist/VERSION): the chart's .tgz,
-#                        the released images.txt, release.json (the chart and every image by digest) and
+#   --out DIR            where the record of the release goes (default dist/VERSION): the charts' .tgz,
+#                        the released images.txt, release.json (the charts and every image by digest) and
 #                        kubectl-eva, the day-2 plugin (docs/cli.md), with its sha256
 #
 # In order, and nothing is pushed until every check before it passed:
@@ -20,9 +23,10 @@
 #   2. the released images.txt: every own image must have been built, no PLACEHOLDER may stay;
 #   3. the chart: version checked, default image = the operator by digest, images.txt packaged in it;
 #      `helm lint`, `helm package`; every image it renders must be in its images.txt by digest;
-#      kubectl-eva built (npm run build:cli) and checked to report VERSION;
+#      kubectl-eva built (npm run build:cli) and checked to report VERSION; the hub chart linted and
+#      packaged, its version checked;
 #   4. push the images, each read back from the registry by its digest;
-#   5. push the chart (last: a chart is only published once every image it names can be pulled).
+#   5. push the charts (last: a chart is only published once every image it names can be pulled).
 # Install it: helm install eva oci://R/charts/eva-operator --version VERSION -n eva-system ...
 # Exit status: 0 published, 1 refused or a push failed (each reason on stderr), 2 usage or tool errors.
 set -euo pipefail
@@ -42,7 +46,7 @@ while (($#)); do
     --bases) bases=(--bases "${2:?--bases needs local or public}"); shift ;;
     --out) out=${2:?--out needs a folder}; shift ;;
     --built) built=${2:?--built needs a folder scripts/build-image.sh wrote}; shift ;;
-    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) usage_error "unknown option \"$1\"" ;;
     *) [[ -z $version ]] || usage_error "one VERSION only, got \"$version\" and \"$1\""; version=$1 ;;
   esac
@@ -85,17 +89,27 @@ HELM=$(command -v "$helm") eva_cli release verify-chart "$chart" --images "$work
 (cd "$root" && eva_cli_node scripts/build-cli.ts) >&2
 built_as=$("$root/dist/kubectl-eva" version)
 [[ $built_as == "$version" ]] || { echo "release: refused: kubectl-eva was built as $built_as (package.json), not $version" >&2; exit 1; }
+"$helm" lint "$root/charts/eva-hub" >&2
+"$helm" package "$root/charts/eva-hub" --destination "$work/package" >&2
+hub_chart="$work/package/eva-hub-$version.tgz"
+[[ -f $hub_chart ]] || { echo "release: refused: charts/eva-hub/Chart.yaml is not version $version (it is released with the operator chart)" >&2; exit 1; }
 
 step "4/5 pushing the images to $registry"
 "$root/scripts/mirror-images.sh" --from-archive "$built/images.tar" --registry "$registry" --dest-tls-verify="$tls" >&2
 
-step "5/5 pushing the chart to oci://$registry/charts"
-"$helm" push "$chart" "oci://$registry/charts" "${plain_http[@]}" 2>&1 | tee "$work/push.log" >&2
-chart_digest=$(sed -n 's/^Digest: *//p' "$work/push.log")
-[[ -n $chart_digest ]] || { echo "release: helm push printed no digest" >&2; exit 1; }
+step "5/5 pushing the charts to oci://$registry/charts"
+push_chart() { # <package> -> its digest
+  "$helm" push "$1" "oci://$registry/charts" "${plain_http[@]}" 2>&1 | tee "$work/push.log" >&2
+  local digest; digest=$(sed -n 's/^Digest: *//p' "$work/push.log")
+  [[ -n $digest ]] || { echo "release: helm push of $(basename "$1") printed no digest" >&2; exit 1; }
+  echo "$digest"
+}
+chart_digest=$(push_chart "$chart")
+hub_chart_digest=$(push_chart "$hub_chart")
 
 mkdir -p "$out"
-eva_cli release manifest --version "$version" --registry "$registry" --chart-digest "$chart_digest" --images "$work/images.txt" >"$out/release.json"
-cp "$work/images.txt" "$chart" "$root/dist/kubectl-eva" "$out/"
+eva_cli release manifest --version "$version" --registry "$registry" --chart-digest "$chart_digest" \
+  --hub-chart-digest "$hub_chart_digest" --images "$work/images.txt" >"$out/release.json"
+cp "$work/images.txt" "$chart" "$hub_chart" "$root/dist/kubectl-eva" "$out/"
 (cd "$out" && sha256sum kubectl-eva >kubectl-eva.sha256)
-step "published eva-operator $version: oci://$registry/charts/eva-operator:$version@$chart_digest; record in $out"
+step "published eva-operator $version: oci://$registry/charts/eva-operator:$version@$chart_digest, oci://$registry/charts/eva-hub:$version@$hub_chart_digest; record in $out"

@@ -4,7 +4,7 @@
  *   release images --built F --registry R --version V [--file images.txt]   the images.txt the release ships (stdout)
  *   release stage-chart <dir> --images F --version V                        make a chart copy the released chart
  *   release verify-chart <chart> --images F                                 the chart deploys only what F lists, by digest
- *   release manifest --version V --registry R --chart-digest D --images F   the record of what was published (JSON)
+ *   release manifest --version V --registry R --chart-digest D --hub-chart-digest H --images F   the record of what was published (JSON)
  * Exit status: 0 done, 1 refused (every reason on stderr), 2 usage or input errors.
  */
 import { readFileSync } from 'node:fs';
@@ -62,11 +62,12 @@ export function publishCommand(): Command {
     .command('manifest')
     .requiredOption('--version <version>', 'the release version')
     .requiredOption('--registry <registry>', 'where it was pushed')
-    .requiredOption('--chart-digest <digest>', 'the digest helm push reported for the chart')
+    .requiredOption('--chart-digest <digest>', 'the digest helm push reported for the operator chart')
+    .requiredOption('--hub-chart-digest <digest>', 'the digest helm push reported for the hub chart')
     .requiredOption('--images <file>', 'the released images.txt')
-    .action((o: { version: string; registry: string; chartDigest: string; images: string }) => {
+    .action((o: { version: string; registry: string; chartDigest: string; hubChartDigest: string; images: string }) => {
       refusing(() => {
-        const manifest = releaseManifest(o.version, mirrorRegistry(o.registry), o.chartDigest, readFileSync(o.images, 'utf8'));
+        const manifest = releaseManifest(o.version, mirrorRegistry(o.registry), { chart: o.chartDigest, hubChart: o.hubChartDigest }, readFileSync(o.images, 'utf8'));
         process.stdout.write(`${JSON.stringify(manifest, null, 2)}\n`);
       });
     });

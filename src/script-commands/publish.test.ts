@@ -86,11 +86,13 @@ describe('the released chart', () => {
 });
 
 describe('the release manifest', () => {
-  it('names the chart by digest and every image', () => {
+  it('names both charts by digest and every image', () => {
     const released = releasedCatalogue(CATALOGUE, BUILT, 'r.example/eva', '0.1.0');
-    const manifest = releaseManifest('0.1.0', 'r.example/eva', `sha256:${hex('d')}`, released);
+    const manifest = releaseManifest('0.1.0', 'r.example/eva', { chart: `sha256:${hex('d')}`, hubChart: `sha256:${hex('e')}` }, released);
     expect(manifest.chart).toEqual({ reference: 'oci://r.example/eva/charts/eva-operator:0.1.0', digest: `sha256:${hex('d')}` });
+    expect(manifest.hubChart).toEqual({ reference: 'oci://r.example/eva/charts/eva-hub:0.1.0', digest: `sha256:${hex('e')}` });
     expect(manifest.images).toHaveLength(3);
-    expect(refusal(() => releaseManifest('0.1.0', 'r.example', 'sha256:short', released))).toEqual(['"sha256:short" is not a sha256 digest']);
+    expect(refusal(() => releaseManifest('0.1.0', 'r.example', { chart: 'sha256:short', hubChart: `sha256:${hex('e')}` }, released))).toEqual(['"sha256:short" is not a sha256 digest']);
+    expect(refusal(() => releaseManifest('0.1.0', 'r.example', { chart: `sha256:${hex('d')}`, hubChart: '' }, released))).toEqual(['"" is not a sha256 digest']);
   });
 });

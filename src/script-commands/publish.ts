@@ -128,16 +128,32 @@ export function chartImageProblems(helm: string, chart: string, imagesText: stri
   });
 }
 
+export interface PublishedChart {
+  reference: string;
+  digest: string;
+}
+
 export interface ReleaseManifest {
   version: string;
   registry: string;
-  chart: { reference: string; digest: string };
+  /** The operator chart (every cluster that runs tenants). */
+  chart: PublishedChart;
+  /** The hub chart (charts/eva-hub: a multi-cluster hub), released at the same version. */
+  hubChart: PublishedChart;
   images: string[];
 }
 
-/** The record of what a release published: the chart by digest and every image of its images.txt. */
-export function releaseManifest(version: string, registry: string, chartDigest: string, imagesText: string): ReleaseManifest {
-  if (!/^sha256:[a-f0-9]{64}$/.test(chartDigest)) throw new ReleaseRefused([`"${chartDigest}" is not a sha256 digest`]);
+/** The digests helm push reported for the release's two charts. */
+export interface ChartDigests {
+  chart: string;
+  hubChart: string;
+}
+
+/** The record of what a release published: both charts by digest and every image of its images.txt. */
+export function releaseManifest(version: string, registry: string, digests: ChartDigests, imagesText: string): ReleaseManifest {
+  const bad = [digests.chart, digests.hubChart].filter((d) => !/^sha256:[a-f0-9]{64}$/.test(d));
+  if (bad.length > 0) throw new ReleaseRefused(bad.map((d) => `"${d}" is not a sha256 digest`));
   const images = readImageLines(imagesText).flatMap((l) => (l.parts?.digest === undefined ? [] : [`${l.parts.repository}:${l.parts.tag}@sha256:${l.parts.digest}`]));
-  return { version, registry, chart: { reference: `oci://${registry}/charts/eva-operator:${version}`, digest: chartDigest }, images };
+  const published = (name: string, digest: string): PublishedChart => ({ reference: `oci://${registry}/charts/${name}:${version}`, digest });
+  return { version, registry, chart: published('eva-operator', digests.chart), hubChart: published('eva-hub', digests.hubChart), images };
 }

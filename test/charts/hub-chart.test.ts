@@ -3,8 +3,10 @@
  * same platform controls as the operator chart's platform-controls.yaml refuses on a cluster, and its
  * values are data. What the hub's API server makes of it: e2e/multi-cluster.test.ts.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { repoRoot } from '../support/tools.ts';
 import { helm } from '../support/chart-render.ts';
 
@@ -39,6 +41,14 @@ describe('the hub chart', () => {
     const injected = await render('eva-hub', ['--set', "executor.name=x' || true || '"]);
     expect(injected.code).not.toBe(0);
     expect(injected.stderr).toContain('/executor/name');
+  });
+
+  it('is released with the operator chart: the same version and appVersion (scripts/release.sh refuses otherwise)', () => {
+    const versions = (chart: string): unknown => {
+      const { version, appVersion } = parse(readFileSync(join(repoRoot, 'charts', chart, 'Chart.yaml'), 'utf8')) as { version: string; appVersion: string };
+      return { version, appVersion };
+    };
+    expect(versions('eva-hub')).toEqual(versions('eva-operator'));
   });
 
   it('renders no policy when told (tenantWorksPolicy=false), the roles still', async () => {

@@ -48,8 +48,10 @@ const COVERAGE: Record<string, string> = {
   'helm test eva -n eva-system --logs': 'e2e/release.test.ts, as written, after each install from the released chart on the real node (every check passes there)',
   'test/tools/build-ocm.sh':
     "scripts/test.sh's install step, as written (the Open Cluster Management stage); of the block's other lines, npm test runs e2e/multi-cluster.test.ts, and bench:multi-cluster is a benchmark (docs/multi-cluster.md's figures), not a test",
-  'helm install eva-hub charts/eva-hub --set executor.namespace=eva-system':
-    "e2e/multi-cluster.test.ts: the same chart rendered by helm template with its executor values and applied on the hub, the operator chart's hubExecutor on each member, and the portal's ServiceAccount bound to eva-hub-tenant-portal, then every tenant placed as that portal",
+  'helm install eva-hub oci://registry.example.com/eva/charts/eva-hub --version 0.1.0 --set executor.namespace=eva-system':
+    'e2e/release.test.ts, as written, from the released chart in an empty folder (then uninstalled to nothing); e2e/multi-cluster.test.ts applies the same chart on its hub and places every tenant as a portal bound so',
+  'helm upgrade eva oci://registry.example.com/eva/charts/eva-operator --version 0.1.0 -n eva-system --reuse-values --set hubExecutor.create=true':
+    "e2e/release.test.ts, as written, on the install from the released chart (the executor holds the portal role and no more); e2e/multi-cluster.test.ts gives its members the chart's same executor",
   'npm run --silent typecheck': 'scripts/test.sh runs the same commands over the whole tree (typecheck, lint, every vitest project), as CI does',
   'install -D -m 0755 kubectl-eva "$HOME/.local/bin/kubectl-eva"':
     'test/kubectl-eva/kubectl-eva-binary.test.ts: the same steps (the executable of npm run build:cli on a PATH folder; kubectl plugin list; kubectl eva version) in an empty environment whose PATH holds only kubectl and the plugin',
