@@ -162,7 +162,7 @@ describe('who may write tenant works on the hub (the hub chart, and the members\
     expect(await eventually(() => dryRun(tenants.portal, threat).includes(RESTORE), 30_000)).toBe(true);
   }, 120_000);
 
-  it('applies on a member only what the executor may write there; the same work without an executor is written with the agent\'s rights (the control)', async () => {
+  it('applies on a member only what the executor may write there; the same work without an executor is written with the agent\'s rights (the control); the platform\'s works are not the portal\'s to change or delete', async () => {
     const planted = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `planted-${run}`, namespace: 'kube-system' }, data: { by: 'a work' } };
     const plantingWork = (name: string, executor?: WorkExecutor) => ({
       apiVersion: 'work.open-cluster-management.io/v1',
@@ -181,6 +181,15 @@ describe('who may write tenant works on the hub (the hub chart, and the members\
     hub.plane.kubectl(['delete', 'manifestwork', `planted-executor-${run}`, '-n', 'member-eu']);
     hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(plantingWork(`planted-agent-${run}`)));
     expect(await eventually(present, 60_000)).toBe(true);
+    // A work of the platform's is not the portal's to delete or rewrite (the agent would remove from the member what it no longer carries).
+    const portalRefusal = (args: string[]): string => refusalOf(() => tenants.portal([...args, '--dry-run=server']));
+    expect(portalRefusal(['delete', 'manifestwork', `planted-agent-${run}`, '-n', 'member-eu'])).toContain('not a tenant work');
+    const takenOver = { ...work, metadata: { name: `planted-agent-${run}`, namespace: 'member-eu' } };
+    expect(dryRun(tenants.portal, takenOver)).toContain('not a tenant work');
+    // The control: the portal deletes a tenant work; the platform deletes its own.
+    tenants.portal(['apply', '--server-side', '-f', '-'], JSON.stringify(work));
+    expect(portalRefusal(['delete', 'manifestwork', work.metadata.name, '-n', 'member-eu'])).toBe('');
+    tenants.portal(['delete', 'manifestwork', work.metadata.name, '-n', 'member-eu', '--wait=false']);
     hub.plane.kubectl(['delete', 'manifestwork', `planted-agent-${run}`, '-n', 'member-eu']);
     expect(await eventually(() => !present(), 60_000)).toBe(true);
   }, 180_000);
