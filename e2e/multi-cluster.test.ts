@@ -12,7 +12,7 @@ import { API_VERSION, KIND } from '../src/api/constants.ts';
 import { type HubTenantView, type ManifestWork, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../src/multicluster/manifest-work.ts';
 import { placementName, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
-import { HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, readyOf, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
+import { boundServiceAccount, HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, readyOf, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
 import { eventually } from '../test/support/kubectl.ts';
 import { type Kubectl, type Member, MEMBER_EXECUTOR, type MemberOperator, OcmHub, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
 import { capsuleCodes, runLetters } from '../test/support/random.ts';
@@ -139,6 +139,17 @@ describe('who may write tenant works on the hub (the hub chart, and the members\
 
   it('admits the portal\'s tenant work as the portal writes it (one EvaTenant, the executor, unforced)', () => {
     expect(dryRun(tenants.portal, work)).toBe('');
+  });
+
+  it("judges the portal role alone: another writer of works (as the engine's add-on manager is) is not refused", async () => {
+    const writer = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `works-writer-${run}` }, rules: [{ apiGroups: ['work.open-cluster-management.io'], resources: ['manifestworks'], verbs: ['get', 'create', 'update', 'patch', 'delete'] }] };
+    hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(writer));
+    const engine = await boundServiceAccount(hub.plane, { namespace: TENANTS_NAMESPACE, name: `engine-${run}` }, writer.metadata.name);
+    const [, , noExecutor, , secondObject] = bad.map(([, , w]) => w);
+    for (const other of [noExecutor, secondObject]) {
+      expect(dryRun(engine, other)).toBe('');
+      expect(dryRun(tenants.portal, other)).toContain('eva-hub-platform-admin');
+    }
   });
 
   it('without the hub\'s policy, the portal\'s work sets a platform control on a member past the member\'s own policy: the threat the policy stops', async () => {
