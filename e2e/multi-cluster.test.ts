@@ -141,6 +141,17 @@ describe('who may write tenant works on the hub (the hub chart, and the members\
     expect(dryRun(tenants.portal, work)).toBe('');
   });
 
+  it("keeps the platform's Placements from the portal (its own, labelled as a tenant's, it writes); the platform writes both (the control)", () => {
+    const platforms = { apiVersion: 'cluster.open-cluster-management.io/v1beta1', kind: 'Placement', metadata: { name: `addons-${run}`, namespace: TENANTS_NAMESPACE }, spec: { clusterSets: ['eva-members'] } };
+    hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(platforms));
+    const asPortal = (args: string[], input?: string): string => refusalOf(() => tenants.portal([...args, '--dry-run=server'], input));
+    expect(asPortal(['delete', 'placement', platforms.metadata.name, '-n', TENANTS_NAMESPACE])).toContain('not a tenant placement');
+    expect(asPortal(['apply', '--server-side', '-f', '-'], JSON.stringify({ ...platforms, spec: { ...platforms.spec, numberOfClusters: 0 } }))).toContain('not a tenant placement');
+    const tenantsOwn = { ...platforms, metadata: { ...platforms.metadata, name: `tenant-probe-${run}`, labels: { 'eva.aidonow.com/tenant': `probe-${run}` } } };
+    expect(asPortal(['apply', '--server-side', '-f', '-'], JSON.stringify(tenantsOwn))).toBe('');
+    expect(refusalOf(() => hub.plane.kubectl(['delete', 'placement', platforms.metadata.name, '-n', TENANTS_NAMESPACE]))).toBe('');
+  });
+
   it("judges the portal role alone: another writer of works (as the engine's add-on manager is) is not refused", async () => {
     const writer = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `works-writer-${run}` }, rules: [{ apiGroups: ['work.open-cluster-management.io'], resources: ['manifestworks'], verbs: ['get', 'create', 'update', 'patch', 'delete'] }] };
     hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(writer));
