@@ -12,7 +12,7 @@ import { hubView, type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type
 import { decidedCluster, type Placement, placementName, type PlacementDecision, tenantPlacement } from '../../src/multicluster/placement.ts';
 import { eventually } from './kubectl.ts';
 import { type Kubectl, kubectlAs, MEMBER_EXECUTOR, type OcmHub, onPlane, type Plane } from './multi-cluster.ts';
-import { renderChart, serviceAccountKubeconfig } from './operator-identity.ts';
+import { renderChart, type ServiceAccountRef, serviceAccountKubeconfig } from './operator-identity.ts';
 
 export const TENANTS_NAMESPACE = 'eva-tenants';
 export const CLUSTER_SET = 'eva-members';
@@ -28,7 +28,7 @@ export function installHubChart(plane: Plane, executor: WorkExecutor = MEMBER_EX
 }
 
 /** kubectl on `plane` as ServiceAccount `account` bound to ClusterRole `role` (a token kubeconfig in the plane's state folder). */
-export async function boundServiceAccount(plane: Plane, account: { namespace: string; name: string }, role: string): Promise<Kubectl> {
+export async function boundServiceAccount(plane: Plane, account: ServiceAccountRef, role: string): Promise<Kubectl> {
   const objects = [
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: account },
     { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: `${account.name}-${role}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [{ kind: 'ServiceAccount', ...account }] },
