@@ -105,6 +105,9 @@ function refusalOf(write: () => string): string {
 /** A server-side dry run of `work` as `kubectl`'s identity: '' when admitted, else the refusal. */
 const dryRun = (kubectl: Kubectl, work: unknown): string => refusalOf(() => kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], JSON.stringify(work)));
 
+/** A server-side dry run of kubectl `args` as the portal: '' when admitted, else the refusal. */
+const asPortal = (args: string[], input?: string): string => refusalOf(() => tenants.portal([...args, '--dry-run=server'], input));
+
 /** `work` with its EvaTenant changed by `change`. */
 function withTenant(work: ManifestWork, change: (t: TenantManifest) => TenantManifest): ManifestWork {
   return { ...work, spec: { ...work.spec, workload: { manifests: work.spec.workload.manifests.map(change) } } };
@@ -144,7 +147,6 @@ describe('who may write tenant works on the hub (the hub chart, and the members\
   it("keeps the platform's Placements from the portal (its own, labelled as a tenant's, it writes); the platform writes both (the control)", () => {
     const platforms = { apiVersion: 'cluster.open-cluster-management.io/v1beta1', kind: 'Placement', metadata: { name: `addons-${run}`, namespace: TENANTS_NAMESPACE }, spec: { clusterSets: ['eva-members'] } };
     hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(platforms));
-    const asPortal = (args: string[], input?: string): string => refusalOf(() => tenants.portal([...args, '--dry-run=server'], input));
     expect(asPortal(['delete', 'placement', platforms.metadata.name, '-n', TENANTS_NAMESPACE])).toContain('not a tenant placement');
     expect(asPortal(['apply', '--server-side', '-f', '-'], JSON.stringify({ ...platforms, spec: { ...platforms.spec, numberOfClusters: 0 } }))).toContain('not a tenant placement');
     const tenantsOwn = { ...platforms, metadata: { ...platforms.metadata, name: `tenant-probe-${run}`, labels: { 'eva.aidonow.com/tenant': `probe-${run}` } } };
@@ -204,13 +206,12 @@ describe('who may write tenant works on the hub (the hub chart, and the members\
     hub.plane.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(plantingWork(`planted-agent-${run}`)));
     expect(await eventually(present, 60_000)).toBe(true);
     // A work of the platform's is not the portal's to delete or rewrite (the agent would remove from the member what it no longer carries).
-    const portalRefusal = (args: string[]): string => refusalOf(() => tenants.portal([...args, '--dry-run=server']));
-    expect(portalRefusal(['delete', 'manifestwork', `planted-agent-${run}`, '-n', 'member-eu'])).toContain('not a tenant work');
+    expect(asPortal(['delete', 'manifestwork', `planted-agent-${run}`, '-n', 'member-eu'])).toContain('not a tenant work');
     const takenOver = { ...work, metadata: { name: `planted-agent-${run}`, namespace: 'member-eu' } };
     expect(dryRun(tenants.portal, takenOver)).toContain('not a tenant work');
     // The control: the portal deletes a tenant work; the platform deletes its own.
     tenants.portal(['apply', '--server-side', '-f', '-'], JSON.stringify(work));
-    expect(portalRefusal(['delete', 'manifestwork', work.metadata.name, '-n', 'member-eu'])).toBe('');
+    expect(asPortal(['delete', 'manifestwork', work.metadata.name, '-n', 'member-eu'])).toBe('');
     tenants.portal(['delete', 'manifestwork', work.metadata.name, '-n', 'member-eu', '--wait=false']);
     hub.plane.kubectl(['delete', 'manifestwork', `planted-agent-${run}`, '-n', 'member-eu']);
     expect(await eventually(() => !present(), 60_000)).toBe(true);
