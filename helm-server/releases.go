@@ -82,16 +82,26 @@ func (r *releases) configuration(namespace string) (*action.Configuration, error
 	if err := cfg.Init(r.clients.forNamespace(namespace), namespace, "secret"); err != nil {
 		return nil, err
 	}
-	if kc, ok := cfg.KubeClient.(*kube.Client); ok {
-		kc.Namespace = namespace
+	kc, ok := cfg.KubeClient.(*kube.Client)
+	if !ok {
+		return nil, fmt.Errorf("unexpected helm kube client %T", cfg.KubeClient)
 	}
+	kc.Namespace = namespace
 	capabilities, err := r.clients.capabilitiesOf()
 	if err != nil {
 		return nil, err
 	}
 	cfg.Capabilities = capabilities
+	cfg.KubeClient = reachableClient{kc}
 	return cfg, nil
 }
+
+// reachableClient is helm's kube client without its reachability probe: each action asks
+// GET /version first (one request per release). The capabilities above came from the server, and a
+// server gone since fails the action's own requests with their error.
+type reachableClient struct{ *kube.Client }
+
+func (reachableClient) IsReachable() error { return nil }
 
 func (r *releases) upgradeInstall(ctx context.Context, req upgradeInstall) error {
 	cfg, err := r.configuration(req.Namespace)
