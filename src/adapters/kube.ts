@@ -207,6 +207,9 @@ export class Discovery extends KubernetesObjectApi {
   }
 }
 
+/** Told of each object the operator wrote through `apply` or `create`, as the API server returned it. */
+export type WriteObserver = (written: KubernetesObject) => void;
+
 export class Kube {
   readonly core: CoreV1Api;
   readonly apps: AppsV1Api;
@@ -222,6 +225,8 @@ export class Kube {
   readonly config: KubeConfig;
   /** Events' reportingInstance: the replica (pod name), so two replicas' events can be told apart. */
   private readonly instance: string;
+  /** Set on a view (observedBy) only. */
+  private observer: WriteObserver | undefined;
 
   constructor(config: KubeConfig, instance: string = FIELD_MANAGER) {
     this.config = config;
@@ -237,9 +242,28 @@ export class Kube {
     this.discovery = config.makeApiClient(Discovery);
   }
 
+  /**
+   * These clients, telling `observer` of each apply and create: one reconcile pass's reads learn from
+   * its writes (adapters/pass-reads.ts). The view shares every client (this Kube is its prototype).
+   */
+  observedBy(observer: WriteObserver): Kube {
+    const view = Object.create(this) as Kube;
+    view.observer = observer;
+    return view;
+  }
+
   /** Server-side apply: idempotent, and only the fields this operator owns are touched. */
   async apply<T extends KubernetesObject>(object: T): Promise<T> {
-    return this.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    const applied = await this.objects.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    this.observer?.(applied);
+    return applied;
+  }
+
+  /** Create: 409 when the object exists, so the loser of a race keeps the winner's object. */
+  async create<T extends KubernetesObject>(object: T): Promise<T> {
+    const created = await this.objects.create(object, undefined, undefined, FIELD_MANAGER);
+    this.observer?.(created);
+    return created;
   }
 
   async getTenant(name: string): Promise<EvaTenant | undefined> {

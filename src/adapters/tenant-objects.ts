@@ -51,6 +51,10 @@ export interface KubeReads {
   get<K extends TenantKind>(kind: K, namespace: string, name: string): Promise<TenantObjects[K] | undefined>;
   /** The kind's objects in the namespace that carry its label. */
   list<K extends ListedKind>(kind: K, namespace: string): Promise<TenantObjects[K][]>;
+  /** This pass created `namespace` (201): until `handOver`, only the pass writes there (pass-reads.ts). */
+  namespaceCreated?(namespace: string): void;
+  /** Another writer (helm) is let into `namespace`: its reads go to the API server again. */
+  handOver?(namespace: string): void;
 }
 
 const MANAGED = `${LABELS.managedBy}=${MANAGED_BY}`;

@@ -10,6 +10,7 @@ import { checkDrift, isWatchedStep, type OperatorDeps, runStep } from '../steps/
 import type { DriftReport, StepName, StepOutcome } from '../steps/step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
 import { type ObservedTenant, observeTenant } from '../steps/observed.ts';
+import { PassReads } from '../adapters/pass-reads.ts';
 
 export interface TenantSteps {
   runStep(step: StepName, scope: TenantScope): Promise<StepOutcome>;
@@ -28,9 +29,20 @@ export interface StepMetrics extends QueueDepthSink {
 }
 
 export function operatorSteps(deps: OperatorDeps, metrics: StepMetrics): TenantSteps {
+  // One reconcile pass is one scope (the reconciler makes a scope per pass): its steps share its reads.
+  const passes = new WeakMap<TenantScope, OperatorDeps>();
+  const passDeps = (scope: TenantScope): OperatorDeps => {
+    let pass = passes.get(scope);
+    if (pass === undefined) {
+      const reads = new PassReads(deps.reads);
+      pass = { ...deps, reads, kube: deps.kube.observedBy(reads.remember) };
+      passes.set(scope, pass);
+    }
+    return pass;
+  };
   return {
     runStep: (step, scope) =>
-      runStep(step, scope, deps, {
+      runStep(step, scope, passDeps(scope), {
         observe: (s, seconds) => {
           metrics.observeStep(s, scope.tenant.spec.tier, seconds);
         },

@@ -8,7 +8,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { LABELS, MANAGED_BY } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
-import { deleteIgnoringNotFound, FIELD_MANAGER, isConflict, type Kube } from '../adapters/kube.ts';
+import { deleteIgnoringNotFound, isConflict, type Kube } from '../adapters/kube.ts';
 import type { KubeReads } from '../adapters/tenant-objects.ts';
 import { notReady, READY, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
@@ -62,7 +62,7 @@ async function ensure(scope: TenantScope, { kube, reads }: CredentialsStepDeps):
   if ((await readCredentials(reads, scope)) !== undefined) return READY;
   try {
     // Create, not apply: a lost race must keep the winner's values, never overwrite them.
-    await kube.objects.create(credentialsSecret(scope), undefined, undefined, FIELD_MANAGER);
+    await kube.create(credentialsSecret(scope));
   } catch (err) {
     if (!isConflict(err)) throw err;
     return undefined;

@@ -77,6 +77,7 @@ async function ensure(scope: TenantScope, { kube, reads }: KubeStepDeps): Promis
     try {
       // Create, not apply: two tenants racing for one code must not both "win" a server-side apply.
       existing = await kube.core.createNamespace({ body: desiredNamespace(scope) });
+      reads.namespaceCreated?.(scope.namespace);
       scope.log.info({ namespace: scope.namespace }, 'namespace created');
       return READY;
     } catch (err) {

@@ -199,6 +199,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
     jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
   }
   if (jobs.length === 0) return judgeDeployments(scope, deps.kube, deployments);
+  deps.reads.handOver?.(scope.namespace);
   await settleAll(jobs);
   return undefined;
 }
