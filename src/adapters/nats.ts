@@ -19,7 +19,9 @@ import {
   type KV,
   type KvOptions,
   type NatsConnection,
+  type StreamInfo,
 } from 'nats';
+import { JetStreamApiError, restoreStream, snapshotStream, type StreamSnapshot } from './nats-snapshot.ts';
 import type { Logger } from '../log.ts';
 import { signNonce } from './nats-jwt.ts';
 import { redactSecrets } from '../log.ts';
@@ -44,6 +46,10 @@ export interface NatsSession {
   existingKv(bucket: string): Promise<KV | undefined>;
   /** A core request/reply with a text body (e.g. the system account's $SYS.REQ.* API). */
   request(subject: string, body: string): Promise<string>;
+  /** Starts a snapshot of a stream (nats-snapshot.ts); JetStreamApiError 10059 when it does not exist. */
+  snapshot(stream: string): Promise<StreamSnapshot>;
+  /** Restores a snapshot (from any server) as a new stream here; JetStreamApiError 10058 when the name is in use. */
+  restore(snapshot: StreamSnapshot): Promise<StreamInfo>;
 }
 
 export interface NatsClient {
@@ -99,6 +105,7 @@ export function createNatsClient(options: NatsClientOptions): NatsClient {
 
 /** The API error code of a JetStream failure, if it is one. */
 export function jsErrCode(err: unknown): number | undefined {
+  if (err instanceof JetStreamApiError) return err.errCode;
   return err instanceof NatsError ? err.api_error?.err_code : undefined;
 }
 
@@ -253,6 +260,8 @@ async function newSession(nc: NatsConnection, timeout: number, jetStream: boolea
     kv: (bucket, opts) => js.views.kv(bucket, { timeout, ...opts }),
     existingKv: (bucket) => openExisting(jsm, js, bucket, timeout),
     request: async (subject, body) => decoder.decode((await nc.request(subject, new TextEncoder().encode(body), { timeout })).data),
+    snapshot: (stream) => snapshotStream(nc, stream, timeout),
+    restore: (snapshot) => restoreStream(nc, snapshot, timeout),
   };
 }
 

@@ -94,6 +94,13 @@ export type DataRetention = (typeof DATA_RETENTIONS)[number];
  */
 export const RESTORE_FROM_ANNOTATION = `${GROUP}/restore-from-uid`;
 /**
+ * With restore-from-uid, on a tenant moved from another cluster (docs/multi-cluster.md, "Moving a
+ * tenant"): that cluster's NATS server (one nats:// or tls:// URL), which still holds the retained
+ * streams and seed bucket. The operator copies each one it lacks from there (JetStream snapshot and
+ * restore) as the account's own user, before the restore takes them over.
+ */
+export const RESTORE_FROM_NATS_ANNOTATION = `${GROUP}/restore-from-nats`;
+/**
  * Custody marks of retained NATS data, as annotations of the account keys Secret and as metadata of
  * the tenant's streams and seed bucket (the same keys): set by the decommission that retains the data
  * (whose it was, under which capsule code, since when) and cleared when a tenant uses it again. A

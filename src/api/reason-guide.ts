@@ -254,6 +254,12 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     cause: 'The uid names a tenant that still exists, data that was not retained (deleted with dataRetention Delete, or retained by a version before retention marks), another capsule code, or no account at all.',
     action: 'Check the uid (the DeprovisionComplete event of the retaining tenant names it) and that its EvaTenant is gone; for data retained by an older version, docs/lifecycle.md ("Restore") says how a platform administrator marks it. Otherwise remove the annotation or choose another capsuleCode.',
   },
+  RestoreSourceInvalid: {
+    area: 'tenant',
+    meaning: 'Stalled: the annotation eva.aidonow.com/restore-from-nats (where a moved tenant\'s retained NATS data is copied from) cannot be used; the message says why. Nothing was copied or changed.',
+    cause: 'The value is not exactly one nats:// or tls:// URL with a host and a port, carries credentials or a path, or the EvaTenant lacks eva.aidonow.com/restore-from-uid (a copy is only ever part of a restore).',
+    action: 'A platform administrator sets the source cluster\'s NATS address as the destination cluster reaches it, e.g. nats://nats.eu.example:4222, beside restore-from-uid (docs/multi-cluster.md, "Moving a tenant"); credentials never go in it: the account\'s own keys sign in.',
+  },
   RetentionPending: {
     area: 'hibernation',
     meaning: 'Decommissioning with dataRetention Retain: the retained data (account keys Secret, streams, seed bucket) is not marked retained yet.',

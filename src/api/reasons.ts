@@ -83,6 +83,8 @@ export const Reason = {
   CapsuleCodeInUse: 'CapsuleCodeInUse',
   /** A restore (annotation eva.aidonow.com/restore-from-uid) whose data is not retained, not of that uid or code, or whose tenant still exists. */
   RestoreRefused: 'RestoreRefused',
+  /** Annotation eva.aidonow.com/restore-from-nats is not one nats:// or tls:// URL, or comes without restore-from-uid. */
+  RestoreSourceInvalid: 'RestoreSourceInvalid',
   /** Decommissioning with spec.dataRetention Retain: the data is not marked retained yet. */
   RetentionPending: 'RetentionPending',
 

@@ -19,7 +19,8 @@ import { Reason } from '../api/reasons.ts';
 import { canonicalJson } from '../canonical-json.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { createNatsClient, type NatsClientOptions, type NatsSession, type UserCredentials } from '../adapters/nats.ts';
+import type { StreamInfo } from 'nats';
+import { createNatsClient, JS_ERR, jsErrCode, type NatsClientOptions, type NatsSession, type UserCredentials } from '../adapters/nats.ts';
 import type { NatsPool } from '../adapters/nats-pool.ts';
 import {
   type AccountClaims,
@@ -283,6 +284,32 @@ export class NatsAccounts {
       return this.operatorUser(keys);
     };
     return this.options.pool.run(keys.account, () => this.clientOptions(`eva-operator-${scope.code}`, credentials), (session) => fn(session, stored));
+  }
+
+  /**
+   * Copies stream `name` of the tenant's account from another cluster's NATS server (`sourceUrl`,
+   * where the account is retained) into `into` (this server, the same account): a snapshot there,
+   * restored here. The account's keys (this cluster's copy of its keys Secret) sign a user that the
+   * source accepts whatever operator signed the account there; the source is only read. undefined
+   * when the source has no such stream (nothing to carry); JetStreamApiError 10058 when `into` has
+   * one of that name already (a concurrent copy won).
+   */
+  async copyStreamFrom(scope: TenantScope, sourceUrl: string, name: string, into: NatsSession): Promise<StreamInfo | undefined> {
+    const stored = await this.tenantKeys(scope);
+    if (stored === undefined) throw new DependencyError(Reason.AccountMissing, `tenant ${scope.code} has no NATS account yet (step account comes first)`);
+    const source = createNatsClient({ url: sourceUrl, name: `eva-operator-${scope.code}-restore`, credentials: () => this.operatorUser(stored.keys), ...this.timings(), ...(this.options.log ? { log: this.options.log } : {}) });
+    try {
+      return await source.run(async (from) => {
+        try {
+          return await into.restore(await from.snapshot(name));
+        } catch (err) {
+          if (jsErrCode(err) === JS_ERR.streamNotFound) return undefined;
+          throw err;
+        }
+      });
+    } finally {
+      await source.close();
+    }
   }
 
   /** The modules' credentials file (user JWT + seed) for the tenant's current user. */

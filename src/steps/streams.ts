@@ -14,6 +14,7 @@ import { STREAM_KINDS, streamName, streamSubject, type StreamKind } from '../ten
 import { codeInUse, type Custody, hasRetainedMarks, isRetainedBy, mayActOn, ownerMetadata, ownerOf, retainedMetadata, retentionOf, withoutRetainedMarks } from '../tenancy/ownership.ts';
 import { READY, notReady, type Step, type Verdict } from './step.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
+import { copyMovedStream } from './moved-data.ts';
 
 /** The part of a stream's configuration this step owns; everything else is left as the server has it. */
 export type OwnedStreamConfig = Pick<
@@ -88,8 +89,9 @@ async function info(session: NatsSession, name: string): Promise<StreamInfo | un
 }
 
 /** Creates the stream, or brings an existing one to the desired configuration. */
-async function ensureStream(scope: TenantScope, session: NatsSession, custody: Custody, kind: StreamKind): Promise<void> {
+async function ensureStream(scope: TenantScope, deps: NatsStepDeps, session: NatsSession, custody: Custody, kind: StreamKind): Promise<void> {
   const desired = desiredStreamConfig(scope, kind);
+  await copyMovedStream(scope, deps.nats, session, custody, desired.name);
   // Looked up first: an add of an existing stream still asks for its reservation, which a full account refuses.
   const actual = (await info(session, desired.name)) ?? (await add(session, desired));
   await reconcile(scope, session, custody, actual.config, desired);
@@ -157,7 +159,7 @@ function noStorage(desired: OwnedStreamConfig, err: unknown): DependencyError {
 
 async function ensureStreams(scope: TenantScope, deps: NatsStepDeps): Promise<Verdict> {
   await deps.nats.runInTenant(scope, async (session, custody) => {
-    for (const kind of STREAM_KINDS) await ensureStream(scope, session, custody, kind);
+    for (const kind of STREAM_KINDS) await ensureStream(scope, deps, session, custody, kind);
   });
   return READY;
 }

@@ -7,7 +7,7 @@
  * its owner holds the account, and a stream or bucket stamped with another uid is that owner's only
  * when the record says it restored from that uid. An annotation on an EvaTenant never grants anything.
  */
-import { LABELS, RESTORE_FROM_ANNOTATION, RETAINED_MARKS } from '../api/constants.ts';
+import { LABELS, RESTORE_FROM_ANNOTATION, RESTORE_FROM_NATS_ANNOTATION, RETAINED_MARKS } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { InputError } from '../errors.ts';
 import type { TenantScope } from './scope.ts';
@@ -44,6 +44,38 @@ export function tenantUid(scope: TenantScope): string {
 
 /** The uid whose retained NATS data this tenant asks to take over (its annotation), if any: a request, never a proof. */
 export const restoreAskedFrom = (scope: TenantScope): string | undefined => scope.tenant.metadata.annotations?.[RESTORE_FROM_ANNOTATION] || undefined;
+
+const SOURCE_PROTOCOLS: ReadonlySet<string> = new Set(['nats:', 'tls:']);
+
+/**
+ * The other cluster's NATS server this tenant's restore copies its retained streams from (annotation
+ * restore-from-nats), if it asks for one: exactly one nats:// or tls:// URL with a host and a port,
+ * no credentials (the account's own keys sign in), no path. The value is data: it is only ever a
+ * connection address, and it is never echoed (a mistyped one could hold a password).
+ */
+export function restoreSourceOf(scope: TenantScope): string | undefined {
+  const value = scope.tenant.metadata.annotations?.[RESTORE_FROM_NATS_ANNOTATION];
+  if (value === undefined || value === '') return undefined;
+  const invalid = (why: string): InputError => new InputError(Reason.RestoreSourceInvalid, `annotation ${RESTORE_FROM_NATS_ANNOTATION} ${why}`);
+  if (restoreAskedFrom(scope) === undefined) throw invalid(`comes only with ${RESTORE_FROM_ANNOTATION} (it says where that restore's data is)`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw invalid('is not a URL (expected one nats://host:port or tls://host:port)');
+  }
+  const problem = sourceProblem(url);
+  if (problem !== undefined) throw invalid(problem);
+  return `${url.protocol}//${url.host}`;
+}
+
+function sourceProblem(url: URL): string | undefined {
+  if (!SOURCE_PROTOCOLS.has(url.protocol)) return `must use nats:// or tls://, not ${url.protocol.slice(0, 16)}//`;
+  if (url.hostname === '' || url.port === '') return 'must name a host and a port (nats://host:port)';
+  if (url.username !== '' || url.password !== '') return "must not carry credentials: the account's own keys sign in";
+  if (!['', '/'].includes(url.pathname) || url.search !== '' || url.hash !== '') return 'must be host and port only, without a path, query or fragment';
+  return undefined;
+}
 
 /**
  * Whether this tenant may act on a NATS object stamped `owner`: only in data its keys record proves

@@ -22,6 +22,8 @@ import type { SeedCatalog, SeedEntries } from '../../bundle/seeds.ts';
 import { dataBucket, kvStream } from '../../tenancy/names.ts';
 import { codeInUse, type Custody, hasRetainedMarks, mayActOn, ownerMetadata, ownerOf, tenantUid, withoutRetainedMarks } from '../../tenancy/ownership.ts';
 import { markRetained, notMarkedRetained } from '../streams.ts';
+import { copyMovedStream } from '../moved-data.ts';
+import type { NatsAccounts } from '../../nats/accounts.ts';
 import { MODULES } from '../../api/modules.ts';
 import type { Logger } from '../../log.ts';
 import { DependencyError, InputError } from '../../errors.ts';
@@ -98,8 +100,9 @@ async function applyDiff(kv: KV, diff: SeedDiff): Promise<void> {
 const bucketBytes = (scope: TenantScope): number => ACCOUNT_BY_TIER[scope.tenant.spec.tier].dataBucketBytes;
 
 /** The tenant's bucket, created at its tier's size, or resized when the tier changed. */
-async function openDataBucket(scope: TenantScope, session: NatsSession, custody: Custody): Promise<KV> {
+async function openDataBucket(scope: TenantScope, nats: NatsAccounts, session: NatsSession, custody: Custody): Promise<KV> {
   const bucket = dataBucket(scope.code);
+  await copyMovedStream(scope, nats, session, custody, kvStream(bucket));
   const kv = await session.kv(bucket, { history: 1, metadata: ownerMetadata(scope), max_bytes: bucketBytes(scope) });
   const { config } = (await kv.status()).streamInfo;
   const owner = ownerOf(config.metadata);
@@ -159,7 +162,7 @@ async function ensureSeed(scope: TenantScope, deps: RecordStepDeps): Promise<Ver
   const versions = [previous, desired.version].filter((v) => v !== undefined);
   const owned = ownedKeys(deps.seeds, versions, scope.log);
   const diff = await deps.nats.runInTenant(scope, async (session, custody) => {
-    const kv = await openDataBucket(scope, session, custody);
+    const kv = await openDataBucket(scope, deps.nats, session, custody);
     const current = await readValues(kv, new Set([...desired.entries.keys(), ...owned]));
     const changes = diffSeed(desired.entries, current, owned);
     await applyDiff(kv, changes);

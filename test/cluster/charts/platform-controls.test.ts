@@ -23,6 +23,7 @@ import {
   KIND,
   OWNER_ANNOTATION,
   RESTORE_FROM_ANNOTATION,
+  RESTORE_FROM_NATS_ANNOTATION,
   ROTATE_NATS_CREDENTIALS_ANNOTATION,
   SHARD_LABEL,
 } from '../../../src/api/constants.ts';
@@ -79,6 +80,8 @@ const specField = (field: string, held: ControlValue, other: ControlValue): Cont
 
 const CONTROLS: readonly Control[] = [
   annotation(RESTORE_FROM_ANNOTATION, '0b7c1e9a-0000-4000-8000-000000000001', '0b7c1e9a-0000-4000-8000-000000000002'),
+  // Where a moved tenant's data is copied from: forged, the destination would read from a server of the writer's choosing.
+  annotation(RESTORE_FROM_NATS_ANNOTATION, 'nats://127.0.0.1:4222', 'nats://127.0.0.1:4223'),
   annotation(FORCE_DECOMMISSION_ANNOTATION, 'all', 'streams'),
   annotation(OWNER_ANNOTATION, PIN, '9.9.9'),
   label(SHARD_LABEL, NO_SHARD, 'eu'),
