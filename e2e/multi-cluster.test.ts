@@ -9,12 +9,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND } from '../src/api/constants.ts';
-import { type HubTenantView, type ManifestWork, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../src/multicluster/manifest-work.ts';
-import { placementName, unplacedConditions } from '../src/multicluster/placement.ts';
+import { type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../src/multicluster/manifest-work.ts';
+import { placementName, tenantPlacement, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
-import { boundServiceAccount, HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, readyOf, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
+import { boundServiceAccount, CLUSTER_SET, HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, moveOf, type MoverProcess, readyOf, spawnMover, startMover, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
+import { figures as moveFigures, type MoveProgress } from '../src/hub/mover.ts';
+import { connectAsModule, publishAsModule, readAsModule } from '../test/support/nats.ts';
+import { testAccounts } from '../test/support/fixtures.ts';
+import { dataBucket } from '../src/tenancy/names.ts';
+import { SUITE_OPERATOR } from '../test/support/operator-identity.ts';
 import { eventually } from '../test/support/kubectl.ts';
-import { type Kubectl, type Member, MEMBER_EXECUTOR, type MemberOperator, OcmHub, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
+import { type Kubectl, type Member, MEMBER_EXECUTOR, type MemberOperator, OcmHub, onPlane, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
 import { capsuleCodes, runLetters } from '../test/support/random.ts';
 
 const SETUP_MS = 600_000;
@@ -26,6 +31,7 @@ let tenants: HubTenants;
 let planes: Plane[] = [];
 const members: Record<'eu' | 'us', Member | undefined> = { eu: undefined, us: undefined };
 const operators = new Map<Plane, MemberOperator>();
+let mover: MoverProcess | undefined;
 
 function member(region: 'eu' | 'us'): Member {
   const joined = members[region];
@@ -85,12 +91,17 @@ beforeAll(async () => {
 afterAll(async () => {
   try {
     await Promise.all([...operators.values()].map(({ operator }) => operator.stop()));
+    await mover?.stop();
     // Unset when the setup failed before the hub started.
     await (hub as OcmHub | undefined)?.stop();
   } finally {
     for (const plane of planes) planeDown(plane);
   }
 }, SETUP_MS);
+
+/** The operator's view of a member's NATS (its system user and operator signing key), to look for accounts there. */
+const natsOf = (plane: Plane): ReturnType<typeof testAccounts> =>
+  testAccounts({ url: plane.env.NATS_URL, auth: { dir: '', systemCredsFile: plane.env.NATS_SYSTEM_CREDS_FILE, operatorSigningKeyFile: plane.env.NATS_OPERATOR_SIGNING_KEY_FILE } });
 
 /** '' when `write` is admitted, else what the API server said. */
 function refusalOf(write: () => string): string {
@@ -295,6 +306,103 @@ describe('tenants placed across member clusters by an existing engine', () => {
     await untilHub(eu, 'member-eu', (v) => isActiveOnHub(v) && v.tenant.metadata.generation === 3 && v.tenant.spec.suspend === false);
     expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
   }, 300_000);
+
+  /**
+   * Moves `name` (Active on member-eu, `messages` published by its modules and a value in its bucket)
+   * to member-us by changing its placement, as the platform does; `during` runs while it moves. Then
+   * every message and the value are read on member-us with the modules' credentials there, and
+   * member-eu holds nothing of it.
+   */
+  async function movedWithData(name: string, messages: number, during: (code: string) => Promise<void> = () => Promise.resolve()): Promise<void> {
+    const manifest = tenant(name);
+    const code = manifest.spec.capsuleCode;
+    expect(await tenants.place(manifest, { region: 'eu' })).toBe('member-eu');
+    await untilHub(name, 'member-eu', isActiveOnHub, 240_000);
+    const texts = Array.from({ length: messages }, (_, i) => `acknowledged before the move ${String(i)}`);
+    await onPlane(member('eu').plane, async () => {
+      const session = await connectAsModule(code);
+      try {
+        await publishAsModule(code, texts, session);
+        await (await session.existingKv(dataBucket(code)))?.put('customer.note', 'kept across the move');
+      } finally {
+        await session.nc.close();
+      }
+    });
+    const started = Date.now();
+    tenants.portal(['apply', '--server-side', '-f', '-'], JSON.stringify(tenantPlacement(name, TENANTS_NAMESPACE, CLUSTER_SET, { region: 'us' })));
+    await during(code);
+    await untilHub(name, 'member-us', isActiveOnHub, 300_000);
+    expect(await eventually(() => moveOf(hub, name)?.progress.finishedAt !== undefined, 180_000, 500)).toBe(true);
+    const { record, progress } = moveOf(hub, name) ?? {};
+    const figures = record === undefined || progress === undefined ? undefined : moveFigures(progress, record, progress.finishedAt ?? '');
+    console.info(`[multi-cluster] ${name} moved from member-eu to member-us with ${String(messages)} messages: ${((Date.now() - started) / 1000).toFixed(1)} s from the placement change to a finished move (the mover's count: ${String(figures?.seconds)} s), the tenant serving nothing for ${String(figures?.downtimeSeconds)} s`);
+
+    // Every message acknowledged before the move, and the bucket's value, read there as the modules read them.
+    const read = await onPlane(member('us').plane, () => readAsModule(code, messages));
+    expect(read.length).toBe(messages);
+    expect(read).toEqual(texts);
+    const note = await onPlane(member('us').plane, async () => {
+      const session = await connectAsModule(code);
+      try {
+        return (await (await session.existingKv(dataBucket(code)))?.get('customer.note'))?.string();
+      } finally {
+        await session.nc.close();
+      }
+    });
+    expect(note).toBe('kept across the move');
+    // Nothing left on member-eu: no EvaTenant, namespace or keys Secret, and its NATS holds no account of the tenant.
+    const eu = member('eu').plane;
+    expect(eu.kubectl(['get', 'evt', name, '--ignore-not-found', '-o', 'name']).trim()).toBe('');
+    expect(await eventually(() => eu.kubectl(['get', 'namespace', `eva-tenant-${code.toLowerCase()}`, '--ignore-not-found', '-o', 'name']).trim() === '', 60_000)).toBe(true);
+    expect(eu.kubectl(['get', 'secret', `eva-nats-account-${code.toLowerCase()}`, '-n', SUITE_OPERATOR.namespace, '--ignore-not-found', '-o', 'name']).trim()).toBe('');
+    const account = member('us').plane.kubectl(['get', 'secret', `eva-nats-account-${code.toLowerCase()}`, '-n', SUITE_OPERATOR.namespace, '-o', 'jsonpath={.data.account}']);
+    const euNats = natsOf(eu);
+    try {
+      expect(await euNats.serverClaims(Buffer.from(account, 'base64').toString('utf8'))).toBeUndefined();
+    } finally {
+      await euNats.close();
+    }
+    // The hub: one work, on member-us, as its author wrote it (the executor back, no restore annotations).
+    const works = JSON.parse(hub.plane.kubectl(['get', 'manifestwork', '-A', '-l', `${TENANT_WORK_LABEL}=${name}`, '-o', 'json'])) as { items: ManifestWork[] };
+    expect(works.items.map((w) => w.metadata.namespace)).toEqual(['member-us']);
+    const authored = tenantWork(manifest, 'member-us', MEMBER_EXECUTOR).spec;
+    expect(works.items[0]?.spec.executor).toEqual(authored.executor);
+    expect(works.items[0]?.spec.workload).toEqual(authored.workload);
+    expect(await judgedAlike(member('us'), name, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+  }
+
+  it('moves a tenant whose placement changed to the other member with its data: every message there, nothing left behind', async () => {
+    mover = await startMover(hub, [member('eu'), member('us')]);
+    await movedWithData(`mv-${run}`, 10_000);
+    // As the hub chart's ServiceAccount: nothing it does is refused on the hub or a member.
+    expect(mover?.logs()).not.toMatch(/forbidden|Forbidden/);
+  }, 600_000);
+
+  it('converges when each party crashes during a move: the mover, the source member\'s operator, the destination member\'s operator', async () => {
+    const name = `mvc-${run}`;
+    const at = async (step: (p: MoveProgress) => boolean, crash: () => Promise<void>): Promise<void> => {
+      expect(await eventually(() => { const p = moveOf(hub, name)?.progress; return p !== undefined && p.finishedAt === undefined && step(p); }, 240_000, 100)).toBe(true);
+      console.info(`[multi-cluster] crash at move step ${JSON.stringify(moveOf(hub, name)?.progress)}`);
+      await crash();
+    };
+    const restartOperator = async (plane: Plane): Promise<void> => {
+      await operators.get(plane)?.operator.kill();
+      operators.set(plane, await startMemberOperator(plane));
+    };
+    await movedWithData(name, 1_000, async () => {
+      // The mover, once it recorded the move (right after, unless its next pass came first).
+      await at(() => true, async () => {
+        await mover?.kill();
+        mover = spawnMover(hub);
+      });
+      // The source's operator while it suspends the tenant.
+      await at((p) => p.suspendedAt !== undefined, () => restartOperator(member('eu').plane));
+      // The destination's operator while it restores (copying the streams from member-eu).
+      await at((p) => p.reason === 'DestinationRestoring' || p.activeAt !== undefined, () => restartOperator(member('us').plane));
+      // The source's operator again while it removes its copy.
+      await at((p) => p.activeAt !== undefined, () => restartOperator(member('eu').plane));
+    });
+  }, 600_000);
 
   it("shows a member that stopped reporting: its tenants Stalled and Ready Unknown on the hub, the other member's as they are", async () => {
     const started = Date.now();

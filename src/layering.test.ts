@@ -1,6 +1,6 @@
 /**
  * The layout is the architecture: imports only go down
- *   (cli | kubectl-eva) -> (operator | preflight) -> controller -> metrics -> multicluster -> status -> rollout -> saga -> steps -> script-commands -> nats -> config -> adapters -> runtime -> bundle -> tenancy -> (errors, log, versions, ...) -> api
+ *   (cli | kubectl-eva) -> (operator | preflight) -> (controller | hub) -> metrics -> multicluster -> status -> rollout -> saga -> steps -> script-commands -> nats -> config -> adapters -> runtime -> bundle -> tenancy -> (errors, log, versions, ...) -> api
  * and no two files import each other, directly or round about, inside a folder either (no import
  * circle). A type two layers share lives in the lower one. Tests may import anything; production code may not.
  */
@@ -40,6 +40,8 @@ const LAYER: Readonly<Record<string, number>> = {
   multicluster: 4.7,
   metrics: 5,
   controller: 6,
+  // The hub's mover (eva-operator mover): moves a tenant between member clusters, deciding with multicluster/move.ts.
+  hub: 6,
   'operator.ts': 7,
   'nats-bootstrap.ts': 7,
   // A command beside the operator: reads the cluster and NATS through the adapters, with the operator's settings.

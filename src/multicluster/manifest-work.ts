@@ -103,19 +103,20 @@ export const FEEDBACK_PATHS: readonly JsonPath[] = [
 ];
 
 /**
- * The ManifestWork that places `tenant` on `cluster`, applied there as `executor`. Server-side apply
+ * The ManifestWork that places `tenant` on `cluster`, applied there as `executor` (without one, with
+ * the agent's own rights: only the platform writes such a work, e.g. the mover's restore). Server-side apply
  * as the engine's own field manager, never forced: the work owns the fields its author wrote and
  * nothing else, so the member's operator (status, finalizer, ownership) and the member's platform
  * role (its controls) keep theirs.
  */
-export function tenantWork(tenant: TenantManifest, cluster: string, executor: WorkExecutor): ManifestWork {
+export function tenantWork(tenant: TenantManifest, cluster: string, executor?: WorkExecutor): ManifestWork {
   const name = tenant.metadata.name;
   return {
     apiVersion: WORK_API_VERSION,
     kind: 'ManifestWork',
     metadata: { name: workName(name), namespace: cluster, labels: { [TENANT_WORK_LABEL]: name } },
     spec: {
-      executor: { subject: { type: 'ServiceAccount', serviceAccount: executor } },
+      ...(executor === undefined ? {} : { executor: { subject: { type: 'ServiceAccount', serviceAccount: executor } } }),
       workload: { manifests: [tenant] },
       manifestConfigs: [
         {

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { repoRoot } from '../support/tools.ts';
 import { helm } from '../support/chart-render.ts';
 
@@ -56,5 +56,23 @@ describe('the hub chart', () => {
     expect(off.code, off.stderr).toBe(0);
     expect(off.stdout).not.toContain('ValidatingAdmissionPolicy');
     expect(off.stdout).toContain('name: eva-hub-tenant-portal');
+  });
+
+  it('renders the mover only when enabled: one replica of the operator image running `mover`, its rights those a move needs, its values data', async () => {
+    expect((await render('eva-hub', [])).stdout).not.toContain('kind: Deployment');
+    const on = await render('eva-hub', ['--set', 'mover.enabled=true', '--set', 'mover.tenantsNamespace=portal-tenants', '--show-only', 'templates/mover.yaml']);
+    expect(on.code, on.stderr).toBe(0);
+    const objects = parseAllDocuments(on.stdout).map((d) => d.toJS() as { kind: string; rules?: { resources: string[]; verbs: string[] }[]; spec?: { replicas: number; template: { spec: { containers: { image: string; args: string[] }[] } } } });
+    const deployment = objects.find((o) => o.kind === 'Deployment');
+    expect(deployment?.spec?.replicas).toBe(1);
+    expect(deployment?.spec?.template.spec.containers[0]?.image).toBe('ghcr.io/aidonow/eva-operator:0.1.0');
+    expect(deployment?.spec?.template.spec.containers[0]?.args).toEqual(['mover', '--namespace', 'eva-system', '--tenants-namespace', 'portal-tenants', '--interval', '2']);
+    // Works it rewrites as the platform (not judged as the portal); Secrets only listed in its own namespace.
+    const works = objects.find((o) => o.kind === 'ClusterRole')?.rules?.find((r) => r.resources.includes('manifestworks'));
+    expect(works?.verbs).toContain('platform-control');
+    expect(objects.find((o) => o.kind === 'Role')?.rules?.find((r) => r.resources.includes('secrets'))?.verbs).toEqual(['list']);
+    const injected = await render('eva-hub', ['--set', 'mover.enabled=true', '--set', 'mover.tenantsNamespace=a --kubeconfig=/x']);
+    expect(injected.code).not.toBe(0);
+    expect(injected.stderr).toContain('/mover/tenantsNamespace');
   });
 });

@@ -6,13 +6,19 @@
  * then its ManifestWork where the engine decided, applied there as the members' executor) and reads
  * the hub's view.
  */
-import { mkdtempSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
+import { MEMBER_LABEL, MOVE_LABEL, type MoveProgress } from '../../src/hub/mover.ts';
+import type { MoveRecord } from '../../src/multicluster/move.ts';
+import { killOnExit, stopChild } from './child-processes.ts';
+import { repoRoot } from './tools.ts';
 import { hubView, type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../../src/multicluster/manifest-work.ts';
 import { decidedCluster, type Placement, placementName, type PlacementDecision, tenantPlacement } from '../../src/multicluster/placement.ts';
 import { eventually } from './kubectl.ts';
-import { type Kubectl, kubectlAs, MEMBER_EXECUTOR, type OcmHub, onPlane, type Plane } from './multi-cluster.ts';
-import { renderChart, type ServiceAccountRef, serviceAccountKubeconfig } from './operator-identity.ts';
+import { type Kubectl, kubectlAs, MEMBER_EXECUTOR, type Member, type OcmHub, onPlane, type Plane } from './multi-cluster.ts';
+import { renderChart, type ServiceAccountRef, serviceAccountKubeconfig, SUITE_OPERATOR } from './operator-identity.ts';
 
 export const TENANTS_NAMESPACE = 'eva-tenants';
 export const CLUSTER_SET = 'eva-members';
@@ -121,3 +127,72 @@ export const readyOf = (view: HubTenantView): string | undefined => view.tenant.
 /** Active at its current generation as the hub sees it: applied, phase Active, Ready True. */
 export const isActiveOnHub = (view: HubTenantView): boolean =>
   view.applied && view.tenant.status.phase === 'Active' && readyOf(view) === 'True' && view.tenant.status.observedGeneration === view.tenant.metadata.generation;
+
+/** The hub's mover as the platform runs it (`eva-operator mover`, docs/multi-cluster.md "Moving a tenant"). */
+export const MOVER_NAMESPACE = 'eva-hub';
+
+export interface MoverProcess {
+  logs(): string;
+  stop(): Promise<void>;
+  /** SIGKILL: a crash at whatever line it was on. */
+  kill(): Promise<void>;
+}
+
+/**
+ * As the platform: the hub chart's mover RBAC (templates/mover.yaml as helm renders it, its Deployment
+ * aside: the hub has no node) and the mover's access to each member (a Secret with the member's
+ * kubeconfig, its NATS as the other members reach it, its operator's namespace); then the mover as that
+ * ServiceAccount, a pass a second.
+ */
+export async function startMover(hub: OcmHub, members: readonly Member[]): Promise<MoverProcess> {
+  const rendered = renderChart('charts/eva-hub', { release: 'eva-hub-mover', namespace: MOVER_NAMESPACE }, ['--set', 'mover.enabled=true', '--set', `mover.tenantsNamespace=${TENANTS_NAMESPACE}`, '--show-only', 'templates/mover.yaml']);
+  const rbac = parseAllDocuments(rendered).map((d) => d.toJS() as { kind?: string } | null).filter((o) => o !== null && o.kind !== 'Deployment');
+  const secrets = members.map((m) => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: `member-${m.cluster}`, namespace: MOVER_NAMESPACE, labels: { [MEMBER_LABEL]: m.cluster } },
+    stringData: { kubeconfig: readFileSync(m.plane.env.KUBECONFIG, 'utf8'), natsUrl: m.plane.env.NATS_URL, operatorNamespace: SUITE_OPERATOR.namespace },
+  }));
+  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: MOVER_NAMESPACE } };
+  hub.plane.kubectl(['apply', '--server-side', '-f', '-'], [namespace, ...rbac, ...secrets].map((o) => JSON.stringify(o)).join('\n'));
+  const kubeconfig = await onPlane(hub.plane, () => Promise.resolve(serviceAccountKubeconfig(join(mkdtempSync(join(hub.plane.dir, 'mover-')), 'kubeconfig'), MOVER, '3h')));
+  moverKubeconfig.set(hub, kubeconfig);
+  return spawnMover(hub);
+}
+
+/** The chart's mover ServiceAccount, and the kubeconfig of its token by hub. */
+const MOVER = { namespace: MOVER_NAMESPACE, name: 'eva-hub-mover' } as const;
+const moverKubeconfig = new WeakMap<OcmHub, string>();
+
+/** (Re)starts the mover process alone, as the chart's ServiceAccount (startMover set it up). */
+export function spawnMover(hub: OcmHub): MoverProcess {
+  const kubeconfig = moverKubeconfig.get(hub);
+  if (kubeconfig === undefined) throw new Error('spawnMover before startMover');
+  const child = spawn(process.execPath, [join(repoRoot, 'src/cli.ts'), 'mover', '--namespace', MOVER_NAMESPACE, '--tenants-namespace', TENANTS_NAMESPACE, '--interval', '1'], {
+    cwd: repoRoot,
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', KUBECONFIG: kubeconfig },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  killOnExit(child);
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return {
+    logs: () => output,
+    stop: async () => {
+      await stopChild(child, 5_000);
+    },
+    kill: async () => {
+      child.kill('SIGKILL');
+      await stopChild(child, 5_000);
+    },
+  };
+}
+
+/** The mover's record of tenant `name`'s latest move, if any. */
+export function moveOf(hub: OcmHub, name: string): { record: MoveRecord; progress: MoveProgress } | undefined {
+  const json = hub.plane.kubectl(['get', 'configmap', '-n', MOVER_NAMESPACE, '-l', `${MOVE_LABEL}=${name}`, '-o', 'json']);
+  const [configMap] = (JSON.parse(json) as { items: { data?: Record<string, string> }[] }).items;
+  if (configMap?.data === undefined) return undefined;
+  return { record: JSON.parse(configMap.data['move.json'] ?? '{}') as MoveRecord, progress: JSON.parse(configMap.data['progress.json'] ?? '{}') as MoveProgress };
+}
