@@ -375,7 +375,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
     mover = await startMover(hub, [member('eu'), member('us')]);
     await movedWithData(`mv-${run}`, 10_000);
     // As the hub chart's ServiceAccount: nothing it does is refused on the hub or a member.
-    expect(mover?.logs()).not.toMatch(/forbidden|Forbidden/);
+    expect(mover.logs()).not.toMatch(/forbidden|Forbidden/);
   }, 600_000);
 
   it('converges when each party crashes during a move: the mover, the source member\'s operator, the destination member\'s operator', async () => {
