@@ -13,7 +13,7 @@ import { type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantMa
 import { placementName, tenantPlacement, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
 import { boundServiceAccount, CLUSTER_SET, HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, moveOf, type MoverProcess, readyOf, spawnMover, startMover, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
-import { figures as moveFigures, type MoveProgress } from '../src/hub/mover.ts';
+import { figures as moveFigures, type MoveProgress } from '../src/multicluster/move.ts';
 import { connectAsModule, publishAsModule, readAsModule } from '../test/support/nats.ts';
 import { testAccounts } from '../test/support/fixtures.ts';
 import { dataBucket } from '../src/tenancy/names.ts';
@@ -380,27 +380,35 @@ describe('tenants placed across member clusters by an existing engine', () => {
 
   it('converges when each party crashes during a move: the mover, the source member\'s operator, the destination member\'s operator', async () => {
     const name = `mvc-${run}`;
-    const at = async (step: (p: MoveProgress) => boolean, crash: () => Promise<void>): Promise<void> => {
-      expect(await eventually(() => { const p = moveOf(hub, name)?.progress; return p !== undefined && p.finishedAt === undefined && step(p); }, 240_000, 100)).toBe(true);
-      console.info(`[multi-cluster] crash at move step ${JSON.stringify(moveOf(hub, name)?.progress)}`);
-      await crash();
+    /** Until `reached` holds while the move is under way; says where the move stood. */
+    const until = async (what: string, reached: (p: MoveProgress) => boolean): Promise<void> => {
+      const under = (): boolean => {
+        const p = moveOf(hub, name)?.progress;
+        return p !== undefined && p.finishedAt === undefined && reached(p);
+      };
+      expect(await eventually(under, 240_000, 100), what).toBe(true);
+      console.info(`[multi-cluster] ${what}, the move at ${JSON.stringify(moveOf(hub, name)?.progress)}`);
     };
-    const restartOperator = async (plane: Plane): Promise<void> => {
-      await operators.get(plane)?.operator.kill();
+    const killOperator = (plane: Plane): Promise<void> => operators.get(plane)?.operator.kill() ?? Promise.resolve();
+    const startOperatorOn = async (plane: Plane): Promise<void> => {
       operators.set(plane, await startMemberOperator(plane));
     };
+    const [source, destination] = [member('eu').plane, member('us').plane];
     await movedWithData(name, 1_000, async () => {
-      // The mover, once it recorded the move (right after, unless its next pass came first).
-      await at(() => true, async () => {
-        await mover?.kill();
-        mover = spawnMover(hub);
-      });
-      // The source's operator while it suspends the tenant.
-      await at((p) => p.suspendedAt !== undefined, () => restartOperator(member('eu').plane));
-      // The destination's operator while it restores (copying the streams from member-eu).
-      await at((p) => p.reason === 'DestinationRestoring' || p.activeAt !== undefined, () => restartOperator(member('us').plane));
-      // The source's operator again while it removes its copy.
-      await at((p) => p.activeAt !== undefined, () => restartOperator(member('eu').plane));
+      await until('the mover crashes once it recorded the move', () => true);
+      await mover?.kill();
+      mover = spawnMover(hub);
+      await until("member-eu's operator crashes while it suspends the tenant", (p) => p.suspendedAt !== undefined);
+      await killOperator(source);
+      await startOperatorOn(source);
+      // As soon as the restoring EvaTenant is on member-us: its operator crashes mid-restore; member-eu's
+      // goes down too and stays down until the mover has asked member-eu to remove its copy.
+      expect(await eventually(() => destination.kubectl(['get', 'evt', name, '--ignore-not-found', '-o', 'name']).trim() !== '', 240_000, 100)).toBe(true);
+      await Promise.all([killOperator(destination), killOperator(source)]);
+      console.info(`[multi-cluster] member-us's operator crashed restoring, member-eu's down, the move at ${JSON.stringify(moveOf(hub, name)?.progress)}`);
+      await startOperatorOn(destination);
+      await until('the mover removes the source while member-eu\'s operator is down', (p) => p.activeAt !== undefined);
+      await startOperatorOn(source);
     });
   }, 600_000);
 

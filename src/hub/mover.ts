@@ -26,10 +26,14 @@ import {
   type FromMember,
   type KeysCustody,
   type MemberTenant,
+  type MoveProgress,
   type MoveRecord,
   type MoveStep,
+  figures,
+  progressAfter,
   type MoveWorld,
   movedKeysMarks,
+  worksOf,
   restoringWork,
   settledWork,
   suspendedManifest,
@@ -51,18 +55,6 @@ export interface MemberAccess {
   readonly natsUrl: string;
   /** Where the member's operator keeps the account keys Secrets (its release namespace). */
   readonly operatorNamespace: string;
-}
-
-/** What the record says of the move's progress: the figures a move is judged by, and where it waits. */
-export interface MoveProgress {
-  readonly step: string;
-  readonly reason?: string;
-  readonly message?: string;
-  /** When the source was suspended: the tenant serves nothing from then on. */
-  readonly suspendedAt?: string;
-  /** When the destination was first seen Active (the downtime ends). */
-  readonly activeAt?: string;
-  readonly finishedAt?: string;
 }
 
 interface StoredMove {
@@ -135,7 +127,7 @@ export class Mover {
     const tenants = new Set([...moves.keys(), ...decided.keys()]);
     for (const tenant of tenants) {
       try {
-        await this.reconcile(tenant, { members, move: moves.get(tenant), decided: decided.get(tenant), works: works.filter((w) => w.metadata.labels?.[TENANT_WORK_LABEL] === tenant) });
+        await this.reconcile(tenant, { members, move: moves.get(tenant), decided: decided.get(tenant), works: worksOf(works, tenant) });
       } catch (err) {
         this.options.log.error({ tenant, err: describeApiError(err) }, 'move pass failed for this tenant; retried on the next pass');
       }
@@ -188,32 +180,32 @@ export class Mover {
       if (found === undefined) throw new Error(`no access to member ${cluster}`);
       return found;
     };
-    await this.write(step.do, move, member, at);
-    log.info({ from: move.record.from, to: move.record.to, ...(step.do === 'finish' ? figures(move.progress, move.record, at) : {}) }, step.do === 'finish' ? 'move finished' : 'move step done');
+    // Recorded before the write: a crash after it repeats the write (each is idempotent), and the
+    // downtime is counted from before the source was told to stop.
+    const progress = progressAfter(move.progress, step.do, at);
+    await this.writeProgress(move, progress);
+    if (step.do !== 'finish') await this.write(step.do, move.record, member, at);
+    log.info({ from: move.record.from, to: move.record.to, ...(step.do === 'finish' ? figures(progress, move.record, at) : {}) }, step.do === 'finish' ? 'move finished' : 'move step done');
   }
 
   /** The one write of a step (judged again on the next pass whatever happens after it). */
-  private async write(step: Exclude<MoveStep['do'], 'nothing' | 'look' | 'start' | 'wait'>, move: StoredMove, member: (cluster: string) => MemberAccess, at: string): Promise<void> {
-    const { record, progress } = move;
+  private async write(step: Exclude<MoveStep['do'], 'nothing' | 'look' | 'start' | 'wait' | 'finish'>, record: MoveRecord, member: (cluster: string) => MemberAccess, at: string): Promise<void> {
     const hub = this.options.hub;
     switch (step) {
       case 'suspend-source':
         await hub.apply(tenantWork(suspendedManifest(record.manifest), record.from, record.executor));
-        return this.writeProgress(move, { ...progress, step, suspendedAt: progress.suspendedAt ?? at });
+        return;
       case 'copy-keys':
         return this.copyKeys(record, member(record.from), member(record.to), at);
       case 'place-destination':
         await hub.apply(restoringWork(record, member(record.from).natsUrl));
         return;
       case 'remove-source':
-        await this.writeProgress(move, { ...progress, step, activeAt: progress.activeAt ?? at });
         return deleteIgnoringNotFound(() => hub.custom.deleteNamespacedCustomObject({ group: WORK_GROUP, version: WORK_VERSION, plural: 'manifestworks', namespace: record.from, name: workName(record.tenant) }));
       case 'unannotate-destination':
       case 'settle-destination':
         await hub.apply(settledWork(record, step === 'settle-destination'));
         return;
-      case 'finish':
-        return this.writeProgress(move, { ...progress, step: 'finished', finishedAt: at });
     }
   }
 
@@ -311,10 +303,3 @@ function memberClient(cluster: string, kubeconfig: string, natsUrl: string, oper
 }
 
 const decoded = (value: string | undefined): string | undefined => (value === undefined ? undefined : Buffer.from(value, 'base64').toString('utf8'));
-
-/** A finished move's figures, in seconds: how long it took, and how long the tenant served nothing. */
-export function figures(progress: MoveProgress, record: MoveRecord, finishedAt: string): { seconds: number; downtimeSeconds?: number } {
-  const seconds = (from: string, to: string): number => (Date.parse(to) - Date.parse(from)) / 1000;
-  const downtime = progress.suspendedAt !== undefined && progress.activeAt !== undefined ? { downtimeSeconds: seconds(progress.suspendedAt, progress.activeAt) } : {};
-  return { seconds: seconds(record.startedAt, finishedAt), ...downtime };
-}

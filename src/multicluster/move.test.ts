@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RESTORE_FROM_ANNOTATION, RESTORE_FROM_NATS_ANNOTATION, RETAINED_MARKS } from '../api/constants.ts';
 import { type ManifestWork, type TenantManifest, tenantWork } from './manifest-work.ts';
-import { decideMove, type KeysCustody, type MemberTenant, type MoveRecord, type MoveStep, type MoveWorld, movedKeysMarks, restoringWork, settledWork, suspendedManifest } from './move.ts';
+import { decideMove, figures, type MoveProgress, progressAfter, worksOf, type KeysCustody, type MemberTenant, type MoveRecord, type MoveStep, type MoveWorld, movedKeysMarks, restoringWork, settledWork, suspendedManifest } from './move.ts';
 
 const EXECUTOR = { namespace: 'eva-system', name: 'eva-hub-executor' };
 const SOURCE_UID = 'uid-on-eu';
@@ -140,5 +140,24 @@ describe('a move decided from what the hub and the members show (pure)', () => {
     expect(work.spec.workload.manifests[0]?.metadata.annotations).toEqual({ [RESTORE_FROM_ANNOTATION]: SOURCE_UID, [RESTORE_FROM_NATS_ANNOTATION]: 'nats://nats.eu.example:4222' });
     expect(movedKeysMarks(record, 'ACMECO', NOW)).toEqual({ [RETAINED_MARKS.fromUid]: SOURCE_UID, [RETAINED_MARKS.code]: 'ACMECO', [RETAINED_MARKS.at]: NOW });
     expect(suspendedManifest(manifest).spec).toMatchObject({ lifecycle: 'Suspended', dataRetention: 'Delete', capsuleCode: 'ACMECO' });
+  });
+
+  it("counts as a tenant's work only one labelled with its name that carries its EvaTenant", () => {
+    const own = tenantWork(manifest, 'member-eu', EXECUTOR);
+    const mislabelled = { ...tenantWork({ ...manifest, metadata: { name: 'other' } }, 'member-us', EXECUTOR), metadata: { ...own.metadata, namespace: 'member-us' } };
+    expect(worksOf([own, mislabelled], 'acme')).toEqual([own]);
+    expect(worksOf([own], 'other')).toEqual([]);
+  });
+
+  it('records each time once: the downtime runs from the suspend to the first step after the destination is Active', () => {
+    const steps = ['suspend-source', 'copy-keys', 'place-destination', 'remove-source', 'settle-destination', 'finish'] as const;
+    let progress: MoveProgress = { step: 'start' };
+    steps.forEach((step, i) => {
+      progress = progressAfter({ ...progress, reason: 'DestinationRestoring', message: 'waiting' }, step, `2026-12-06T20:00:${String(10 + 8 * i)}.000Z`);
+    });
+    expect(progress).toEqual({ step: 'finished', suspendedAt: '2026-12-06T20:00:10.000Z', activeAt: '2026-12-06T20:00:34.000Z', finishedAt: '2026-12-06T20:00:50.000Z' });
+    const record = { startedAt: '2026-12-06T20:00:00.000Z' } as MoveRecord;
+    expect(figures(progress, record, '2026-12-06T20:01:00.000Z')).toEqual({ seconds: 60, downtimeSeconds: 24 });
+    expect(figures({ step: 'finished' }, record, '2026-12-06T20:01:00.000Z')).toEqual({ seconds: 60 });
   });
 });

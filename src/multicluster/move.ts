@@ -22,7 +22,7 @@
  */
 import { RESTORE_FROM_ANNOTATION, RESTORE_FROM_NATS_ANNOTATION, RETAINED_MARKS } from '../api/constants.ts';
 import type { ManifestWork, TenantManifest, WorkExecutor } from './manifest-work.ts';
-import { tenantWork } from './manifest-work.ts';
+import { TENANT_WORK_LABEL, tenantWork } from './manifest-work.ts';
 
 /** The move of one tenant, recorded by the mover on the hub (a ConfigMap in its own namespace). */
 export interface MoveRecord {
@@ -107,6 +107,14 @@ const wait = (reason: keyof typeof MOVE_REASONS, message: string): MoveStep => (
 
 const manifestOf = (work: ManifestWork): TenantManifest | undefined => work.spec.workload.manifests[0];
 const workIn = (world: MoveWorld, cluster: string): ManifestWork | undefined => world.works.find((w) => w.metadata.namespace === cluster);
+
+/**
+ * The works that place tenant `tenant`: labelled so and carrying the EvaTenant of that name. A work
+ * labelled with one tenant's name and carrying another's would have the mover read one member's
+ * tenant and move the other's work: it is no work of either.
+ */
+export const worksOf = (works: readonly ManifestWork[], tenant: string): ManifestWork[] =>
+  works.filter((w) => w.metadata.labels?.[TENANT_WORK_LABEL] === tenant && w.spec.workload.manifests.length === 1 && manifestOf(w)?.metadata.name === tenant);
 
 /** The tenant as the source's work must say during the move: suspended, and removed without retaining (its data lives on at the destination). */
 export function suspendedManifest(manifest: TenantManifest): TenantManifest {
@@ -234,4 +242,37 @@ const sameExecutor = (a: WorkExecutor | undefined, b: WorkExecutor | undefined):
 function hasRestoreAnnotations(work: ManifestWork | undefined): boolean {
   const annotations = work === undefined ? undefined : manifestOf(work)?.metadata.annotations;
   return annotations?.[RESTORE_FROM_ANNOTATION] !== undefined || annotations?.[RESTORE_FROM_NATS_ANNOTATION] !== undefined;
+}
+
+// ---- the record of a move's progress -------------------------------------------------------------
+
+/** What the record says of the move's progress: the figures a move is judged by, and where it waits. */
+export interface MoveProgress {
+  readonly step: string;
+  readonly reason?: string;
+  readonly message?: string;
+  /** When the source was suspended: the tenant serves nothing from then on. */
+  readonly suspendedAt?: string;
+  /** When the destination was first seen Active (the downtime ends). */
+  readonly activeAt?: string;
+  readonly finishedAt?: string;
+}
+
+/** The record after a step: its name, and the times the figures are read from (each set once). */
+export function progressAfter(previous: MoveProgress, step: Exclude<MoveStep['do'], 'nothing' | 'look' | 'start' | 'wait'>, at: string): MoveProgress {
+  const { suspendedAt, activeAt } = previous;
+  return {
+    step: step === 'finish' ? 'finished' : step,
+    ...(suspendedAt !== undefined || step === 'suspend-source' ? { suspendedAt: suspendedAt ?? at } : {}),
+    // The first step after the destination is Active is the source's removal.
+    ...(activeAt !== undefined || step === 'remove-source' ? { activeAt: activeAt ?? at } : {}),
+    ...(step === 'finish' ? { finishedAt: at } : {}),
+  };
+}
+
+/** A finished move's figures, in seconds: how long it took, and how long the tenant served nothing. */
+export function figures(progress: MoveProgress, record: MoveRecord, finishedAt: string): { seconds: number; downtimeSeconds?: number } {
+  const seconds = (from: string, to: string): number => (Date.parse(to) - Date.parse(from)) / 1000;
+  const downtime = progress.suspendedAt !== undefined && progress.activeAt !== undefined ? { downtimeSeconds: seconds(progress.suspendedAt, progress.activeAt) } : {};
+  return { seconds: seconds(record.startedAt, finishedAt), ...downtime };
 }
