@@ -18,6 +18,16 @@ function controlledKeys(rendered: string): string[] {
   return [...new Set(keys)].sort();
 }
 
+interface RenderedObject {
+  kind: string;
+  rules?: { resources: string[]; verbs: string[] }[];
+  spec?: { replicas: number; template: { spec: { containers: { image: string; args: string[] }[] } } };
+}
+
+/** The verbs the rendered role of `kind` grants on `resource`. */
+const verbsOn = (objects: readonly RenderedObject[], kind: string, resource: string): string[] | undefined =>
+  objects.find((o) => o.kind === kind)?.rules?.find((r) => r.resources.includes(resource))?.verbs;
+
 describe('the hub chart', () => {
   it("refuses from the portal exactly the platform controls the operator chart's policy refuses (annotations, labels, spec.operatorVersion, spec.suspend)", async () => {
     const hub = await render('eva-hub', ['--show-only', 'templates/tenant-works-policy.yaml']);
@@ -62,15 +72,14 @@ describe('the hub chart', () => {
     expect((await render('eva-hub', [])).stdout).not.toContain('kind: Deployment');
     const on = await render('eva-hub', ['--set', 'mover.enabled=true', '--set', 'mover.tenantsNamespace=portal-tenants', '--show-only', 'templates/mover.yaml']);
     expect(on.code, on.stderr).toBe(0);
-    const objects = parseAllDocuments(on.stdout).map((d) => d.toJS() as { kind: string; rules?: { resources: string[]; verbs: string[] }[]; spec?: { replicas: number; template: { spec: { containers: { image: string; args: string[] }[] } } } });
-    const deployment = objects.find((o) => o.kind === 'Deployment');
-    expect(deployment?.spec?.replicas).toBe(1);
-    expect(deployment?.spec?.template.spec.containers[0]?.image).toBe('ghcr.io/aidonow/eva-operator:0.1.0');
-    expect(deployment?.spec?.template.spec.containers[0]?.args).toEqual(['mover', '--namespace', 'eva-system', '--tenants-namespace', 'portal-tenants', '--interval', '2']);
+    const objects = parseAllDocuments(on.stdout).map((d) => d.toJS() as RenderedObject);
+    const container = objects.find((o) => o.kind === 'Deployment')?.spec?.template.spec.containers[0];
+    expect(objects.find((o) => o.kind === 'Deployment')?.spec?.replicas).toBe(1);
+    expect(container?.image).toBe('ghcr.io/aidonow/eva-operator:0.1.0');
+    expect(container?.args).toEqual(['mover', '--namespace', 'eva-system', '--tenants-namespace', 'portal-tenants', '--interval', '2']);
     // Works it rewrites as the platform (not judged as the portal); Secrets only listed in its own namespace.
-    const works = objects.find((o) => o.kind === 'ClusterRole')?.rules?.find((r) => r.resources.includes('manifestworks'));
-    expect(works?.verbs).toContain('platform-control');
-    expect(objects.find((o) => o.kind === 'Role')?.rules?.find((r) => r.resources.includes('secrets'))?.verbs).toEqual(['list']);
+    expect(verbsOn(objects, 'ClusterRole', 'manifestworks')).toContain('platform-control');
+    expect(verbsOn(objects, 'Role', 'secrets')).toEqual(['list']);
     const injected = await render('eva-hub', ['--set', 'mover.enabled=true', '--set', 'mover.tenantsNamespace=a --kubeconfig=/x']);
     expect(injected.code).not.toBe(0);
     expect(injected.stderr).toContain('/mover/tenantsNamespace');
