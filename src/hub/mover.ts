@@ -265,6 +265,7 @@ export class Mover {
   }
 
   private async works(): Promise<ManifestWork[]> {
+    // Works being deleted included: a source's work is gone only once its agent removed the member's copy.
     const list = (await this.options.hub.custom.listCustomObjectForAllNamespaces({ group: WORK_GROUP, version: WORK_VERSION, resourcePlural: 'manifestworks', labelSelector: TENANT_WORK_LABEL })) as { items: ManifestWork[] };
     return list.items;
   }

@@ -160,4 +160,23 @@ describe('a move decided from what the hub and the members show (pure)', () => {
     expect(figures(progress, record, '2026-12-06T20:01:00.000Z')).toEqual({ seconds: 60, downtimeSeconds: 24 });
     expect(figures({ step: 'finished' }, record, '2026-12-06T20:01:00.000Z')).toEqual({ seconds: 60 });
   });
+
+  it('never removes a source whose work was set back from the suspension once the copy began (what it took since is only there)', () => {
+    const sim = placed();
+    for (const step of ['start', 'suspend-source', 'copy-keys', 'place-destination'] as const) apply(sim, step === 'start' ? decideMove(worldOf(sim), NOW) : { do: step });
+    // A portal (GitOps) re-applies its own work: lifecycle Active again.
+    const resumedWorks = (): ManifestWork[] => [...sim.works.filter((w) => w.metadata.namespace !== 'member-eu'), tenantWork(manifest, 'member-eu', EXECUTOR)];
+    sim.works = resumedWorks();
+    expect(decideMove(worldOf(sim), NOW)).toMatchObject({ do: 'wait', reason: 'SourceResumed' });
+    sim.destination = { ...active('uid-on-us'), restoring: true };
+    expect(decideMove(worldOf(sim), NOW)).toMatchObject({ do: 'wait', reason: 'SourceResumed' });
+    // The control: suspended as the move left it, the same Active destination removes the source.
+    apply(sim, { do: 'suspend-source' });
+    sim.destination = { ...active('uid-on-us'), restoring: true };
+    expect(decideMove(worldOf(sim), NOW)).toEqual({ do: 'remove-source' });
+    // Before the copy began, a resumed source is simply suspended again.
+    const early = placed();
+    apply(early, decideMove(worldOf(early), NOW));
+    expect(decideMove(worldOf(early), NOW)).toEqual({ do: 'suspend-source' });
+  });
 });

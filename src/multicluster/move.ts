@@ -66,7 +66,7 @@ export interface MoveWorld {
   readonly record?: MoveRecord;
   /** The member the engine decided for the tenant's Placement. */
   readonly decided?: string;
-  /** The tenant's works on the hub (one per member namespace holding one). */
+  /** The tenant's works on the hub (one per member namespace holding one), those being deleted included. */
   readonly works: readonly ManifestWork[];
   /** Read only when a move is or may be under way. */
   readonly source?: FromMember<MemberTenant | undefined>;
@@ -101,6 +101,7 @@ export const MOVE_REASONS = {
   CodeInUseOnDestination: 'CodeInUseOnDestination',
   SourceReplaced: 'SourceReplaced',
   SourceLost: 'SourceLost',
+  SourceResumed: 'SourceResumed',
 } as const;
 
 const wait = (reason: keyof typeof MOVE_REASONS, message: string): MoveStep => ({ do: 'wait', reason, message });
@@ -193,7 +194,7 @@ function decideNext(world: MoveWorld, record: MoveRecord): MoveStep {
 
 function towardsDestination(world: MoveWorld, record: MoveRecord, source: MemberTenant, destination: MemberTenant | undefined): MoveStep {
   const sourceWork = workIn(world, record.from);
-  if (sourceWork !== undefined && !isSuspendedForMove(manifestOf(sourceWork))) return { do: 'suspend-source' };
+  if (sourceWork !== undefined && !isSuspendedForMove(manifestOf(sourceWork))) return workIn(world, record.to) === undefined ? { do: 'suspend-source' } : resumed(record);
   if (source.phase !== 'Suspended') return wait('SourceSuspending', `member ${record.from} is suspending ${record.tenant} (phase ${source.phase ?? 'unknown'}): nothing is written there from now on`);
   const keys = keysStep(world, record);
   if (keys !== undefined) return keys;
@@ -220,8 +221,16 @@ function restoredActive(world: MoveWorld, record: MoveRecord): boolean {
   return destination?.phase === 'Active' && destination.ready === 'True' && keys?.owner === destination.uid && keys.restoredFrom === record.fromUid;
 }
 
+/**
+ * The source's work was set back from the move's suspension after the copy began: what the tenant
+ * wrote since is only on the source, so nothing is removed and a platform administrator decides.
+ */
+const resumed = (record: MoveRecord): MoveStep =>
+  wait('SourceResumed', `the work of ${record.tenant} on member ${record.from} was changed from the move's suspension after member ${record.to} began copying; the source is not removed (what it took since would be lost): suspend it again to go on, or delete this move's record and the destination's work to stay`);
+
 function afterDestinationActive(world: MoveWorld, record: MoveRecord, source: MemberTenant | undefined): MoveStep {
-  if (workIn(world, record.from) !== undefined) return { do: 'remove-source' };
+  const sourceWork = workIn(world, record.from);
+  if (sourceWork !== undefined) return isSuspendedForMove(manifestOf(sourceWork)) ? { do: 'remove-source' } : resumed(record);
   if (source !== undefined || valueOf(world.sourceKeys) !== undefined) return wait('SourceRemoving', `member ${record.from} is removing ${record.tenant}'s copy`);
   return settling(world, record);
 }
