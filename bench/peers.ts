@@ -76,8 +76,9 @@ function options(): Options {
 /** The benchmark's own control plane: away from the dev cluster (14222) and the tests' (24222-25221). */
 const BENCH_CLUSTER: ClusterSettings = {
   EVA_DEV_CLUSTER_DIR: join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/bench-peers-${checkout}`),
-  EVA_NATS_PORT: String(34222 + portOffset),
-  EVA_NATS_MONITOR_PORT: String(38222 + portOffset),
+  // Below the ephemeral range (32768-60999), clear of the test planes (24222-31221) and the dev cluster's 14222/18222.
+  EVA_NATS_PORT: String(16222 + portOffset),
+  EVA_NATS_MONITOR_PORT: String(20222 + portOffset),
   EVA_DEV_CLUSTER_AUDIT_POLICY: join(repoRoot, 'bench/peers-audit-policy.yaml'),
 };
 

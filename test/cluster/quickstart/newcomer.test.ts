@@ -23,8 +23,9 @@ const userEnv: NodeJS.ProcessEnv = {
   PATH: process.env['PATH'],
   HOME: process.env['HOME'],
   EVA_DEV_CLUSTER_DIR: userDir,
-  EVA_NATS_PORT: '34222',
-  EVA_NATS_MONITOR_PORT: '38222',
+  // Below the ephemeral range (32768-60999): an outgoing connection may hold a port there when NATS binds it.
+  EVA_NATS_PORT: '15222',
+  EVA_NATS_MONITOR_PORT: '19222',
   EVA_METRICS_PORT: '18099',
 };
 

@@ -61,6 +61,8 @@ const COVERAGE: Record<string, string> = {
 const NOT_RUN: Record<string, string> = {
   "kubectl get secret -n eva-system eva-nats-account-acmeco -o jsonpath='{.metadata.labels.eva\\.aidonow\\.com/tenant-uid}'":
     'names an install in eva-system and a tenant acmeco that the shared test plane does not have; test/cluster/kubectl-eva/kubectl-eva.test.ts reads the same label and retained marks with kubectl eva retained',
+  'helm upgrade eva-hub oci://registry.example.com/eva/charts/eva-hub --version 0.1.0 --reuse-values --set mover.enabled=true':
+    "needs a hub with member clusters and a node for the mover's Deployment; test/charts/hub-chart.test.ts renders mover.enabled, and e2e/multi-cluster.test.ts runs eva-operator mover as the ServiceAccount and RBAC that chart renders, with member Secrets labelled as the block's",
   'kubectl apply -f restore-acmeco.yaml':
     'needs the file the page shows and retained data of acmeco; test/cluster/kubectl-eva/kubectl-eva.test.ts runs the same restore, wait and delete with kubectl eva purge against the test plane',
 };
@@ -78,11 +80,11 @@ describe('README and docs command blocks', () => {
     expect(block).toBeDefined();
     const state = mkdtempSync(join(tmpdir(), 'eva-readme-cluster-'));
     try {
-      const env = { PATH: process.env['PATH'], HOME: process.env['HOME'], EVA_DEV_CLUSTER_DIR: state, EVA_NATS_PORT: '35222', EVA_NATS_MONITOR_PORT: '39222' };
+      const env = { PATH: process.env['PATH'], HOME: process.env['HOME'], EVA_DEV_CLUSTER_DIR: state, EVA_NATS_PORT: '15322', EVA_NATS_MONITOR_PORT: '19322' };
       const run = spawnSync('bash', ['-euo', 'pipefail', '-c', block ?? ''], { cwd: repoRoot, env, encoding: 'utf8', timeout: 300_000 });
       expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
       expect(run.stdout).toMatch(/^acmeco\s+ACMECO\s+Starter/m);
-      expect(run.stdout).toContain('nats-server: running (nats://127.0.0.1:35222');
+      expect(run.stdout).toContain('nats-server: running (nats://127.0.0.1:15322');
       expect(run.stderr).toContain('stopped; state removed');
     } finally {
       spawnSync('bash', [join(repoRoot, 'scripts/dev-cluster.sh'), 'down'], { env: { ...process.env, EVA_DEV_CLUSTER_DIR: state }, timeout: 120_000 });
