@@ -103,6 +103,16 @@ export function createNatsClient(options: NatsClientOptions): NatsClient {
   return new LazyNatsClient({ ...DEFAULTS, ...options });
 }
 
+/** A stream's info, or undefined when the account has no stream of that name. */
+export async function streamInfo(session: NatsSession, name: string): Promise<StreamInfo | undefined> {
+  try {
+    return await session.jsm.streams.info(name);
+  } catch (err) {
+    if (jsErrCode(err) === JS_ERR.streamNotFound) return undefined;
+    throw err;
+  }
+}
+
 /** The API error code of a JetStream failure, if it is one. */
 export function jsErrCode(err: unknown): number | undefined {
   if (err instanceof JetStreamApiError) return err.errCode;

@@ -57,7 +57,13 @@ export interface MemberAccess {
   readonly operatorNamespace: string;
 }
 
-interface StoredMove {
+/** A move's record and progress as its ConfigMap holds them. */
+export const moveOfConfigMap = (configMap: V1ConfigMap): StoredMove => ({
+  record: JSON.parse(configMap.data?.[RECORD_KEY] ?? '{}') as MoveRecord,
+  progress: JSON.parse(configMap.data?.[PROGRESS_KEY] ?? '{}') as MoveProgress,
+});
+
+export interface StoredMove {
   readonly record: MoveRecord;
   readonly progress: MoveProgress;
 }
@@ -91,7 +97,6 @@ function memberTenant(tenant: EvaTenant | undefined): MemberTenant | undefined {
   return {
     uid: tenant.metadata.uid ?? '',
     ...(tenant.status?.phase === undefined ? {} : { phase: tenant.status.phase }),
-    lifecycle: tenant.spec.lifecycle,
     deleting: tenant.metadata.deletionTimestamp !== undefined,
     restoring: annotations[RESTORE_FROM_ANNOTATION] !== undefined || annotations[RESTORE_FROM_NATS_ANNOTATION] !== undefined,
     ...(condition('Ready')?.status === undefined ? {} : { ready: condition('Ready')?.status }),
@@ -183,7 +188,7 @@ export class Mover {
     // Recorded before the write: a crash after it repeats the write (each is idempotent), and the
     // downtime is counted from before the source was told to stop.
     const progress = progressAfter(move.progress, step.do, at);
-    await this.writeProgress(move, progress);
+    if (JSON.stringify(progress) !== JSON.stringify(move.progress)) await this.writeProgress(move, progress);
     if (step.do !== 'finish') await this.write(step.do, move.record, member, at);
     log.info({ from: move.record.from, to: move.record.to, ...(step.do === 'finish' ? figures(progress, move.record, at) : {}) }, step.do === 'finish' ? 'move finished' : 'move step done');
   }
@@ -245,7 +250,7 @@ export class Mover {
   /** The moves under way, by tenant (finished ones are history). */
   private async moves(): Promise<Map<string, StoredMove>> {
     const list = await this.options.hub.core.listNamespacedConfigMap({ namespace: this.options.namespace, labelSelector: MOVE_LABEL });
-    const moves = list.items.map((cm) => ({ record: JSON.parse(cm.data?.[RECORD_KEY] ?? '{}') as MoveRecord, progress: JSON.parse(cm.data?.[PROGRESS_KEY] ?? '{}') as MoveProgress }));
+    const moves = list.items.map(moveOfConfigMap);
     return new Map(moves.filter((m) => m.progress.finishedAt === undefined).map((m) => [m.record.tenant, m]));
   }
 

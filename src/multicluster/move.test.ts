@@ -9,7 +9,7 @@ const manifest: TenantManifest = { apiVersion: 'eva.aidonow.com/v1alpha1', kind:
 const NOW = '2026-12-06T20:00:00.000Z';
 
 const seen = <T>(value: T) => ({ lost: false as const, value });
-const active = (uid: string): MemberTenant => ({ uid, phase: 'Active', lifecycle: 'Active', deleting: false, restoring: false, ready: 'True' });
+const active = (uid: string): MemberTenant => ({ uid, phase: 'Active', deleting: false, restoring: false, ready: 'True' });
 
 /** A small world the decisions act on: what each step would leave once the members did their part. */
 interface Sim {
@@ -42,7 +42,7 @@ function apply(sim: Sim, step: MoveStep): void {
       return;
     case 'suspend-source':
       sim.works = [...others('member-eu'), tenantWork(suspendedManifest(manifest), 'member-eu', EXECUTOR)];
-      sim.source = { ...active(SOURCE_UID), phase: 'Suspended', lifecycle: 'Suspended' };
+      sim.source = { ...active(SOURCE_UID), phase: 'Suspended' };
       return;
     case 'copy-keys':
       sim.destinationKeys = { owner: SOURCE_UID, account: 'AACC', retainedBy: SOURCE_UID };

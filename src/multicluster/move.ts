@@ -41,7 +41,6 @@ export interface MoveRecord {
 export interface MemberTenant {
   readonly uid: string;
   readonly phase?: string;
-  readonly lifecycle?: string;
   readonly deleting: boolean;
   /** The restore annotations the member's EvaTenant still carries. */
   readonly restoring: boolean;

@@ -9,27 +9,16 @@
  * takeover ran), and only for the tenant's own stream names: the source is read, never changed. A copy
  * cut short leaves no stream (the server creates it at the end), so a crash is retried from the start.
  */
-import type { NatsSession } from '../adapters/nats.ts';
-import { JS_ERR, jsErrCode } from '../adapters/nats.ts';
+import { JS_ERR, jsErrCode, type NatsSession, streamInfo } from '../adapters/nats.ts';
 import type { NatsAccounts } from '../nats/accounts.ts';
 import { type Custody, restoreAskedFrom, restoreSourceOf } from '../tenancy/ownership.ts';
 import type { TenantScope } from '../tenancy/scope.ts';
-
-async function exists(session: NatsSession, name: string): Promise<boolean> {
-  try {
-    await session.jsm.streams.info(name);
-    return true;
-  } catch (err) {
-    if (jsErrCode(err) === JS_ERR.streamNotFound) return false;
-    throw err;
-  }
-}
 
 /** Copies stream `name` from the cluster the tenant moved from, when it asks so and lacks it here. */
 export async function copyMovedStream(scope: TenantScope, nats: NatsAccounts, session: NatsSession, custody: Custody, name: string): Promise<void> {
   const source = restoreSourceOf(scope);
   const from = restoreAskedFrom(scope);
-  if (source === undefined || from === undefined || custody.restoredFrom !== from || (await exists(session, name))) return;
+  if (source === undefined || from === undefined || custody.restoredFrom !== from || (await streamInfo(session, name)) !== undefined) return;
   try {
     const copied = await nats.copyStreamFrom(scope, source, name, session);
     if (copied === undefined) {

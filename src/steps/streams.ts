@@ -6,7 +6,7 @@
  */
 import { Reason } from '../api/reasons.ts';
 import { DiscardPolicy, nanos, RetentionPolicy, StorageType, type StreamConfig, type StreamInfo } from 'nats';
-import { JS_ERR, jsErrCode, type NatsSession } from '../adapters/nats.ts';
+import { JS_ERR, jsErrCode, type NatsSession, streamInfo as info } from '../adapters/nats.ts';
 import type { NatsStepDeps } from './step.ts';
 import { STREAM_LIMITS_BY_TIER, type StreamLimits } from '../api/tiers.ts';
 import { DependencyError, InputError } from '../errors.ts';
@@ -77,15 +77,6 @@ export function streamDrift(actual: StreamConfig, desired: OwnedStreamConfig): s
   const ours = Object.entries(desired.metadata ?? {});
   if (ours.some(([key, value]) => actual.metadata?.[key] !== value) || hasRetainedMarks(actual.metadata)) drift.push('metadata');
   return drift;
-}
-
-async function info(session: NatsSession, name: string): Promise<StreamInfo | undefined> {
-  try {
-    return await session.jsm.streams.info(name);
-  } catch (err) {
-    if (jsErrCode(err) === JS_ERR.streamNotFound) return undefined;
-    throw err;
-  }
 }
 
 /** Creates the stream, or brings an existing one to the desired configuration. */

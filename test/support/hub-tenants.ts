@@ -10,8 +10,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { join } from 'node:path';
-import { MEMBER_LABEL, MOVE_LABEL } from '../../src/hub/mover.ts';
-import type { MoveProgress, MoveRecord } from '../../src/multicluster/move.ts';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import { MEMBER_LABEL, MOVE_LABEL, moveOfConfigMap, type StoredMove } from '../../src/hub/mover.ts';
 import { killOnExit, stopChild } from './child-processes.ts';
 import { repoRoot } from './tools.ts';
 import { hubView, type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../../src/multicluster/manifest-work.ts';
@@ -190,9 +190,8 @@ export function spawnMover(hub: OcmHub): MoverProcess {
 }
 
 /** The mover's record of tenant `name`'s latest move, if any. */
-export function moveOf(hub: OcmHub, name: string): { record: MoveRecord; progress: MoveProgress } | undefined {
+export function moveOf(hub: OcmHub, name: string): StoredMove | undefined {
   const json = hub.plane.kubectl(['get', 'configmap', '-n', MOVER_NAMESPACE, '-l', `${MOVE_LABEL}=${name}`, '-o', 'json']);
-  const [configMap] = (JSON.parse(json) as { items: { data?: Record<string, string> }[] }).items;
-  if (configMap?.data === undefined) return undefined;
-  return { record: JSON.parse(configMap.data['move.json'] ?? '{}') as MoveRecord, progress: JSON.parse(configMap.data['progress.json'] ?? '{}') as MoveProgress };
+  const [configMap] = (JSON.parse(json) as { items: V1ConfigMap[] }).items;
+  return configMap === undefined ? undefined : moveOfConfigMap(configMap);
 }
