@@ -5,6 +5,11 @@
 --   Progressing: no status yet, a spec change not observed yet, provisioning, being deleted
 --   Degraded:    Stalled (needs a change by the user: bad input, no operator serves it), phase Failed or Degraded
 --   Healthy:     Ready True at the current generation (Active, or Decommissioned as asked)
+-- On a multi-cluster hub (docs/multi-cluster.md) install it for ManifestWorks too, under the key
+-- resource.customizations.health.work.open-cluster-management.io_ManifestWork: a tenant's work (label
+-- eva.aidonow.com/tenant) is judged as the member's EvaTenant, rebuilt from the fields the engine fed
+-- back and the summary the hub controller wrote at the work's generation (it knows when the member
+-- stopped reporting); any other work by the engine's own conditions.
 local hs = { status = "Progressing", message = "waiting for the operator to report a status" }
 
 local function condition(conditions, wanted)
@@ -18,6 +23,55 @@ end
 local function said(c)
   if c.message ~= nil and c.message ~= "" then return c.reason .. ": " .. c.message end
   return c.reason
+end
+
+local SUMMARY = { Ready = true, Reconciling = true, Stalled = true, Suspended = true }
+
+-- A work that is not a tenant's: the engine's word (Applied, Available, Degraded).
+local function engineHealth(conditions)
+  local degraded = condition(conditions, "Degraded")
+  if degraded ~= nil and degraded.status == "True" then return { status = "Degraded", message = said(degraded) } end
+  local applied = condition(conditions, "Applied")
+  if applied ~= nil and applied.status == "False" then return { status = "Degraded", message = said(applied) } end
+  local available = condition(conditions, "Available")
+  if available ~= nil and available.status == "True" then return { status = "Healthy", message = said(available) } end
+  return { status = "Progressing", message = "waiting for the engine to apply the work" }
+end
+
+-- The fed-back values of a work's first manifest, by name.
+local function fedBack(workStatus)
+  local values = {}
+  local manifests = workStatus.resourceStatus and workStatus.resourceStatus.manifests
+  local feedback = manifests and manifests[1] and manifests[1].statusFeedback
+  if feedback == nil or feedback.values == nil then return values end
+  for _, v in ipairs(feedback.values) do
+    local f = v.fieldValue or {}
+    if f.type == "String" then values[v.name] = f.string
+    elseif f.type == "Integer" then values[v.name] = f.integer
+    elseif f.type == "Boolean" then values[v.name] = f.boolean end
+  end
+  return values
+end
+
+if obj.kind == "ManifestWork" then
+  local workStatus = obj.status or {}
+  local labels = obj.metadata.labels or {}
+  if labels["eva.aidonow.com/tenant"] == nil then return engineHealth(workStatus.conditions) end
+  local generation = obj.metadata.generation
+  local summary = {}
+  for _, c in ipairs(workStatus.conditions or {}) do
+    if SUMMARY[c.type] and c.observedGeneration == generation then summary[#summary + 1] = c end
+  end
+  if #summary == 0 then
+    hs.message = "waiting for the hub controller (eva-operator hub) to judge generation " .. generation .. " of the work"
+    return hs
+  end
+  local values = fedBack(workStatus)
+  obj = {
+    metadata = { generation = values.generation, deletionTimestamp = obj.metadata.deletionTimestamp or values.deletionTimestamp },
+    spec = { suspend = values.suspend, lifecycle = values.lifecycle },
+    status = { phase = values.phase, observedGeneration = values.observedGeneration, conditions = summary },
+  }
 end
 
 local spec = obj.spec or {}

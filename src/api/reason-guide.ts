@@ -208,6 +208,14 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
     action: "Find out what happened to the member (its ManagedCluster's conditions on the hub). The tenant is not moved: it waits for its member, whose data it holds.",
   },
 
+  MemberApplying: {
+    area: 'members',
+    meaning:
+      "On a tenant's ManifestWork on the hub (the summary the hub controller writes, docs/multi-cluster.md): Reconciling, Ready False: the member has not caught up with the work's present generation (the engine has not applied it there yet, or the member's operator has not observed the EvaTenant's new generation).",
+    cause: 'A change of the work was just written; the work agent applies it within seconds, the operator observes it on its next pass.',
+    action: "Wait; if it stays, look at the work's Applied condition (the engine's) and the member's operator (its pods, its logs).",
+  },
+
   MemberRefusedTenant: {
     area: 'members',
     meaning: "In the hub's view of a placed tenant: Stalled, Ready False: the member's API server refused the EvaTenant the engine applied there; the message is the engine's, with the member's error.",

@@ -60,6 +60,8 @@ export const Reason = {
   // -- beyond one cluster: the hub's view of a placed tenant (src/multicluster/) -------------------------
   /** The member holding the tenant stopped reporting to the hub: the status the hub has is its last. */
   MemberNotReporting: 'MemberNotReporting',
+  /** The hub's summary on a tenant work: the member has not caught up with the work's generation yet. */
+  MemberApplying: 'MemberApplying',
   /** The member's API server refused the EvaTenant the hub placed there (no CRD, or refused by admission). */
   MemberRefusedTenant: 'MemberRefusedTenant',
   /** The engine decided no member cluster for the tenant's Placement (none matches its labels, no cluster set bound, ...). */

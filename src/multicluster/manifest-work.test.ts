@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FEEDBACK_PATHS, hubView, type ManifestWork, tenantWork } from './manifest-work.ts';
+import { FEEDBACK_PATHS, hubView, type ManifestWork, memberAvailability, tenantWork, withWorkSummary, workSummary } from './manifest-work.ts';
 
 const starter = tenantWork({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name: 'acme' }, spec: { capsuleCode: 'ACMEXX', tier: 'Starter' } }, 'member-1', { namespace: 'eva-operator', name: 'eva-hub-executor' });
 
@@ -82,5 +82,46 @@ describe("the hub's view of a placed tenant", () => {
       ['Stalled', 'True', 'MemberRefusedTenant'],
     ]);
     expect(conditions[0]?.message).toBe('the member cluster member-1 refused the tenant: Failed to apply manifest: no matches for kind "EvaTenant"');
+  });
+});
+
+describe('the summary the hub controller writes onto a tenant work', () => {
+  const active = { generation: 1, observedGeneration: 1, phase: 'Active', 'condition.Ready.status': 'True', 'condition.Ready.reason': 'Provisioned', 'condition.Ready.message': 'all five steps True' };
+  const shown = (work: ManifestWork, available = 'True'): string[] => workSummary(work, { status: available }).map((c) => `${c.type}=${c.status}/${c.reason}@${String(c.observedGeneration)}`);
+
+  it("is the member's summary, with its message, at the work's generation", () => {
+    expect(shown(reported(active))).toEqual(['Ready=True/Provisioned@1']);
+    expect(workSummary(reported(active), { status: 'True' })[0]?.message).toBe('all five steps True');
+  });
+
+  it("is Reconciling while the engine has not applied the work's generation, or the member's operator has not observed the tenant's", () => {
+    expect(shown(reported(active, 0))).toEqual(['Ready=False/MemberApplying@1', 'Reconciling=True/Progressing@1']);
+    expect(workSummary(reported(active, 0), { status: 'True' })[0]?.message).toBe('the engine has not applied generation 1 of the work on member-1 yet');
+    expect(shown(reported({ ...active, generation: 2 }))).toEqual(['Ready=False/MemberApplying@1', 'Reconciling=True/Progressing@1']);
+    // No status from the member's operator yet.
+    expect(shown(reported({ generation: 1 }))).toEqual(['Ready=False/MemberApplying@1', 'Reconciling=True/Progressing@1']);
+  });
+
+  it('is Stalled, never Ready, while the member is not available, whatever it reported last', () => {
+    expect(shown(reported(active), 'Unknown')).toEqual(['Ready=Unknown/MemberNotReporting@1', 'Stalled=True/MemberNotReporting@1']);
+    expect(shown(reported(active, 0), 'False')).toEqual(['Ready=Unknown/MemberNotReporting@1', 'Stalled=True/MemberNotReporting@1']);
+  });
+
+  it("keeps the engine's conditions and a transition time while the status stays; writes nothing when the work says it already", () => {
+    const work = reported(active);
+    const first = withWorkSummary(work, workSummary(work, { status: 'True' }), '2026-12-07T00:00:00Z');
+    expect(first?.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([['Applied', 'True', undefined], ['Ready', 'True', '2026-12-07T00:00:00Z']]);
+    const written: ManifestWork = { ...work, status: { ...work.status, conditions: first ?? [] } };
+    expect(withWorkSummary(written, workSummary(written, { status: 'True' }), '2026-12-07T00:01:00Z')).toBeUndefined();
+    // The member stops reporting, then reports again: Stalled comes and goes, Ready's time moves with its status.
+    const stale = withWorkSummary(written, workSummary(written, { status: 'Unknown' }), '2026-12-07T00:02:00Z') ?? [];
+    expect(stale.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([['Applied', 'True', undefined], ['Ready', 'Unknown', '2026-12-07T00:02:00Z'], ['Stalled', 'True', '2026-12-07T00:02:00Z']]);
+    const back = withWorkSummary({ ...work, status: { ...work.status, conditions: stale } }, workSummary(work, { status: 'True' }), '2026-12-07T00:03:00Z') ?? [];
+    expect(back.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([['Applied', 'True', undefined], ['Ready', 'True', '2026-12-07T00:03:00Z']]);
+  });
+
+  it("reads a member's availability from its ManagedCluster, Unknown before the engine said anything", () => {
+    expect(memberAvailability({ metadata: { name: 'm' } })).toEqual({ status: 'Unknown' });
+    expect(memberAvailability({ metadata: { name: 'm' }, status: { conditions: [{ type: 'ManagedClusterConditionAvailable', status: 'False', lastTransitionTime: '2026-12-07T00:00:00Z' }] } })).toEqual({ status: 'False', since: '2026-12-07T00:00:00Z' });
   });
 });

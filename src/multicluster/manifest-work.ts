@@ -16,6 +16,8 @@ export const TENANT_WORK_LABEL = `${GROUP}/tenant`;
 /** The conditions the hub reads back: the saga's steps and the summary kstatus and Argo CD judge by. */
 export const FED_BACK_CONDITIONS = [...PROVISIONING_CONDITIONS, 'Ready', 'Reconciling', 'Stalled', 'Suspended'] as const;
 const CONDITION_FIELDS = ['status', 'reason', 'observedGeneration'] as const;
+/** The summary's messages too: what a GitOps tool shows of the tenant (the saga's steps say it in their reasons). */
+const fieldsOf = (type: string): readonly string[] => (SUMMARY_TYPES.has(type) ? [...CONDITION_FIELDS, 'message'] : CONDITION_FIELDS);
 const MODULE_FIELDS = ['readyReplicas', 'replicas'] as const;
 
 /** An EvaTenant as the hub hands it to a member: what its author wrote, nothing the member adds. */
@@ -43,6 +45,7 @@ export interface WorkCondition {
   reason?: string;
   message?: string;
   observedGeneration?: number;
+  lastTransitionTime?: string;
 }
 
 /**
@@ -58,7 +61,7 @@ export interface WorkExecutor {
 export interface ManifestWork {
   apiVersion: typeof WORK_API_VERSION;
   kind: 'ManifestWork';
-  metadata: { name: string; namespace: string; labels?: Record<string, string>; generation?: number };
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; generation?: number; resourceVersion?: string };
   spec: {
     executor?: { subject: { type: 'ServiceAccount'; serviceAccount: WorkExecutor } };
     workload: { manifests: TenantManifest[] };
@@ -98,7 +101,7 @@ export const FEEDBACK_PATHS: readonly JsonPath[] = [
   { name: 'phase', path: '.status.phase' },
   { name: 'observedGeneration', path: '.status.observedGeneration' },
   { name: 'url', path: '.status.url' },
-  ...FED_BACK_CONDITIONS.flatMap((type) => CONDITION_FIELDS.map((field) => conditionPath(type, field))),
+  ...FED_BACK_CONDITIONS.flatMap((type) => fieldsOf(type).map((field) => conditionPath(type, field))),
   ...MODULES.flatMap((module) => MODULE_FIELDS.map((field) => modulePath(module, field))),
 ];
 
@@ -175,8 +178,9 @@ function conditionsOf(values: Map<string, Scalar>): WorkCondition[] {
     const status = asString(values.get(`condition.${type}.status`));
     if (status === undefined) return [];
     const reason = asString(values.get(`condition.${type}.reason`));
+    const message = asString(values.get(`condition.${type}.message`));
     const observedGeneration = asNumber(values.get(`condition.${type}.observedGeneration`));
-    return [{ type, status, ...(reason === undefined ? {} : { reason }), ...(observedGeneration === undefined ? {} : { observedGeneration }) }];
+    return [{ type, status, ...present('reason', reason), ...present('message', message), ...present('observedGeneration', observedGeneration) }];
   });
 }
 
@@ -199,6 +203,19 @@ export interface MemberAvailability {
   status: string;
   /** Since when it has been so (the condition's lastTransitionTime). */
   since?: string;
+}
+
+/** A member cluster as the engine keeps it on the hub (cluster.open-cluster-management.io/v1). */
+export interface ManagedCluster {
+  metadata: { name: string };
+  status?: { conditions?: { type: string; status: string; lastTransitionTime?: string }[] };
+}
+
+/** What the engine says of `cluster`'s availability: Unknown until it has said anything. */
+export function memberAvailability(cluster: ManagedCluster): MemberAvailability {
+  const available = cluster.status?.conditions?.find((c) => c.type === 'ManagedClusterConditionAvailable');
+  if (available === undefined) return { status: 'Unknown' };
+  return { status: available.status, ...present('since', available.lastTransitionTime) };
 }
 
 /** summarize()'s conditions for where the hub sees a tenant stand. */
@@ -257,4 +274,59 @@ export function hubView(work: ManifestWork, member?: MemberAvailability): HubTen
       },
     },
   };
+}
+
+/**
+ * Why the hub cannot take the member's report for the work's present generation yet: the engine has
+ * not applied that generation or fed anything back, or the member's operator has not observed its
+ * EvaTenant's generation.
+ */
+function pendingOf(work: ManifestWork, view: HubTenantView): string | undefined {
+  if (!view.applied) return `the engine has not applied generation ${String(work.metadata.generation)} of the work on ${view.cluster} yet`;
+  const { generation } = view.tenant.metadata;
+  if (generation === undefined) return `the engine has fed back nothing of the tenant on ${view.cluster} yet`;
+  if (view.tenant.status.observedGeneration !== generation) return `the operator on ${view.cluster} has not observed generation ${String(generation)} of the tenant yet`;
+  return undefined;
+}
+
+/** A reason for a summary condition the member reported without one (summarize() always gives one). */
+const REPORTED = 'MemberReported';
+
+/**
+ * The summary of the tenant a work carries, as the hub controller writes it onto the work's status
+ * (src/hub/reporter.ts), so that a GitOps tool reading the work judges the tenant: the member's Ready,
+ * Reconciling, Stalled and Suspended as hubView judges them (stale while the member is not available,
+ * Stalled when it refused the tenant), Reconciling while the member has not caught up with the
+ * work's generation; each at the work's generation. kstatus judges the work by them; the Argo CD
+ * health check (deploy/argocd/health.lua) rebuilds the tenant from them and the fed-back fields.
+ */
+export function workSummary(work: ManifestWork, member: MemberAvailability | undefined): WorkCondition[] {
+  const view = hubView(work, member);
+  const judged = view.tenant.status.conditions.filter((c) => SUMMARY_TYPES.has(c.type));
+  const stalled = judged.some((c) => c.type === 'Stalled' && c.status === 'True');
+  const pending = stalled ? undefined : pendingOf(work, view);
+  const summary = pending === undefined ? judged : summaryConditions({ kind: 'applying', message: pending });
+  return summary.map((c) => ({ type: c.type, status: c.status, reason: c.reason ?? REPORTED, message: c.message ?? '', observedGeneration: work.metadata.generation ?? 0 }));
+}
+
+const sameCondition = (a: WorkCondition, b: WorkCondition): boolean =>
+  a.status === b.status && a.reason === b.reason && a.message === b.message && a.observedGeneration === b.observedGeneration;
+
+/**
+ * The work's conditions with the hub's summary replaced by `summary` (the engine's own kept, a
+ * transition time kept while its status stays), or undefined when the work already says so.
+ */
+export function withWorkSummary(work: ManifestWork, summary: readonly WorkCondition[], now: string): WorkCondition[] | undefined {
+  const current = work.status?.conditions ?? [];
+  const held = new Map(current.filter((c) => SUMMARY_TYPES.has(c.type)).map((c) => [c.type, c]));
+  const unchanged = held.size === summary.length && summary.every((c) => {
+    const was = held.get(c.type);
+    return was !== undefined && sameCondition(was, c);
+  });
+  if (unchanged) return undefined;
+  const written = summary.map((c) => {
+    const was = held.get(c.type);
+    return { ...c, lastTransitionTime: was !== undefined && was.status === c.status && was.lastTransitionTime !== undefined ? was.lastTransitionTime : now };
+  });
+  return [...current.filter((c) => !SUMMARY_TYPES.has(c.type)), ...written];
 }

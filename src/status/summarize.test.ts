@@ -29,6 +29,7 @@ describe('summarize: every path a tenant stands on', () => {
     ['decommissioned', { kind: 'decommissioned', dataRetained: false }, 'Ready=True/Decommissioned'],
     ['unserved', { kind: 'unserved', reason: Reason.OperatorVersionAbsent, message: 'spec.operatorVersion 9 is not running' }, 'Ready=False/OperatorVersionAbsent Stalled=True/OperatorVersionAbsent'],
     ['unreported (a hub whose member stopped reporting)', { kind: 'unreported', message: 'member-us is not reporting' }, 'Ready=Unknown/MemberNotReporting Stalled=True/MemberNotReporting'],
+    ['applying (a hub: the member behind the work)', { kind: 'applying', message: 'generation 2 not applied yet' }, 'Ready=False/MemberApplying Reconciling=True/Progressing'],
     ['refused by the member (a hub)', { kind: 'refused-by-member', message: 'no EvaTenant CRD' }, 'Ready=False/MemberRefusedTenant Stalled=True/MemberRefusedTenant'],
     ['unplaced (a hub: no member decided)', { kind: 'unplaced', message: 'no member matches' }, 'Ready=False/NoMemberMatches Stalled=True/NoMemberMatches'],
   ])('%s', (_label, standing, expected) => {

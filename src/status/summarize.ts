@@ -26,6 +26,8 @@ export type Standing =
   | { readonly kind: 'unserved'; readonly reason: UnservedReason; readonly message: string }
   /** Seen from a multi-cluster hub: the member holding the tenant stopped reporting, so what the hub has is its last report. */
   | { readonly kind: 'unreported'; readonly message: string }
+  /** Seen from a multi-cluster hub: the member has not caught up with the work's generation yet (the engine applying it, or the member's operator observing it). */
+  | { readonly kind: 'applying'; readonly message: string }
   /** Seen from a multi-cluster hub: the member's API server refused the tenant the engine applied there. */
   | { readonly kind: 'refused-by-member'; readonly message: string }
   /** Seen from a multi-cluster hub: the engine placed the tenant on no member. */
@@ -61,13 +63,19 @@ export function summarize(standing: Standing): Record<string, ConditionState> {
       const state: ConditionState = { status: 'Unknown', reason: Reason.MemberNotReporting, message: standing.message };
       return { Ready: state, Stalled: { ...state, status: 'True' } };
     }
+    case 'applying':
     case 'refused-by-member':
-    case 'unplaced': {
-      const reason = standing.kind === 'unplaced' ? Reason.NoMemberMatches : Reason.MemberRefusedTenant;
-      const state: ConditionState = { status: 'False', reason, message: standing.message };
-      return withProgress(state, { ...state, status: 'True' });
-    }
+    case 'unplaced':
+      return placedSummary(standing);
   }
+}
+
+/** A hub's word on a placed tenant: the member behind the work (Reconciling), or nowhere to be (Stalled). */
+function placedSummary(standing: Extract<Standing, { kind: 'applying' | 'refused-by-member' | 'unplaced' }>): Record<string, ConditionState> {
+  if (standing.kind === 'applying') return withProgress({ status: 'False', reason: Reason.MemberApplying, message: standing.message });
+  const reason = standing.kind === 'unplaced' ? Reason.NoMemberMatches : Reason.MemberRefusedTenant;
+  const state: ConditionState = { status: 'False', reason, message: standing.message };
+  return withProgress(state, { ...state, status: 'True' });
 }
 
 function provisioningSummary(conditions: Readonly<Record<ProvisioningCondition, ConditionState>>, needsUser: Reason | undefined): Record<string, ConditionState> {

@@ -13,10 +13,12 @@ export interface Verdict {
   message: string;
 }
 
-/** The Argo CD health checks as shipped, by kind (argocd-cm key resource.customizations.health.eva.aidonow.com_<kind>). */
+/** The Argo CD health checks as shipped, by kind (argocd-cm key resource.customizations.health.<group>_<kind>). */
 export const ARGO_HEALTH = {
   EvaTenant: join(repoRoot, 'deploy/argocd/health.lua'),
   EvaRollout: join(repoRoot, 'deploy/argocd/rollout-health.lua'),
+  // On a hub: the same check, installed for ManifestWorks too (docs/multi-cluster.md).
+  ManifestWork: join(repoRoot, 'deploy/argocd/health.lua'),
 } as const;
 
 /** A Kubernetes object as the API server serves it; its name is the label a verdict is reported under. */
