@@ -7,12 +7,17 @@
  * status back to the hub. The hub's view of a tenant is judged by the same GitOps health checks as
  * the member's EvaTenant (kstatus, the Argo CD health check), and must give the same verdict.
  */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND } from '../src/api/constants.ts';
 import { type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../src/multicluster/manifest-work.ts';
 import { placementName, tenantPlacement, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
-import { boundServiceAccount, CLUSTER_SET, HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, moveOf, type MoverProcess, readyOf, spawnMover, startMover, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
+import { ARGO_HEALTH } from '../test/support/health-tools.ts';
+import { binDir, repoRoot } from '../test/support/tools.ts';
+import { boundServiceAccount, CLUSTER_SET, type HubControllerProcess, HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, moveOf, readyOf, spawnHubController, startHubController, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
 import { figures as moveFigures, type MoveProgress } from '../src/multicluster/move.ts';
 import { connectAsModule, publishAsModule, readAsModule } from '../test/support/nats.ts';
 import { testAccounts } from '../test/support/fixtures.ts';
@@ -31,7 +36,7 @@ let tenants: HubTenants;
 let planes: Plane[] = [];
 const members: Record<'eu' | 'us', Member | undefined> = { eu: undefined, us: undefined };
 const operators = new Map<Plane, MemberOperator>();
-let mover: MoverProcess | undefined;
+let controller: HubControllerProcess | undefined;
 
 function member(region: 'eu' | 'us'): Member {
   const joined = members[region];
@@ -43,23 +48,59 @@ const tenant = (name: string): TenantManifest => ({ apiVersion: API_VERSION, kin
 
 const memberTenant = (m: Member, name: string): TenantObject => JSON.parse(m.plane.kubectl(['get', 'evt', name, '-o', 'json'])) as TenantObject;
 
-/** kstatus/Argo CD on the member's EvaTenant and on the hub's view of it, side by side. */
-function verdicts(m: Member, name: string): { member: string; hub: string } {
-  const view = tenants.view(name, m.cluster);
-  if (view === undefined) throw new Error(`no work for ${name} on the hub`);
-  const { verdicts: v } = fluxAndArgo([labelled('member', memberTenant(m, name)), labelled('hub', view.tenant as unknown as TenantObject)]);
-  return { member: v['member'] ?? '?', hub: v['hub'] ?? '?' };
+/** The Argo CD health check for ManifestWorks as docs/multi-cluster.md installs it (installedWorkHealthCheck). */
+let workHealthLua = '';
+
+/**
+ * docs/multi-cluster.md's argocd-cm command, run as written on the hub (into an `argocd` namespace of
+ * the test's own there), and the script read back from the ConfigMap to a file: what Argo CD would run.
+ */
+function installedWorkHealthCheck(plane: Plane): string {
+  const page = readFileSync(join(repoRoot, 'docs/multi-cluster.md'), 'utf8');
+  const block = [...page.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.trim().startsWith('kubectl -n argocd patch configmap argocd-cm'));
+  if (block === undefined) throw new Error('docs/multi-cluster.md has no argocd-cm block');
+  plane.kubectl(['create', 'namespace', 'argocd']);
+  plane.kubectl(['create', 'configmap', 'argocd-cm', '-n', 'argocd']);
+  const env = { ...process.env, KUBECONFIG: plane.env.KUBECONFIG, PATH: `${binDir()}:${process.env['PATH'] ?? ''}` };
+  execFileSync('bash', ['-euo', 'pipefail', '-c', block], { cwd: repoRoot, env, stdio: 'inherit' });
+  const data = JSON.parse(plane.kubectl(['get', 'configmap', 'argocd-cm', '-n', 'argocd', '-o', 'jsonpath={.data}'])) as Record<string, string>;
+  const script = data['resource.customizations.health.work.open-cluster-management.io_ManifestWork'];
+  expect(script).toBe(readFileSync(ARGO_HEALTH.ManifestWork, 'utf8'));
+  const file = join(mkdtempSync(join(plane.dir, 'argocd-')), 'health.lua');
+  writeFileSync(file, script ?? '');
+  return file;
+}
+
+/** What GitOps tools say of the tenant's work on the hub, as the hub serves it (the hub controller's summary on it). */
+function workVerdict(name: string, cluster: string): string {
+  const work = tenants.work(name, cluster);
+  if (work === undefined) throw new Error(`no work for ${name} on the hub`);
+  return fluxAndArgo([labelled('work', work as unknown as TenantObject)], workHealthLua).verdicts['work'] ?? '?';
 }
 
 /**
- * Until the member's EvaTenant and the hub's view of it are both judged `expected` (the hub's view
- * follows the member's within the agent's status sync, so a snapshot mid-change may differ).
+ * kstatus/Argo CD on the member's EvaTenant, on the hub's view of it, and on its work on the hub,
+ * side by side.
  */
-async function judgedAlike(m: Member, name: string, expected: string): Promise<{ member: string; hub: string }> {
+function verdicts(m: Member, name: string): { member: string; hub: string; work: string } {
+  const view = tenants.view(name, m.cluster);
+  if (view === undefined) throw new Error(`no work for ${name} on the hub`);
+  const { verdicts: v } = fluxAndArgo([labelled('member', memberTenant(m, name)), labelled('hub', view.tenant as unknown as TenantObject)]);
+  return { member: v['member'] ?? '?', hub: v['hub'] ?? '?', work: workVerdict(name, m.cluster) };
+}
+
+const alike = (verdict: string): { member: string; hub: string; work: string } => ({ member: verdict, hub: verdict, work: verdict });
+
+/**
+ * Until the member's EvaTenant, the hub's view of it and its work are all judged `expected` (the hub
+ * follows the member within the agent's status sync and the hub controller's pass, so a snapshot
+ * mid-change may differ).
+ */
+async function judgedAlike(m: Member, name: string, expected: string): Promise<{ member: string; hub: string; work: string }> {
   let last = verdicts(m, name);
   await eventually(() => {
     last = verdicts(m, name);
-    return last.member === expected && last.hub === expected;
+    return last.member === expected && last.hub === expected && last.work === expected;
   }, 60_000, 1_000);
   return last;
 }
@@ -83,6 +124,9 @@ beforeAll(async () => {
   members.eu = await hub.join(eu, 'member-eu', { ...IN_CLUSTER_SET, region: 'eu' });
   members.us = await hub.join(us, 'member-us', { ...IN_CLUSTER_SET, region: 'us' });
   tenants = await HubTenants.setUp(hub);
+  // The hub chart's controller, moves on: the summary on every tenant work from the first one.
+  controller = await startHubController(hub, [member('eu'), member('us')]);
+  workHealthLua = installedWorkHealthCheck(hubPlane);
   // member-us gets its operator chart (CRD, operator) in the first test, after a tenant was placed there.
   operators.set(eu, await startMemberOperator(eu));
   console.info(`[multi-cluster] a hub and two members joined, member-eu's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -91,7 +135,7 @@ beforeAll(async () => {
 afterAll(async () => {
   try {
     await Promise.all([...operators.values()].map(({ operator }) => operator.stop()));
-    await mover?.stop();
+    await controller?.stop();
     // Unset when the setup failed before the hub started.
     await (hub as OcmHub | undefined)?.stop();
   } finally {
@@ -244,6 +288,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
     const refused = await untilHub(us, 'member-us', (v) => v.tenant.status.conditions.some((c) => c.type === 'Stalled' && c.reason === 'MemberRefusedTenant'));
     expect(refused.tenant.status.conditions.find((c) => c.type === 'Stalled')?.message).toMatch(/member-us refused the tenant: .*(EvaTenant|evatenants)/);
     expect(fluxAndArgo([labelled('refused', refused.tenant as unknown as TenantObject)]).verdicts['refused']).toBe('Failed/Degraded');
+    expect(await eventually(() => workVerdict(us, 'member-us') === 'Failed/Degraded', 30_000, 500)).toBe(true);
     const installed = Date.now();
     const usPlane = member('us').plane;
     operators.set(usPlane, await startMemberOperator(usPlane));
@@ -258,7 +303,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
     // Only where it was placed.
     expect(member('us').plane.kubectl(['get', 'evt', eu, '--ignore-not-found', '-o', 'name']).trim()).toBe('');
     expect(member('eu').plane.kubectl(['get', 'evt', us, '--ignore-not-found', '-o', 'name']).trim()).toBe('');
-    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual(alike('Current/Healthy'));
   }, 300_000);
 
   it('whose labels match no member are placed nowhere, Stalled on the hub with the engine saying why', async () => {
@@ -296,7 +341,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
     const suspended = await untilHub(eu, 'member-eu', (v) => v.tenant.status.conditions.some((c) => c.type === 'Suspended' && c.status === 'True'));
     expect(suspended.tenant.metadata.generation).toBe(2);
     expect(suspended.tenant.spec.suspend).toBe(true);
-    expect(await judgedAlike(member('eu'), eu, 'Current/Suspended')).toEqual({ member: 'Current/Suspended', hub: 'Current/Suspended' });
+    expect(await judgedAlike(member('eu'), eu, 'Current/Suspended')).toEqual(alike('Current/Suspended'));
     // The control: the same view without the fed-back spec is judged otherwise, so the verdicts above
     // come from what the member reported, not from what any view of an Active tenant would get.
     const blind = { ...suspended.tenant, spec: {} } as unknown as TenantObject;
@@ -304,7 +349,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
 
     member('eu').plane.kubectl(['patch', 'evt', eu, '--type', 'merge', '-p', JSON.stringify({ spec: { suspend: false } })]);
     await untilHub(eu, 'member-eu', (v) => isActiveOnHub(v) && v.tenant.metadata.generation === 3 && v.tenant.spec.suspend === false);
-    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual(alike('Current/Healthy'));
   }, 300_000);
 
   /**
@@ -368,14 +413,13 @@ describe('tenants placed across member clusters by an existing engine', () => {
     const authored = tenantWork(manifest, 'member-us', MEMBER_EXECUTOR).spec;
     expect(works.items[0]?.spec.executor).toEqual(authored.executor);
     expect(works.items[0]?.spec.workload).toEqual(authored.workload);
-    expect(await judgedAlike(member('us'), name, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+    expect(await judgedAlike(member('us'), name, 'Current/Healthy')).toEqual(alike('Current/Healthy'));
   }
 
   it('moves a tenant whose placement changed to the other member with its data: every message there, nothing left behind', async () => {
-    mover = await startMover(hub, [member('eu'), member('us')]);
     await movedWithData(`mv-${run}`, 10_000);
     // As the hub chart's ServiceAccount: nothing it does is refused on the hub or a member.
-    expect(mover.logs()).not.toMatch(/forbidden|Forbidden/);
+    expect(controller?.logs()).not.toMatch(/forbidden|Forbidden/);
   }, 600_000);
 
   it('converges when each party crashes during a move: the mover, the source member\'s operator, the destination member\'s operator', async () => {
@@ -396,8 +440,8 @@ describe('tenants placed across member clusters by an existing engine', () => {
     const [source, destination] = [member('eu').plane, member('us').plane];
     await movedWithData(name, 1_000, async () => {
       await until('the mover crashes once it recorded the move', () => true);
-      await mover?.kill();
-      mover = spawnMover(hub);
+      await controller?.kill();
+      controller = spawnHubController(hub);
       await until("member-eu's operator crashes while it suspends the tenant", (p) => p.suspendedAt !== undefined);
       await killOperator(source);
       await startOperatorOn(source);
@@ -421,9 +465,17 @@ describe('tenants placed across member clusters by an existing engine', () => {
     // Its last report is kept (the member may still serve it), but no tool calls it Ready.
     expect(stale.tenant.status.phase).toBe('Active');
     expect(fluxAndArgo([labelled('stale', stale.tenant as unknown as TenantObject)]).verdicts['stale']).toBe('Failed/Degraded');
+    // What a GitOps tool reads on the hub, the work itself: the hub controller's summary says so.
+    expect(await eventually(() => workVerdict(us, 'member-us') === 'Failed/Degraded', 30_000, 500)).toBe(true);
+    const work = tenants.work(us, 'member-us');
+    expect(work?.status?.conditions?.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'MemberNotReporting', observedGeneration: work?.metadata.generation });
+    // The control: the same work as the engine alone leaves it (the summary taken off, judged as any
+    // work) still says Available, so a tool reading it would call a tenant nobody hears from Healthy.
+    const engineOnly = { ...work, metadata: { ...work?.metadata, labels: {} }, status: { ...work?.status, conditions: work?.status?.conditions?.filter((c) => !['Ready', 'Reconciling', 'Stalled', 'Suspended'].includes(c.type)) } };
+    expect(fluxAndArgo([labelled('engine only', engineOnly as unknown as TenantObject)], workHealthLua).verdicts['engine only']).toBe('Current/Healthy');
     // The positive control: the other member reports, its tenant is judged as before.
     expect(isActiveOnHub(await untilHub(eu, 'member-eu', isActiveOnHub))).toBe(true);
-    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual({ member: 'Current/Healthy', hub: 'Current/Healthy' });
+    expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual(alike('Current/Healthy'));
   }, 300_000);
 
   it("left no write of the members' operators refused by the chart's RBAC or policy on their member", async () => {

@@ -6,7 +6,7 @@
  *   eva-operator version  print the operator version
  *   eva-operator nats-bootstrap  generate the NATS operator, system account and the operator's Secret
  *   eva-operator preflight  check the cluster and NATS before installing (src/preflight/; the chart's `helm test`)
- *   eva-operator mover  on a multi-cluster hub: moves tenants between members with their data (src/hub/)
+ *   eva-operator hub    on a multi-cluster hub: tenants' status onto their works; moves with their data (src/hub/)
  * Script helpers, hidden from --help (they are for scripts/, e.g. scripts/lib/eva-cli.sh, not for users):
  *   eva-operator images | semver | tenant-manifest | manifests | release ...  format logic the scripts call (src/script-commands/commands.ts)
  * Day-2 commands for users are the kubectl plugin kubectl-eva (src/kubectl-eva/, docs/cli.md).
@@ -18,7 +18,7 @@ import { renderCrdYaml } from './api/crd.ts';
 import { ConfigError, loadConfig, operatorVersionOf } from './config.ts';
 import { createLogger } from './log.ts';
 import { preflightCommand } from './preflight/command.ts';
-import { moverCommand } from './hub/command.ts';
+import { hubCommand } from './hub/command.ts';
 import { releaseCommands } from './script-commands/commands.ts';
 
 async function run(): Promise<void> {
@@ -102,7 +102,7 @@ program
   });
 
 program.addCommand(preflightCommand());
-program.addCommand(moverCommand());
+program.addCommand(hubCommand());
 for (const command of releaseCommands()) program.addCommand(command, { hidden: true });
 
 await program.parseAsync();

@@ -40,7 +40,7 @@ const LAYER: Readonly<Record<string, number>> = {
   multicluster: 4.7,
   metrics: 5,
   controller: 6,
-  // The hub's mover (eva-operator mover): moves a tenant between member clusters, deciding with multicluster/move.ts.
+  // The hub controller (eva-operator hub): the hub's view onto tenant works; moves a tenant between member clusters, deciding with multicluster/move.ts.
   hub: 6,
   'operator.ts': 7,
   'nats-bootstrap.ts': 7,

@@ -1,13 +1,13 @@
 /**
- * The hub's mover (`eva-operator mover`, docs/multi-cluster.md "Moving a tenant"): the one eva
- * component on a hub, and only for moves. Placement and status need none (the engine places the
- * works and feeds status back), but a move needs what no member sees alone: the source's account keys
+ * The hub's mover (the hub controller's `--moves`, docs/multi-cluster.md "Moving a tenant"). Placement
+ * needs no eva component (the engine places the works), but a move needs what no member sees alone:
+ * the source's account keys
  * Secret copied to the destination, and each side's progress before the next write. The engine's
  * agents only apply what the hub writes, so reading keys back through the engine would put them on
  * the hub in a work's status; the mover reads them from the source member and writes them to the
  * destination in memory, nowhere else.
  *
- * Each pass: list the tenants' Placements, decisions, works and the move records (ConfigMaps in the
+ * Each pass: list the tenants' Placements, decisions and the move records (ConfigMaps in the
  * mover's namespace, where the portal writes nothing), read the two members of each move, decide
  * (multicluster/move.ts) and make at most one write per tenant. Everything is judged again on the next
  * pass, so a crash of the mover, or of either member's operator, at any line resumes where the world is.
@@ -20,7 +20,8 @@ import type { EvaTenant } from '../api/evatenant.ts';
 import { deleteIgnoringNotFound, describeApiError, isConflict, Kube, readOptional } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
 import { accountKeysName, keysFromSecret } from '../nats/account-keys.ts';
-import { type ManifestWork, TENANT_WORK_LABEL, WORK_API_VERSION, workName } from '../multicluster/manifest-work.ts';
+import { type ManifestWork, TENANT_WORK_LABEL, workName } from '../multicluster/manifest-work.ts';
+import { WORK_GROUP, WORK_VERSION } from './hub-objects.ts';
 import {
   decideMove,
   type FromMember,
@@ -79,7 +80,6 @@ export interface MoverOptions {
 }
 
 const moveRecordName = (tenant: string): string => `eva-move-${tenant}`;
-const [WORK_GROUP, WORK_VERSION] = WORK_API_VERSION.split('/') as [string, string];
 
 async function fromMember<T>(read: () => Promise<T>): Promise<FromMember<T>> {
   try {
@@ -126,9 +126,9 @@ export class Mover {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** One pass over every tenant placed from the hub; a failing tenant is logged, the others go on. */
-  async pass(): Promise<void> {
-    const [members, moves, decided, works] = await Promise.all([this.members(), this.moves(), this.decisions(), this.works()]);
+  /** One pass over every tenant placed from the hub (`works`: the tenants' works as just listed); a failing tenant is logged, the others go on. */
+  async pass(works: readonly ManifestWork[]): Promise<void> {
+    const [members, moves, decided] = await Promise.all([this.members(), this.moves(), this.decisions()]);
     const tenants = new Set([...moves.keys(), ...decided.keys()]);
     for (const tenant of tenants) {
       try {
@@ -267,12 +267,6 @@ export class Mover {
         return [tenant, decidedCluster(mine)];
       }),
     );
-  }
-
-  private async works(): Promise<ManifestWork[]> {
-    // Works being deleted included: a source's work is gone only once its agent removed the member's copy.
-    const list = (await this.options.hub.custom.listCustomObjectForAllNamespaces({ group: WORK_GROUP, version: WORK_VERSION, resourcePlural: 'manifestworks', labelSelector: TENANT_WORK_LABEL })) as { items: ManifestWork[] };
-    return list.items;
   }
 
   /** The members the platform gave the mover access to: Secrets labelled with the member's name (kubeconfig, natsUrl, operatorNamespace). */

@@ -28,7 +28,7 @@ describe('eva-operator --help', () => {
   it('lists the user commands only; the script helpers stay callable (hidden), as scripts/lib/eva-cli.sh calls them', () => {
     const help = run(['--help']);
     expect(help.status).toBe(0);
-    expect(commandsIn(help.stdout)).toEqual(['run', 'crd', 'version', 'nats-bootstrap', 'preflight', 'mover']);
+    expect(commandsIn(help.stdout)).toEqual(['run', 'crd', 'version', 'nats-bootstrap', 'preflight', 'hub']);
     // Positive control: a hidden helper still runs (the other cases here call images and tenant-manifest).
     expect(run(['semver', 'valid', '1.2.3']).status).toBe(0);
   }, 30_000);

@@ -68,20 +68,28 @@ describe('the hub chart', () => {
     expect(off.stdout).toContain('name: eva-hub-tenant-portal');
   });
 
-  it('renders the mover only when enabled: one replica of the operator image running `mover`, its rights those a move needs, its values data', async () => {
-    expect((await render('eva-hub', [])).stdout).not.toContain('kind: Deployment');
-    const on = await render('eva-hub', ['--set', 'mover.enabled=true', '--set', 'mover.tenantsNamespace=portal-tenants', '--show-only', 'templates/mover.yaml']);
-    expect(on.code, on.stderr).toBe(0);
-    const objects = parseAllDocuments(on.stdout).map((d) => d.toJS() as RenderedObject);
-    const container = objects.find((o) => o.kind === 'Deployment')?.spec?.template.spec.containers[0];
-    expect(objects.find((o) => o.kind === 'Deployment')?.spec?.replicas).toBe(1);
-    expect(container?.image).toBe('ghcr.io/aidonow/eva-operator:0.1.0');
-    expect(container?.args).toEqual(['mover', '--namespace', 'eva-system', '--tenants-namespace', 'portal-tenants', '--interval', '2']);
+  it('renders the hub controller: one replica of the operator image running `hub`, the rights to write works\' status and read members; the mover\'s rights only with moves; its values data', async () => {
+    const summary = await render('eva-hub', ['--set', 'controller.tenantsNamespace=portal-tenants', '--show-only', 'templates/controller.yaml']);
+    expect(summary.code, summary.stderr).toBe(0);
+    const objects = parseAllDocuments(summary.stdout).map((d) => d.toJS() as RenderedObject);
+    const deployment = objects.find((o) => o.kind === 'Deployment');
+    expect(deployment?.spec?.replicas).toBe(1);
+    expect(deployment?.spec?.template.spec.containers[0]?.image).toBe('ghcr.io/aidonow/eva-operator:0.1.0');
+    expect(deployment?.spec?.template.spec.containers[0]?.args).toEqual(['hub', '--namespace', 'eva-system', '--tenants-namespace', 'portal-tenants', '--interval', '2']);
+    expect(verbsOn(objects, 'ClusterRole', 'manifestworks/status')).toEqual(['patch']);
+    expect(verbsOn(objects, 'ClusterRole', 'manifestworks')).toEqual(['get', 'list']);
+    expect(objects.some((o) => o.kind === 'Role')).toBe(false);
+
+    const moving = await render('eva-hub', ['--set', 'controller.moves=true', '--show-only', 'templates/controller.yaml']);
+    const withMoves = parseAllDocuments(moving.stdout).map((d) => d.toJS() as RenderedObject);
+    expect(withMoves.find((o) => o.kind === 'Deployment')?.spec?.template.spec.containers[0]?.args).toContain('--moves');
     // Works it rewrites as the platform (not judged as the portal); Secrets only listed in its own namespace.
-    expect(verbsOn(objects, 'ClusterRole', 'manifestworks')).toContain('platform-control');
-    expect(verbsOn(objects, 'Role', 'secrets')).toEqual(['list']);
-    const injected = await render('eva-hub', ['--set', 'mover.enabled=true', '--set', 'mover.tenantsNamespace=a --kubeconfig=/x']);
+    expect(verbsOn(withMoves, 'ClusterRole', 'manifestworks')).toContain('platform-control');
+    expect(verbsOn(withMoves, 'Role', 'secrets')).toEqual(['list']);
+
+    expect((await render('eva-hub', ['--set', 'controller.enabled=false'])).stdout).not.toContain('kind: Deployment');
+    const injected = await render('eva-hub', ['--set', 'controller.tenantsNamespace=a --kubeconfig=/x']);
     expect(injected.code).not.toBe(0);
-    expect(injected.stderr).toContain('/mover/tenantsNamespace');
+    expect(injected.stderr).toContain('/controller/tenantsNamespace');
   });
 });

@@ -27,9 +27,9 @@ export const IN_CLUSTER_SET = { 'cluster.open-cluster-management.io/clusterset':
 /** The portal's ServiceAccount on the hub. */
 const PORTAL = { namespace: TENANTS_NAMESPACE, name: 'eva-portal' } as const;
 
-/** The hub chart (charts/eva-hub) as the test installs it: its roles and its policy, naming the members' executor. */
+/** The hub chart (charts/eva-hub) as the test installs it: its roles and its policy, naming the members' executor (its controller: startHubController). */
 export function installHubChart(plane: Plane, executor: WorkExecutor = MEMBER_EXECUTOR): void {
-  const rendered = renderChart('charts/eva-hub', { release: 'eva-hub', namespace: TENANTS_NAMESPACE }, ['--set', `executor.namespace=${executor.namespace}`, '--set', `executor.name=${executor.name}`]);
+  const rendered = renderChart('charts/eva-hub', { release: 'eva-hub', namespace: TENANTS_NAMESPACE }, ['--set', `executor.namespace=${executor.namespace}`, '--set', `executor.name=${executor.name}`, '--set', 'controller.enabled=false']);
   plane.kubectl(['apply', '--server-side', '-f', '-'], rendered);
 }
 
@@ -117,8 +117,14 @@ export class HubTenants {
 
   /** The hub's view of tenant `name` on `cluster`, the member's availability included; undefined without a work. */
   view(name: string, cluster: string): HubTenantView | undefined {
+    const work = this.work(name, cluster);
+    return work === undefined ? undefined : hubView(work, this.hub.availability(cluster));
+  }
+
+  /** Tenant `name`'s work on `cluster` as the hub serves it (what a GitOps tool reads); undefined without one. */
+  work(name: string, cluster: string): ManifestWork | undefined {
     const json = this.portal(['get', 'manifestwork', workName(name), '-n', cluster, '--ignore-not-found', '-o', 'json']);
-    return json.trim() === '' ? undefined : hubView(JSON.parse(json) as ManifestWork, this.hub.availability(cluster));
+    return json.trim() === '' ? undefined : (JSON.parse(json) as ManifestWork);
   }
 }
 
@@ -128,10 +134,10 @@ export const readyOf = (view: HubTenantView): string | undefined => view.tenant.
 export const isActiveOnHub = (view: HubTenantView): boolean =>
   view.applied && view.tenant.status.phase === 'Active' && readyOf(view) === 'True' && view.tenant.status.observedGeneration === view.tenant.metadata.generation;
 
-/** The hub's mover as the platform runs it (`eva-operator mover`, docs/multi-cluster.md "Moving a tenant"). */
-export const MOVER_NAMESPACE = 'eva-hub';
+/** The hub controller's namespace (its member Secrets and move records), as the platform installs it. */
+export const HUB_NAMESPACE = 'eva-hub';
 
-export interface MoverProcess {
+export interface HubControllerProcess {
   logs(): string;
   stop(): Promise<void>;
   /** SIGKILL: a crash at whatever line it was on. */
@@ -139,36 +145,36 @@ export interface MoverProcess {
 }
 
 /**
- * As the platform: the hub chart's mover RBAC (templates/mover.yaml as helm renders it, its Deployment
- * aside: the hub has no node) and the mover's access to each member (a Secret with the member's
- * kubeconfig, its NATS as the other members reach it, its operator's namespace); then the mover as that
- * ServiceAccount, a pass a second.
+ * As the platform: the hub chart's controller with moves (templates/controller.yaml as helm renders it,
+ * its Deployment aside: the hub has no node) and its access to each member (a Secret with the member's
+ * kubeconfig, its NATS as the other members reach it, its operator's namespace); then `eva-operator hub
+ * --moves` as that ServiceAccount, a pass a second.
  */
-export async function startMover(hub: OcmHub, members: readonly Member[]): Promise<MoverProcess> {
-  const rendered = renderChart('charts/eva-hub', { release: 'eva-hub-mover', namespace: MOVER_NAMESPACE }, ['--set', 'mover.enabled=true', '--set', `mover.tenantsNamespace=${TENANTS_NAMESPACE}`, '--show-only', 'templates/mover.yaml']);
+export async function startHubController(hub: OcmHub, members: readonly Member[]): Promise<HubControllerProcess> {
+  const rendered = renderChart('charts/eva-hub', { release: 'eva-hub-controller', namespace: HUB_NAMESPACE }, ['--set', 'controller.moves=true', '--set', `controller.tenantsNamespace=${TENANTS_NAMESPACE}`, '--show-only', 'templates/controller.yaml']);
   const rbac = parseAllDocuments(rendered).map((d) => d.toJS() as { kind?: string } | null).filter((o) => o !== null && o.kind !== 'Deployment');
   const secrets = members.map((m) => ({
     apiVersion: 'v1',
     kind: 'Secret',
-    metadata: { name: `member-${m.cluster}`, namespace: MOVER_NAMESPACE, labels: { [MEMBER_LABEL]: m.cluster } },
+    metadata: { name: `member-${m.cluster}`, namespace: HUB_NAMESPACE, labels: { [MEMBER_LABEL]: m.cluster } },
     stringData: { kubeconfig: readFileSync(m.plane.env.KUBECONFIG, 'utf8'), natsUrl: m.plane.env.NATS_URL, operatorNamespace: SUITE_OPERATOR.namespace },
   }));
-  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: MOVER_NAMESPACE } };
+  const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: HUB_NAMESPACE } };
   hub.plane.kubectl(['apply', '--server-side', '-f', '-'], [namespace, ...rbac, ...secrets].map((o) => JSON.stringify(o)).join('\n'));
-  const kubeconfig = await onPlane(hub.plane, () => Promise.resolve(serviceAccountKubeconfig(join(mkdtempSync(join(hub.plane.dir, 'mover-')), 'kubeconfig'), MOVER, '3h')));
-  moverKubeconfig.set(hub, kubeconfig);
-  return spawnMover(hub);
+  const kubeconfig = await onPlane(hub.plane, () => Promise.resolve(serviceAccountKubeconfig(join(mkdtempSync(join(hub.plane.dir, 'controller-')), 'kubeconfig'), CONTROLLER, '3h')));
+  controllerKubeconfig.set(hub, kubeconfig);
+  return spawnHubController(hub);
 }
 
-/** The chart's mover ServiceAccount, and the kubeconfig of its token by hub. */
-const MOVER = { namespace: MOVER_NAMESPACE, name: 'eva-hub-mover' } as const;
-const moverKubeconfig = new WeakMap<OcmHub, string>();
+/** The chart's controller ServiceAccount, and the kubeconfig of its token by hub. */
+const CONTROLLER = { namespace: HUB_NAMESPACE, name: 'eva-hub-controller' } as const;
+const controllerKubeconfig = new WeakMap<OcmHub, string>();
 
-/** (Re)starts the mover process alone, as the chart's ServiceAccount (startMover set it up). */
-export function spawnMover(hub: OcmHub): MoverProcess {
-  const kubeconfig = moverKubeconfig.get(hub);
-  if (kubeconfig === undefined) throw new Error('spawnMover before startMover');
-  const child = spawn(process.execPath, [join(repoRoot, 'src/cli.ts'), 'mover', '--namespace', MOVER_NAMESPACE, '--tenants-namespace', TENANTS_NAMESPACE, '--interval', '1'], {
+/** (Re)starts the hub controller process alone, as the chart's ServiceAccount (startHubController set it up). */
+export function spawnHubController(hub: OcmHub): HubControllerProcess {
+  const kubeconfig = controllerKubeconfig.get(hub);
+  if (kubeconfig === undefined) throw new Error('spawnHubController before startHubController');
+  const child = spawn(process.execPath, [join(repoRoot, 'src/cli.ts'), 'hub', '--namespace', HUB_NAMESPACE, '--tenants-namespace', TENANTS_NAMESPACE, '--moves', '--interval', '1'], {
     cwd: repoRoot,
     env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', KUBECONFIG: kubeconfig },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -191,7 +197,7 @@ export function spawnMover(hub: OcmHub): MoverProcess {
 
 /** The mover's record of tenant `name`'s latest move, if any. */
 export function moveOf(hub: OcmHub, name: string): StoredMove | undefined {
-  const json = hub.plane.kubectl(['get', 'configmap', '-n', MOVER_NAMESPACE, '-l', `${MOVE_LABEL}=${name}`, '-o', 'json']);
+  const json = hub.plane.kubectl(['get', 'configmap', '-n', HUB_NAMESPACE, '-l', `${MOVE_LABEL}=${name}`, '-o', 'json']);
   const [configMap] = (JSON.parse(json) as { items: V1ConfigMap[] }).items;
   return configMap === undefined ? undefined : moveOfConfigMap(configMap);
 }

@@ -15,7 +15,7 @@ import { eventually } from './kubectl.ts';
 import { type OperatorProcess, startOperator } from './operator.ts';
 import { confinedIdentity, refusedWritesSince, renderTemplates, serviceAccountUser, SUITE_OPERATOR } from './operator-identity.ts';
 import { auditOffset } from './audit.ts';
-import type { WorkExecutor } from '../../src/multicluster/manifest-work.ts';
+import { type ManagedCluster, memberAvailability, type MemberAvailability, type WorkExecutor } from '../../src/multicluster/manifest-work.ts';
 import { freePort } from './ports.ts';
 import { binDir, repoRoot } from './tools.ts';
 
@@ -180,12 +180,8 @@ export class OcmHub {
   }
 
   /** The engine's word on `cluster`: its ManagedClusterConditionAvailable's status and since when. */
-  availability(cluster: string): { status: string; since?: string } {
-    const path = '{.status.conditions[?(@.type=="ManagedClusterConditionAvailable")]}';
-    const json = this.plane.kubectl(['get', 'managedcluster', cluster, '-o', `jsonpath=${path}`]);
-    if (json.trim() === '') return { status: 'Unknown' };
-    const available = JSON.parse(json) as { status: string; lastTransitionTime?: string };
-    return { status: available.status, ...(available.lastTransitionTime === undefined ? {} : { since: available.lastTransitionTime }) };
+  availability(cluster: string): MemberAvailability {
+    return memberAvailability(JSON.parse(this.plane.kubectl(['get', 'managedcluster', cluster, '-o', 'json'])) as ManagedCluster);
   }
 
   stop(): Promise<void> {

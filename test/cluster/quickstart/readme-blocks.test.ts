@@ -31,7 +31,7 @@ const COVERAGE: Record<string, string> = {
   'scripts/mirror-images.sh --registry registry.internal:5000/eva': 'test/images/mirror.test.ts, against a registry on loopback (registry.internal is not reachable from here)',
   'scripts/build-image.sh': 'e2e/real-node.test.ts (builds every image, then runs them on the real node)',
   'kubectl -n argocd patch configmap argocd-cm --type merge --patch "$(jq -n --rawfile lua deploy/argocd/health.lua \\':
-    'e2e/gitops.test.ts, as written, into an argocd-cm of its own; the health check it installs judges the captured tenants',
+    "as written, into an argocd-cm of their own: docs/gitops.md's by e2e/gitops.test.ts (the check it installs judges the captured tenants), docs/multi-cluster.md's by e2e/multi-cluster.test.ts on its hub (the check it installs judges the tenants' works)",
   'scripts/dev-cluster.sh up --real-node': 'e2e/real-node.test.ts (scripts/lib/real-node.sh up, load-images, exec, down)',
   'kubectl apply -f samples/evatenant-starter.yaml': 'test/cluster/quickstart/newcomer.test.ts, as written, with an operator run from this checkout',
   'scripts/release.sh 0.1.0 --registry registry.example.com/eva': 'e2e/release.test.ts, to a registry on the real node (plain HTTP: --tls-verify=false), and its refusal of a version the chart does not carry',
@@ -61,8 +61,8 @@ const COVERAGE: Record<string, string> = {
 const NOT_RUN: Record<string, string> = {
   "kubectl get secret -n eva-system eva-nats-account-acmeco -o jsonpath='{.metadata.labels.eva\\.aidonow\\.com/tenant-uid}'":
     'names an install in eva-system and a tenant acmeco that the shared test plane does not have; test/cluster/kubectl-eva/kubectl-eva.test.ts reads the same label and retained marks with kubectl eva retained',
-  'helm upgrade eva-hub oci://registry.example.com/eva/charts/eva-hub --version 0.1.0 --reuse-values --set mover.enabled=true':
-    "needs a hub with member clusters and a node for the mover's Deployment; test/charts/hub-chart.test.ts renders mover.enabled, and e2e/multi-cluster.test.ts runs eva-operator mover as the ServiceAccount and RBAC that chart renders, with member Secrets labelled as the block's",
+  'helm upgrade eva-hub oci://registry.example.com/eva/charts/eva-hub --version 0.1.0 --reuse-values --set controller.moves=true':
+    "needs a hub with member clusters and a node for the controller's Deployment; test/charts/hub-chart.test.ts renders controller.moves, and e2e/multi-cluster.test.ts runs eva-operator hub --moves as the ServiceAccount and RBAC that chart renders, with member Secrets labelled as the block's",
   'kubectl apply -f restore-acmeco.yaml':
     'needs the file the page shows and retained data of acmeco; test/cluster/kubectl-eva/kubectl-eva.test.ts runs the same restore, wait and delete with kubectl eva purge against the test plane',
 };

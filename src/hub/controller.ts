@@ -1,0 +1,42 @@
+/**
+ * The hub controller (`eva-operator hub`): the one eva component on a multi-cluster hub. Each pass lists
+ * the tenants' works and the members' availability once, writes the hub's view of each tenant onto its
+ * work (reporter.ts: what GitOps tools read on the hub), and, with moves on, moves the tenants whose
+ * placement changed (mover.ts).
+ */
+import type { Kube } from '../adapters/kube.ts';
+import type { Logger } from '../log.ts';
+import { listMemberAvailability, listTenantWorks } from './hub-objects.ts';
+import { Mover } from './mover.ts';
+import { WorkReporter } from './reporter.ts';
+
+export interface HubControllerOptions {
+  readonly hub: Kube;
+  /** Its own namespace: the members' access Secrets and the move records. */
+  readonly namespace: string;
+  /** Where the portal writes the tenants' Placements. */
+  readonly tenantsNamespace: string;
+  /** Move tenants whose Placement decided another member (needs the members' access Secrets). */
+  readonly moves: boolean;
+  readonly log: Logger;
+  readonly now?: () => Date;
+}
+
+export class HubController {
+  private readonly hub: Kube;
+  private readonly reporter: WorkReporter;
+  private readonly mover: Mover | undefined;
+
+  constructor(options: HubControllerOptions) {
+    this.hub = options.hub;
+    const now = options.now === undefined ? {} : { now: options.now };
+    this.reporter = new WorkReporter({ hub: options.hub, log: options.log.child({ part: 'reporter' }), ...now });
+    this.mover = options.moves ? new Mover({ ...options, log: options.log.child({ part: 'mover' }) }) : undefined;
+  }
+
+  async pass(): Promise<void> {
+    const [works, members] = await Promise.all([listTenantWorks(this.hub), listMemberAvailability(this.hub)]);
+    await this.reporter.pass(works, members);
+    await this.mover?.pass(works);
+  }
+}

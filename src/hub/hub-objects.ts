@@ -1,0 +1,21 @@
+/**
+ * What the hub controller reads of the engine's objects on the hub: the tenants' ManifestWorks (in
+ * every member's namespace) and the members' availability. One listing of each per pass, shared by
+ * the reporter and the mover.
+ */
+import type { Kube } from '../adapters/kube.ts';
+import { type ManagedCluster, type ManifestWork, memberAvailability, type MemberAvailability, TENANT_WORK_LABEL, WORK_API_VERSION } from '../multicluster/manifest-work.ts';
+
+export const [WORK_GROUP, WORK_VERSION] = WORK_API_VERSION.split('/') as [string, string];
+
+/** Every tenant's work, those being deleted included (a source's work is gone only once its agent removed the member's copy). */
+export async function listTenantWorks(hub: Kube): Promise<ManifestWork[]> {
+  const list = (await hub.custom.listCustomObjectForAllNamespaces({ group: WORK_GROUP, version: WORK_VERSION, resourcePlural: 'manifestworks', labelSelector: TENANT_WORK_LABEL })) as { items: ManifestWork[] };
+  return list.items;
+}
+
+/** The engine's word on each member, by ManagedCluster name. */
+export async function listMemberAvailability(hub: Kube): Promise<Map<string, MemberAvailability>> {
+  const list = (await hub.custom.listClusterCustomObject({ group: 'cluster.open-cluster-management.io', version: 'v1', plural: 'managedclusters' })) as { items: ManagedCluster[] };
+  return new Map(list.items.map((cluster) => [cluster.metadata.name, memberAvailability(cluster)]));
+}
