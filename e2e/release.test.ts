@@ -222,9 +222,12 @@ describe('a release, installed as users get it: from oci:// with only kubectl an
     const before = clusterNames(folder);
     runBlock(folder, installBlock('helm install eva-hub oci://', { 'registry.example.com/eva': `${RELEASE_REGISTRY}/${PREFIX}` }, MULTI_CLUSTER_PAGE));
     const installed = leftovers(folder, before);
-    for (const name of ['validatingadmissionpolicy.admissionregistration.k8s.io/eva-hub-tenant-works', 'clusterrole.rbac.authorization.k8s.io/eva-hub-tenant-portal', 'clusterrolebinding.rbac.authorization.k8s.io/eva-portal', 'helm release eva-hub']) {
+    for (const name of ['validatingadmissionpolicy.admissionregistration.k8s.io/eva-hub-tenant-works', 'clusterrole.rbac.authorization.k8s.io/eva-hub-tenant-portal', 'clusterrolebinding.rbac.authorization.k8s.io/eva-portal', 'clusterrole.rbac.authorization.k8s.io/eva-hub-controller', 'helm release eva-hub']) {
       expect(installed).toContain(name);
     }
+    // Its controller runs the release's operator image, by digest.
+    const image = asUserOk(folder, ['kubectl', 'get', 'deployment', 'eva-hub-controller', '-o', 'jsonpath={.spec.template.spec.containers[0].image}']);
+    expect(image).toBe(`${RELEASE_REGISTRY}/${PREFIX}/aidonow/eva-operator${digestOf(record, 'aidonow/eva-operator')}`);
     asUserOk(folder, ['helm', 'uninstall', 'eva-hub', '--wait']);
     asUserOk(folder, ['kubectl', 'delete', 'clusterrolebinding', 'eva-portal']);
     expect(leftovers(folder, before)).toEqual([]);

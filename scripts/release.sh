@@ -23,8 +23,8 @@
 #   2. the released images.txt: every own image must have been built, no PLACEHOLDER may stay;
 #   3. the chart: version checked, default image = the operator by digest, images.txt packaged in it;
 #      `helm lint`, `helm package`; every image it renders must be in its images.txt by digest;
-#      kubectl-eva built (npm run build:cli) and checked to report VERSION; the hub chart linted and
-#      packaged, its version checked;
+#      kubectl-eva built (npm run build:cli) and checked to report VERSION; the hub chart the same way
+#      (its controller runs the operator image, by digest);
 #   4. push the images, each read back from the registry by its digest;
 #   5. push the charts (last: a chart is only published once every image it names can be pulled).
 # Install it: helm install eva oci://R/charts/eva-operator --version VERSION -n eva-system ...
@@ -89,10 +89,12 @@ HELM=$(command -v "$helm") eva_cli release verify-chart "$chart" --images "$work
 (cd "$root" && eva_cli_node scripts/build-cli.ts) >&2
 built_as=$("$root/dist/kubectl-eva" version)
 [[ $built_as == "$version" ]] || { echo "release: refused: kubectl-eva was built as $built_as (package.json), not $version" >&2; exit 1; }
-"$helm" lint "$root/charts/eva-hub" >&2
-"$helm" package "$root/charts/eva-hub" --destination "$work/package" >&2
+cp -r "$root/charts/eva-hub" "$work/chart/eva-hub"
+eva_cli release stage-chart "$work/chart/eva-hub" --images "$work/images.txt" --version "$version"
+"$helm" lint "$work/chart/eva-hub" >&2
+"$helm" package "$work/chart/eva-hub" --destination "$work/package" >&2
 hub_chart="$work/package/eva-hub-$version.tgz"
-[[ -f $hub_chart ]] || { echo "release: refused: charts/eva-hub/Chart.yaml is not version $version (it is released with the operator chart)" >&2; exit 1; }
+HELM=$(command -v "$helm") eva_cli release verify-chart "$hub_chart" --images "$work/images.txt"
 
 step "4/5 pushing the images to $registry"
 "$root/scripts/mirror-images.sh" --from-archive "$built/images.tar" --registry "$registry" --dest-tls-verify="$tls" >&2

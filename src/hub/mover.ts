@@ -273,10 +273,15 @@ export class Mover {
   private async members(): Promise<Map<string, MemberAccess>> {
     const list = await this.options.hub.core.listNamespacedSecret({ namespace: this.options.namespace, labelSelector: MEMBER_LABEL });
     const members = new Map<string, MemberAccess>();
+    const current = new Set<string>();
     for (const secret of list.items) {
       const access = this.memberAccess(secret);
-      if (access !== undefined) members.set(access.cluster, access);
+      if (access === undefined) continue;
+      members.set(access.cluster, access);
+      current.add(secretVersion(secret));
     }
+    // Clients of Secrets changed or deleted since are dropped: a revoked kubeconfig is not kept in memory.
+    for (const version of this.clients.keys()) if (!current.has(version)) this.clients.delete(version);
     return members;
   }
 
@@ -289,12 +294,14 @@ export class Mover {
       this.options.log.warn({ secret: metadata.name, cluster }, 'member Secret lacks kubeconfig or natsUrl; that member cannot take part in moves');
       return undefined;
     }
-    const version = `${metadata.uid ?? ''}/${metadata.resourceVersion ?? ''}`;
+    const version = secretVersion(secret);
     const access = this.clients.get(version) ?? memberClient(cluster, kubeconfig, natsUrl, data('operatorNamespace') ?? 'eva-system');
     this.clients.set(version, access);
     return access;
   }
 }
+
+const secretVersion = ({ metadata = {} }: V1Secret): string => `${metadata.uid ?? ''}/${metadata.resourceVersion ?? ''}`;
 
 function memberClient(cluster: string, kubeconfig: string, natsUrl: string, operatorNamespace: string): MemberAccess {
   const config = new KubeConfig();

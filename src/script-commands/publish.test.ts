@@ -52,9 +52,9 @@ describe('the released chart', () => {
   afterAll(() => {
     rmSync(work, { recursive: true, force: true });
   });
-  const chartCopy = (): string => {
+  const chartCopy = (chart = 'eva-operator'): string => {
     const dir = mkdtempSync(join(work, 'chart-'));
-    cpSync(join(import.meta.dirname, '../../charts/eva-operator'), dir, { recursive: true });
+    cpSync(join(import.meta.dirname, '../../charts', chart), dir, { recursive: true });
     return dir;
   };
   const released = releasedCatalogue(CATALOGUE, BUILT, 'registry.example:5000/eva', '0.1.0');
@@ -68,6 +68,15 @@ describe('the released chart', () => {
     expect(readFileSync(join(dir, 'images.txt'), 'utf8')).toBe(released);
     // Comments of values.yaml are kept: they are the chart's documentation.
     expect(readFileSync(join(dir, 'values.yaml'), 'utf8')).toContain('# sha256:<64 hex digits>');
+  });
+
+  it("deploys the pushed operator by digest as the hub chart's controller too", () => {
+    const dir = chartCopy('eva-hub');
+    stageChart(dir, released, '0.1.0');
+    const values = parse(readFileSync(join(dir, 'values.yaml'), 'utf8')) as { controller: { image: { repository: string; digest: string } } };
+    expect(values.controller.image).toMatchObject({ repository: 'registry.example:5000/eva/aidonow/eva-operator', digest: `sha256:${hex('a')}` });
+    expect(readFileSync(join(dir, 'images.txt'), 'utf8')).toBe(released);
+    expect(refusal(() => { stageChart(dir, released, '0.2.0'); })).toContain('charts/eva-hub/Chart.yaml version is 0.1.0, not 0.2.0: set it (and the operator image\'s tag in images.txt) in a commit first');
   });
 
   it('is refused when the version is not the one Chart.yaml and images.txt already carry', () => {

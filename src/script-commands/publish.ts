@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Document, parseDocument } from 'yaml';
+import { type Document, parse, parseDocument } from 'yaml';
 import { DIGEST_PLACEHOLDER, normalizeReference, OWN_PREFIX, pinnedPartsOrProblem, readImageLines, splitRegistry } from '../bundle/images.ts';
 import { isSemver } from '../versions.ts';
 import { QUICK_START_NATS, renderedImages } from './check-images.ts';
@@ -72,26 +72,50 @@ export function operatorLine(imagesText: string): { repository: string; tag: str
   return { repository: parts.repository, tag: parts.tag, digest: `sha256:${parts.digest}` };
 }
 
+/** What a release changes in each chart it ships, by the chart's name. */
+interface StagedChart {
+  /** The values path of the operator's image (the hub chart runs the same program). */
+  readonly operatorImage: readonly string[];
+  /** Third-party images' values paths, pinned by images.txt's digest. */
+  readonly thirdParty: readonly (readonly string[])[];
+  /** The value sets the packaged chart is rendered with to list what it can deploy. */
+  readonly renderings: readonly (readonly string[])[];
+}
+
+const STAGED: Readonly<Record<string, StagedChart>> = {
+  'eva-operator': { operatorImage: ['image'], thirdParty: [['nats', 'image']], renderings: [['nats.url=nats://nats.example:4222'], QUICK_START_NATS] },
+  'eva-hub': { operatorImage: ['controller', 'image'], thirdParty: [], renderings: [[], ['controller.moves=true']] },
+};
+
+function stagedAs(name: string): StagedChart {
+  const staged = STAGED[name];
+  if (staged === undefined) throw new ReleaseRefused([`no release knows a chart named ${name} (only ${Object.keys(STAGED).join(', ')})`]);
+  return staged;
+}
+
 /**
- * Makes a copy of charts/eva-operator the released chart: its version must already be the release's
- * (the version is decided in Chart.yaml, reviewed like any change, not by a flag); its default image
- * becomes the pushed operator by digest, and it carries the released images.txt (the chart renders
- * it into a ConfigMap the operator reads, so module images resolve to the release's digests).
+ * Makes a copy of charts/eva-operator or charts/eva-hub the released chart: its version must already
+ * be the release's (the version is decided in Chart.yaml, reviewed like any change, not by a flag); its
+ * default operator image becomes the pushed operator by digest, and it carries the released images.txt
+ * (the operator chart renders it into a ConfigMap the operator reads, so module images resolve to the
+ * release's digests; scripts/mirror-images.sh --chart reads it from either).
  */
 export function stageChart(chartDir: string, imagesText: string, version: string): void {
   if (!isSemver(version)) throw new ReleaseRefused([`"${version}" is not a semver version`]);
   const chart = parseDocument(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8'));
+  const name = String(chart.get('name'));
+  const staged = stagedAs(name);
   const problems = (['version', 'appVersion'] as const)
     .filter((key) => String(chart.get(key)) !== version)
-    .map((key) => `charts/eva-operator/Chart.yaml ${key} is ${String(chart.get(key))}, not ${version}: set it (and the operator image's tag in images.txt) in a commit first`);
+    .map((key) => `charts/${name}/Chart.yaml ${key} is ${String(chart.get(key))}, not ${version}: set it (and the operator image's tag in images.txt) in a commit first`);
   const operator = operatorLine(imagesText);
   if (operator.tag !== version) problems.push(`images.txt tags the operator ${operator.tag}, not ${version}`);
   refuseIfAny(problems);
   const valuesFile = join(chartDir, 'values.yaml');
   const values = parseDocument(readFileSync(valuesFile, 'utf8'));
-  values.setIn(['image', 'repository'], operator.repository);
-  values.setIn(['image', 'digest'], operator.digest);
-  pinThirdParty(values, ['nats', 'image'], imagesText);
+  values.setIn([...staged.operatorImage, 'repository'], operator.repository);
+  values.setIn([...staged.operatorImage, 'digest'], operator.digest);
+  for (const path of staged.thirdParty) pinThirdParty(values, path, imagesText);
   writeFileSync(valuesFile, values.toString());
   writeFileSync(join(chartDir, 'images.txt'), imagesText);
 }
@@ -106,20 +130,15 @@ function pinThirdParty(values: Document, path: readonly string[], imagesText: st
   values.setIn([...path, 'digest'], `sha256:${digest}`);
 }
 
-/** The value sets a released chart is rendered with to list what it can deploy. */
-const RENDERINGS: readonly (readonly string[])[] = [
-  ['nats.url=nats://nats.example:4222'],
-  QUICK_START_NATS,
-];
-
 /**
  * Problems with a packaged chart against the images.txt it ships: every image it renders must be a
  * line of that file, pinned by the same digest (the operator by digest, never by tag).
  */
 export function chartImageProblems(helm: string, chart: string, imagesText: string): string[] {
   const listed = new Set(readImageLines(imagesText).flatMap((l) => (l.parts?.digest === undefined ? [] : [`${l.parts.repository}@sha256:${l.parts.digest}`])));
-  return RENDERINGS.flatMap((sets) => {
-    const manifest = execFileSync(helm, ['template', 'eva', chart, '--namespace', 'eva-system', ...sets.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
+  const { name } = parse(execFileSync(helm, ['show', 'chart', chart], { encoding: 'utf8' })) as { name: string };
+  return stagedAs(name).renderings.flatMap((sets) => {
+    const manifest = execFileSync(helm, ['template', name, chart, '--namespace', 'eva-system', ...sets.flatMap((s) => ['--set', s])], { encoding: 'utf8' });
     return renderedImages(manifest).flatMap((image) => {
       const { repository, digest } = normalizeReference(image);
       if (digest === '') return [`the chart deploys ${image} by tag, not by digest`];
