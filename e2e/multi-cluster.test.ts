@@ -66,6 +66,7 @@ function installedWorkHealthCheck(plane: Plane): string {
   const data = JSON.parse(plane.kubectl(['get', 'configmap', 'argocd-cm', '-n', 'argocd', '-o', 'jsonpath={.data}'])) as Record<string, string>;
   const script = data['resource.customizations.health.work.open-cluster-management.io_ManifestWork'];
   expect(script).toBe(readFileSync(ARGO_HEALTH.ManifestWork, 'utf8'));
+  expect(data['resource.customizations.health.cluster.open-cluster-management.io_Placement']).toBe(script);
   const file = join(mkdtempSync(join(plane.dir, 'argocd-')), 'health.lua');
   writeFileSync(file, script ?? '');
   return file;
@@ -311,8 +312,12 @@ describe('tenants placed across member clusters by an existing engine', () => {
     const conditions = unplacedConditions(nowhere);
     expect(conditions?.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'NoMemberMatches' });
     expect(conditions?.[0]?.message).toMatch(/placed tenant-mars-\w+ on no member: No ManagedCluster matches/);
-    // The control: a region a member has is placed.
+    // What a GitOps tool reads on the hub, the Placement itself: the hub controller's Stalled on it.
+    const judged = (name: string): string => fluxAndArgo([labelled('placement', JSON.parse(hub.plane.kubectl(['get', 'placement', placementName(name), '-n', TENANTS_NAMESPACE, '-o', 'json'])) as TenantObject)], workHealthLua).verdicts['placement'] ?? '?';
+    expect(await eventually(() => judged(`mars-${run}`) === 'Failed/Degraded', 30_000, 500)).toBe(true);
+    // The control: a region a member has is placed, and judged so.
     expect(unplacedConditions(await tenants.decide(`eu2-${run}`, { region: 'eu' }))).toBeUndefined();
+    expect(judged(`eu2-${run}`)).toBe('Current/Healthy');
     for (const name of [`mars-${run}`, `eu2-${run}`]) hub.plane.kubectl(['delete', 'placement', placementName(name), '-n', TENANTS_NAMESPACE]);
   }, 120_000);
 

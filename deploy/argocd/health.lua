@@ -9,7 +9,8 @@
 -- resource.customizations.health.work.open-cluster-management.io_ManifestWork: a tenant's work (label
 -- eva.aidonow.com/tenant) is judged as the member's EvaTenant, rebuilt from the fields the engine fed
 -- back and the summary the hub controller wrote at the work's generation (it knows when the member
--- stopped reporting); any other work by the engine's own conditions.
+-- stopped reporting); any other work by the engine's own conditions. And for Placements (key
+-- ...health.cluster.open-cluster-management.io_Placement): Degraded while the engine places it nowhere.
 local hs = { status = "Progressing", message = "waiting for the operator to report a status" }
 
 local function condition(conditions, wanted)
@@ -51,6 +52,17 @@ local function fedBack(workStatus)
     elseif f.type == "Boolean" then values[v.name] = f.boolean end
   end
   return values
+end
+
+if obj.kind == "Placement" then
+  local conditions = obj.status and obj.status.conditions
+  -- The hub controller's Stalled (NoMemberMatches) on a tenant's, else the engine's own word.
+  local stalled = condition(conditions, "Stalled")
+  if stalled ~= nil and stalled.status == "True" then return { status = "Degraded", message = said(stalled) } end
+  local satisfied = condition(conditions, "PlacementSatisfied")
+  if satisfied ~= nil and satisfied.status == "True" then return { status = "Healthy", message = said(satisfied) } end
+  if satisfied ~= nil and satisfied.status == "False" then return { status = "Degraded", message = said(satisfied) } end
+  return { status = "Progressing", message = "waiting for the engine to decide" }
 end
 
 if obj.kind == "ManifestWork" then

@@ -1,12 +1,12 @@
 /**
  * The hub controller (`eva-operator hub`): the one eva component on a multi-cluster hub. Each pass lists
- * the tenants' works and the members' availability once, writes the hub's view of each tenant onto its
- * work (reporter.ts: what GitOps tools read on the hub), and, with moves on, moves the tenants whose
+ * the tenants' works and Placements and the members' availability once, writes the hub's view of each
+ * tenant onto its work and Placement (reporter.ts: what GitOps tools read on the hub), and, with moves on, moves the tenants whose
  * placement changed (mover.ts).
  */
 import type { Kube } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
-import { listMemberAvailability, listTenantWorks } from './hub-objects.ts';
+import { listMemberAvailability, listTenantPlacements, listTenantWorks } from './hub-objects.ts';
 import { Mover } from './mover.ts';
 import { WorkReporter } from './reporter.ts';
 
@@ -24,19 +24,21 @@ export interface HubControllerOptions {
 
 export class HubController {
   private readonly hub: Kube;
+  private readonly tenantsNamespace: string;
   private readonly reporter: WorkReporter;
   private readonly mover: Mover | undefined;
 
   constructor(options: HubControllerOptions) {
     this.hub = options.hub;
+    this.tenantsNamespace = options.tenantsNamespace;
     const now = options.now === undefined ? {} : { now: options.now };
     this.reporter = new WorkReporter({ hub: options.hub, log: options.log.child({ part: 'reporter' }), ...now });
     this.mover = options.moves ? new Mover({ ...options, log: options.log.child({ part: 'mover' }) }) : undefined;
   }
 
   async pass(): Promise<void> {
-    const [works, members] = await Promise.all([listTenantWorks(this.hub), listMemberAvailability(this.hub)]);
-    await this.reporter.pass(works, members);
-    await this.mover?.pass(works);
+    const [works, placements, members] = await Promise.all([listTenantWorks(this.hub), listTenantPlacements(this.hub, this.tenantsNamespace), listMemberAvailability(this.hub)]);
+    await this.reporter.pass(works, placements, members);
+    await this.mover?.pass(works, placements);
   }
 }

@@ -7,7 +7,7 @@
  * the hub in a work's status; the mover reads them from the source member and writes them to the
  * destination in memory, nowhere else.
  *
- * Each pass: list the tenants' Placements, decisions and the move records (ConfigMaps in the
+ * Each pass (given the tenants' works and Placements): list the decisions and the move records (ConfigMaps in the
  * mover's namespace, where the portal writes nothing), read the two members of each move, decide
  * (multicluster/move.ts) and make at most one write per tenant. Everything is judged again on the next
  * pass, so a crash of the mover, or of either member's operator, at any line resumes where the world is.
@@ -21,7 +21,7 @@ import { deleteIgnoringNotFound, describeApiError, isConflict, Kube, readOptiona
 import type { Logger } from '../log.ts';
 import { accountKeysName, keysFromSecret } from '../nats/account-keys.ts';
 import { type ManifestWork, TENANT_WORK_LABEL, workName } from '../multicluster/manifest-work.ts';
-import { WORK_GROUP, WORK_VERSION } from './hub-objects.ts';
+import { PLACEMENT_GROUP, PLACEMENT_VERSION, WORK_GROUP, WORK_VERSION } from './hub-objects.ts';
 import {
   decideMove,
   type FromMember,
@@ -39,7 +39,7 @@ import {
   settledWork,
   suspendedManifest,
 } from '../multicluster/move.ts';
-import { decidedCluster, PLACEMENT_API_VERSION, type PlacementDecision, placementName } from '../multicluster/placement.ts';
+import { decidedCluster, type Placement, type PlacementDecision, placementName } from '../multicluster/placement.ts';
 import { tenantWork } from '../multicluster/manifest-work.ts';
 
 /** On a Secret of the mover's namespace: the member cluster (ManagedCluster name) it gives access to. */
@@ -126,9 +126,9 @@ export class Mover {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** One pass over every tenant placed from the hub (`works`: the tenants' works as just listed); a failing tenant is logged, the others go on. */
-  async pass(works: readonly ManifestWork[]): Promise<void> {
-    const [members, moves, decided] = await Promise.all([this.members(), this.moves(), this.decisions()]);
+  /** One pass over every tenant placed from the hub (its works and Placements as just listed); a failing tenant is logged, the others go on. */
+  async pass(works: readonly ManifestWork[], placements: readonly Placement[]): Promise<void> {
+    const [members, moves, decided] = await Promise.all([this.members(), this.moves(), this.decisions(placements)]);
     const tenants = new Set([...moves.keys(), ...decided.keys()]);
     for (const tenant of tenants) {
       try {
@@ -255,14 +255,11 @@ export class Mover {
   }
 
   /** Each tenant Placement's decided member, by tenant. */
-  private async decisions(): Promise<Map<string, string | undefined>> {
-    const { tenantsNamespace } = this.options;
-    const [group, version] = PLACEMENT_API_VERSION.split('/') as [string, string];
-    const placements = (await this.options.hub.custom.listNamespacedCustomObject({ group, version, namespace: tenantsNamespace, plural: 'placements', labelSelector: TENANT_WORK_LABEL })) as { items: { metadata: { name: string; labels?: Record<string, string> } }[] };
-    const decisions = (await this.options.hub.custom.listNamespacedCustomObject({ group, version, namespace: tenantsNamespace, plural: 'placementdecisions' })) as { items: PlacementDecision[] };
+  private async decisions(placements: readonly Placement[]): Promise<Map<string, string | undefined>> {
+    const decisions = (await this.options.hub.custom.listNamespacedCustomObject({ group: PLACEMENT_GROUP, version: PLACEMENT_VERSION, namespace: this.options.tenantsNamespace, plural: 'placementdecisions' })) as { items: PlacementDecision[] };
     return new Map(
-      placements.items.map((p) => {
-        const tenant = p.metadata.labels?.[TENANT_WORK_LABEL] ?? '';
+      placements.map((p) => {
+        const tenant = p.metadata.labels[TENANT_WORK_LABEL] ?? '';
         const mine = decisions.items.filter((d) => d.metadata.labels?.['cluster.open-cluster-management.io/placement'] === placementName(tenant));
         return [tenant, decidedCluster(mine)];
       }),

@@ -1,20 +1,30 @@
 /**
- * The hub's view of each tenant written onto its work (docs/multi-cluster.md, "The hub's view of a
- * tenant"). The engine feeds the member's status back onto the work, but its own conditions (Applied,
- * Available) say nothing of the tenant's health, and it leaves the last feedback in place when the
- * member stops reporting. So every pass writes on each tenant work's status the summary workSummary()
- * judges from the feedback and the member's availability: what kstatus and the Argo CD health check
- * read there. Only the summary's condition types are the reporter's; the write is guarded by the
- * work's resourceVersion, since the member's work agent patches the same status (a conflict is left
- * to the next pass).
+ * The hub's view of each tenant written onto the engine's objects GitOps tools read on the hub
+ * (docs/multi-cluster.md, "The hub's view of a tenant"). The engine feeds the member's status back onto
+ * the tenant's work, but its own conditions (Applied, Available) say nothing of the tenant's health,
+ * and it leaves the last feedback in place when the member stops reporting. So every pass writes on
+ * each tenant work's status the summary workSummary() judges from the feedback and the member's
+ * availability, and on each tenant Placement the engine placed nowhere its Stalled summary: what
+ * kstatus and the Argo CD health check read there. Only the summary's condition types are the
+ * reporter's; the write is guarded by the object's resourceVersion, since the engine patches the same
+ * status (a conflict is left to the next pass).
  */
 import { describeApiError, isConflict, isNotFound, type Kube, MERGE_PATCH } from '../adapters/kube.ts';
 import type { Logger } from '../log.ts';
-import { type ManifestWork, type MemberAvailability, withWorkSummary, workSummary } from '../multicluster/manifest-work.ts';
-import { WORK_GROUP, WORK_VERSION } from './hub-objects.ts';
+import { type ManifestWork, type MemberAvailability, type WorkCondition, withSummary, workSummary } from '../multicluster/manifest-work.ts';
+import { type Placement, placementSummary } from '../multicluster/placement.ts';
+import { PLACEMENT_GROUP, PLACEMENT_VERSION, WORK_GROUP, WORK_VERSION } from './hub-objects.ts';
 
 /** A member the engine does not know (its ManagedCluster removed): nothing it holds is reported. */
 const UNKNOWN_MEMBER: MemberAvailability = { status: 'Unknown' };
+
+/** The object a summary is written on, as its status subresource is addressed. */
+interface Target {
+  group: string;
+  version: string;
+  plural: string;
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+}
 
 export class WorkReporter {
   private readonly hub: Kube;
@@ -27,26 +37,28 @@ export class WorkReporter {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** Writes the summary of every work whose status does not say it yet. */
-  async pass(works: readonly ManifestWork[], members: ReadonlyMap<string, MemberAvailability>): Promise<void> {
+  /** Writes the summary of every tenant work and Placement whose status does not say it yet. */
+  async pass(works: readonly ManifestWork[], placements: readonly Placement[], members: ReadonlyMap<string, MemberAvailability>): Promise<void> {
     const now = this.now().toISOString();
     for (const work of works) {
-      const conditions = withWorkSummary(work, workSummary(work, members.get(work.metadata.namespace) ?? UNKNOWN_MEMBER), now);
-      if (conditions !== undefined) await this.write(work, conditions);
+      const summary = workSummary(work, members.get(work.metadata.namespace) ?? UNKNOWN_MEMBER);
+      await this.write({ group: WORK_GROUP, version: WORK_VERSION, plural: 'manifestworks', metadata: work.metadata }, withSummary(work.status?.conditions ?? [], summary, now));
+    }
+    for (const placement of placements) {
+      const summary = placementSummary(placement);
+      await this.write({ group: PLACEMENT_GROUP, version: PLACEMENT_VERSION, plural: 'placements', metadata: placement.metadata }, withSummary(placement.status?.conditions ?? [], summary, now));
     }
   }
 
-  private async write(work: ManifestWork, conditions: NonNullable<ReturnType<typeof withWorkSummary>>): Promise<void> {
-    const { name, namespace, resourceVersion } = work.metadata;
+  private async write(target: Target, conditions: WorkCondition[] | undefined): Promise<void> {
+    if (conditions === undefined) return;
+    const { group, version, plural, metadata: { name, namespace, resourceVersion } } = target;
     try {
-      await this.hub.custom.patchNamespacedCustomObjectStatus(
-        { group: WORK_GROUP, version: WORK_VERSION, plural: 'manifestworks', namespace, name, body: { metadata: { resourceVersion }, status: { conditions } } },
-        MERGE_PATCH,
-      );
+      await this.hub.custom.patchNamespacedCustomObjectStatus({ group, version, plural, namespace, name, body: { metadata: { resourceVersion }, status: { conditions } } }, MERGE_PATCH);
     } catch (err) {
-      // Changed since the listing (the agent's status, the mover's rewrite) or gone: the next pass judges it again.
+      // Changed since the listing (the engine's status, the mover's rewrite) or gone: the next pass judges it again.
       if (isConflict(err) || isNotFound(err)) return;
-      this.log.warn({ work: `${namespace}/${name}`, err: describeApiError(err) }, "the tenant work's summary was not written; retried on the next pass");
+      this.log.warn({ [plural]: `${namespace}/${name}`, err: describeApiError(err) }, 'the tenant summary was not written; retried on the next pass');
     }
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FEEDBACK_PATHS, hubView, type ManifestWork, memberAvailability, tenantWork, withWorkSummary, workSummary } from './manifest-work.ts';
+import { FEEDBACK_PATHS, hubView, type ManifestWork, memberAvailability, tenantWork, withSummary, workSummary } from './manifest-work.ts';
 
 const starter = tenantWork({ apiVersion: 'eva.aidonow.com/v1alpha1', kind: 'EvaTenant', metadata: { name: 'acme' }, spec: { capsuleCode: 'ACMEXX', tier: 'Starter' } }, 'member-1', { namespace: 'eva-operator', name: 'eva-hub-executor' });
 
@@ -109,14 +109,14 @@ describe('the summary the hub controller writes onto a tenant work', () => {
 
   it("keeps the engine's conditions and a transition time while the status stays; writes nothing when the work says it already", () => {
     const work = reported(active);
-    const first = withWorkSummary(work, workSummary(work, { status: 'True' }), '2026-12-07T00:00:00Z');
+    const first = withSummary(work.status?.conditions ?? [], workSummary(work, { status: 'True' }), '2026-12-07T00:00:00Z');
     expect(first?.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([['Applied', 'True', undefined], ['Ready', 'True', '2026-12-07T00:00:00Z']]);
     const written: ManifestWork = { ...work, status: { ...work.status, conditions: first ?? [] } };
-    expect(withWorkSummary(written, workSummary(written, { status: 'True' }), '2026-12-07T00:01:00Z')).toBeUndefined();
+    expect(withSummary(first ?? [], workSummary(written, { status: 'True' }), '2026-12-07T00:01:00Z')).toBeUndefined();
     // The member stops reporting, then reports again: Stalled comes and goes, Ready's time moves with its status.
-    const stale = withWorkSummary(written, workSummary(written, { status: 'Unknown' }), '2026-12-07T00:02:00Z') ?? [];
+    const stale = withSummary(first ?? [], workSummary(written, { status: 'Unknown' }), '2026-12-07T00:02:00Z') ?? [];
     expect(stale.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([['Applied', 'True', undefined], ['Ready', 'Unknown', '2026-12-07T00:02:00Z'], ['Stalled', 'True', '2026-12-07T00:02:00Z']]);
-    const back = withWorkSummary({ ...work, status: { ...work.status, conditions: stale } }, workSummary(work, { status: 'True' }), '2026-12-07T00:03:00Z') ?? [];
+    const back = withSummary(stale, workSummary(work, { status: 'True' }), '2026-12-07T00:03:00Z') ?? [];
     expect(back.map((c) => [c.type, c.status, c.lastTransitionTime])).toEqual([['Applied', 'True', undefined], ['Ready', 'True', '2026-12-07T00:03:00Z']]);
   });
 

@@ -313,11 +313,11 @@ const sameCondition = (a: WorkCondition, b: WorkCondition): boolean =>
   a.status === b.status && a.reason === b.reason && a.message === b.message && a.observedGeneration === b.observedGeneration;
 
 /**
- * The work's conditions with the hub's summary replaced by `summary` (the engine's own kept, a
- * transition time kept while its status stays), or undefined when the work already says so.
+ * An engine object's conditions (a work's, a Placement's) with the hub's summary replaced by
+ * `summary` (the engine's own kept, a transition time kept while its status stays), or undefined when
+ * they already say so.
  */
-export function withWorkSummary(work: ManifestWork, summary: readonly WorkCondition[], now: string): WorkCondition[] | undefined {
-  const current = work.status?.conditions ?? [];
+export function withSummary(current: readonly WorkCondition[], summary: readonly WorkCondition[], now: string): WorkCondition[] | undefined {
   const held = new Map(current.filter((c) => SUMMARY_TYPES.has(c.type)).map((c) => [c.type, c]));
   const unchanged = held.size === summary.length && summary.every((c) => {
     const was = held.get(c.type);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decidedCluster, MEMBER_DOWN_TAINTS, tenantPlacement, unplacedConditions } from './placement.ts';
+import { decidedCluster, MEMBER_DOWN_TAINTS, placementSummary, tenantPlacement, unplacedConditions } from './placement.ts';
 
 const placement = tenantPlacement('acme', 'eva-tenants', 'eva-members', { region: 'eu' });
 
@@ -26,5 +26,11 @@ describe("a tenant's Placement", () => {
     expect(unplacedConditions(nowhere)?.[0]?.message).toBe('the engine placed tenant-acme on no member: No ManagedCluster matches any of the cluster predicate');
     expect(unplacedConditions(placement)).toBeUndefined();
     expect(unplacedConditions({ ...placement, status: { conditions: [{ type: 'PlacementSatisfied', status: 'True' }] } })).toBeUndefined();
+  });
+
+  it("carries that summary at its generation for GitOps tools, and none once the engine decided", () => {
+    const nowhere = { ...placement, metadata: { ...placement.metadata, generation: 3 }, status: { conditions: [{ type: 'PlacementSatisfied', status: 'False', reason: 'NoManagedClusterMatched', message: 'none' }] } };
+    expect(placementSummary(nowhere).map((c) => `${c.type}=${c.status}/${String(c.reason)}@${String(c.observedGeneration)}`)).toEqual(['Ready=False/NoMemberMatches@3', 'Stalled=True/NoMemberMatches@3']);
+    expect(placementSummary({ ...nowhere, status: { conditions: [{ type: 'PlacementSatisfied', status: 'True' }] } })).toEqual([]);
   });
 });

@@ -17,7 +17,7 @@ export const MEMBER_DOWN_TAINTS = ['cluster.open-cluster-management.io/unreachab
 export interface Placement {
   apiVersion: typeof PLACEMENT_API_VERSION;
   kind: 'Placement';
-  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  metadata: { name: string; namespace: string; labels: Record<string, string>; generation?: number; resourceVersion?: string };
   status?: PlacementStatus;
   spec: {
     numberOfClusters: 1;
@@ -30,7 +30,7 @@ export interface Placement {
 
 /** The engine's PlacementSatisfied condition, as the Placement's status has it. */
 export interface PlacementStatus {
-  conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  conditions?: WorkCondition[];
 }
 
 export interface PlacementDecision {
@@ -71,4 +71,13 @@ export function unplacedConditions(placement: Pick<Placement, 'metadata' | 'stat
   if (satisfied?.status !== 'False') return undefined;
   const message = `the engine placed ${placement.metadata.name} on no member: ${satisfied.message ?? satisfied.reason ?? 'not satisfied'}`;
   return summaryConditions({ kind: 'unplaced', message });
+}
+
+/**
+ * The summary the hub controller writes on a tenant's Placement (src/hub/reporter.ts), so that a
+ * GitOps tool reading it sees a tenant placed nowhere as Stalled: unplacedConditions at the
+ * Placement's generation, nothing once the engine decided (the tenant's health is then its work's).
+ */
+export function placementSummary(placement: Pick<Placement, 'metadata' | 'status'>): WorkCondition[] {
+  return (unplacedConditions(placement) ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason ?? '', message: c.message ?? '', observedGeneration: placement.metadata.generation ?? 0 }));
 }

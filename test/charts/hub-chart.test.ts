@@ -78,6 +78,8 @@ describe('the hub chart', () => {
     expect(deployment?.spec?.template.spec.containers[0]?.args).toEqual(['hub', '--namespace', 'eva-system', '--tenants-namespace', 'portal-tenants', '--interval', '2']);
     expect(verbsOn(objects, 'ClusterRole', 'manifestworks/status')).toEqual(['patch']);
     expect(verbsOn(objects, 'ClusterRole', 'manifestworks')).toEqual(['get', 'list']);
+    expect(verbsOn(objects, 'ClusterRole', 'placements/status')).toEqual(['patch']);
+    expect(verbsOn(objects, 'ClusterRole', 'placementdecisions')).toBeUndefined();
     expect(objects.some((o) => o.kind === 'Role')).toBe(false);
 
     const moving = await render('eva-hub', ['--set', 'controller.moves=true', '--show-only', 'templates/controller.yaml']);

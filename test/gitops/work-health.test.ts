@@ -9,7 +9,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND, PROVISIONING_CONDITIONS } from '../../src/api/constants.ts';
 import { Reason } from '../../src/api/reasons.ts';
-import { FEEDBACK_PATHS, type FieldValue, type ManifestWork, type MemberAvailability, tenantWork, withWorkSummary, workSummary } from '../../src/multicluster/manifest-work.ts';
+import { FEEDBACK_PATHS, type FieldValue, type ManifestWork, type MemberAvailability, tenantWork, withSummary, workSummary } from '../../src/multicluster/manifest-work.ts';
+import { type Placement, placementSummary, tenantPlacement } from '../../src/multicluster/placement.ts';
 import { type Standing, summarize } from '../../src/status/summarize.ts';
 import type { ConditionState } from '../../src/status/conditions.ts';
 import { ARGO_HEALTH, buildTool, judge, labelled, type Verdict } from '../support/health-tools.ts';
@@ -73,7 +74,7 @@ function hubWork(tenant: MemberTenant | undefined, options: { member?: MemberAva
     },
   };
   if (!summary) return reported;
-  return { ...reported, status: { ...reported.status, conditions: withWorkSummary(reported, workSummary(reported, member), '2026-12-07T00:00:00Z') ?? [] } };
+  return { ...reported, status: { ...reported.status, conditions: withSummary(reported.status?.conditions ?? [], workSummary(reported, member), '2026-12-07T00:00:00Z') ?? [] } };
 }
 
 const active = memberTenant({ kind: 'provisioning', conditions: steps(TRUE) }, 'Active');
@@ -110,10 +111,19 @@ describe('the hub\'s work of a tenant, judged as the member\'s EvaTenant', () =>
     })(),
   };
 
+  /** A tenant's Placement as the engine judged it (PlacementSatisfied), with the hub controller's summary. */
+  const judgedPlacement = (satisfied: 'True' | 'False'): Placement => {
+    const p = tenantPlacement('acme', 'eva-tenants', 'eva-members', { region: 'mars' });
+    const engine = { ...p, metadata: { ...p.metadata, generation: 1 }, status: { conditions: [{ type: 'PlacementSatisfied', status: satisfied, reason: satisfied === 'True' ? 'AllDecisionsScheduled' : 'NoManagedClusterMatched', message: satisfied === 'True' ? 'All cluster decisions scheduled' : 'No ManagedCluster matches any of the cluster predicate' }] } };
+    return { ...engine, status: { conditions: withSummary(engine.status.conditions, placementSummary(engine), '2026-12-07T00:00:00Z') ?? engine.status.conditions } };
+  };
+
   beforeAll(() => {
     const objects = [
       ...Object.entries(ALIKE).flatMap(([label, tenant]) => [labelled(`member: ${label}`, tenant), labelled(`hub: ${label}`, hubWork(tenant))]),
       ...Object.entries(hubOnly).map(([label, work]) => labelled(`hub: ${label}`, work)),
+      labelled('placement: nowhere', judgedPlacement('False')),
+      labelled('placement: decided', judgedPlacement('True')),
     ];
     argo = judge(buildTool('argo-health'), [ARGO_HEALTH.ManifestWork], objects);
     flux = judge(buildTool('kstatus'), [], objects);
@@ -140,6 +150,12 @@ describe('the hub\'s work of a tenant, judged as the member\'s EvaTenant', () =>
     expect(verdict('hub: work changed, not applied yet')).toBe('InProgress/Progressing');
     expect(argo['hub: work changed, not applied yet']?.message).toBe('MemberApplying: the engine has not applied generation 2 of the work on member-eu yet');
     expect(verdict('hub: no status from the member yet')).toBe('InProgress/Progressing');
+  });
+
+  it("judges a tenant's Placement the engine placed nowhere Stalled, one it decided Healthy", () => {
+    expect(verdict('placement: nowhere')).toBe('Failed/Degraded');
+    expect(argo['placement: nowhere']?.message).toBe('NoMemberMatches: the engine placed tenant-acme on no member: No ManagedCluster matches any of the cluster predicate');
+    expect(verdict('placement: decided')).toBe('Current/Healthy');
   });
 
   it('without the summary, a stale work would be Healthy by the engine\'s conditions (the control), and other works are judged by those', () => {
