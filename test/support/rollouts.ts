@@ -144,7 +144,9 @@ export class RolloutCluster {
 
   /** The tenants each Event of a rollout moved or returned, by reason. */
   eventTenants(rollout: string, reason: string): string[] {
-    const list = JSON.parse(this.ok(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${rollout},reason=${reason}`, '-o', 'json'])) as { items: { message: string }[] };
+    // By uid: a plane the suite reuses still holds, for an hour, the events of an earlier run's rollout of the same name.
+    const uid = this.ok(['get', 'evarollouts', rollout, '-o', 'jsonpath={.metadata.uid}']);
+    const list = JSON.parse(this.ok(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${rollout},involvedObject.uid=${uid},reason=${reason}`, '-o', 'json'])) as { items: { message: string }[] };
     // "wave 1 batch 2: moving a, b" / "returning batch 2: a, b"
     return list.items.flatMap((e) => e.message.replace(/^[^:]*: (moving )?/, '').split(', ').filter((n) => n !== ''));
   }
