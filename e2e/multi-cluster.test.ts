@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, KIND } from '../src/api/constants.ts';
+import { SUMMARY_TYPES } from '../src/status/summarize.ts';
 import { type HubTenantView, type ManifestWork, TENANT_WORK_LABEL, type TenantManifest, tenantWork, type WorkExecutor, workName } from '../src/multicluster/manifest-work.ts';
 import { placementName, tenantPlacement, unplacedConditions } from '../src/multicluster/placement.ts';
 import { fluxAndArgo, labelled, type TenantObject } from '../test/support/health-verdicts.ts';
@@ -476,7 +477,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
     expect(work?.status?.conditions?.find((c) => c.type === 'Stalled')).toMatchObject({ status: 'True', reason: 'MemberNotReporting', observedGeneration: work?.metadata.generation });
     // The control: the same work as the engine alone leaves it (the summary taken off, judged as any
     // work) still says Available, so a tool reading it would call a tenant nobody hears from Healthy.
-    const engineOnly = { ...work, metadata: { ...work?.metadata, labels: {} }, status: { ...work?.status, conditions: work?.status?.conditions?.filter((c) => !['Ready', 'Reconciling', 'Stalled', 'Suspended'].includes(c.type)) } };
+    const engineOnly = { ...work, metadata: { ...work?.metadata, labels: {} }, status: { ...work?.status, conditions: work?.status?.conditions?.filter((c) => !SUMMARY_TYPES.has(c.type)) } };
     expect(fluxAndArgo([labelled('engine only', engineOnly as unknown as TenantObject)], workHealthLua).verdicts['engine only']).toBe('Current/Healthy');
     // The positive control: the other member reports, its tenant is judged as before.
     expect(isActiveOnHub(await untilHub(eu, 'member-eu', isActiveOnHub))).toBe(true);

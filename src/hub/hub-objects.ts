@@ -4,11 +4,12 @@
  * pass, shared by the reporter and the mover.
  */
 import type { Kube } from '../adapters/kube.ts';
-import { type ManagedCluster, type ManifestWork, memberAvailability, type MemberAvailability, TENANT_WORK_LABEL, WORK_API_VERSION } from '../multicluster/manifest-work.ts';
+import { MANAGED_CLUSTER_API_VERSION, type ManagedCluster, type ManifestWork, memberAvailability, type MemberAvailability, TENANT_WORK_LABEL, WORK_API_VERSION } from '../multicluster/manifest-work.ts';
 import { type Placement, PLACEMENT_API_VERSION } from '../multicluster/placement.ts';
 
 export const [WORK_GROUP, WORK_VERSION] = WORK_API_VERSION.split('/') as [string, string];
 export const [PLACEMENT_GROUP, PLACEMENT_VERSION] = PLACEMENT_API_VERSION.split('/') as [string, string];
+const [CLUSTER_GROUP, CLUSTER_VERSION] = MANAGED_CLUSTER_API_VERSION.split('/') as [string, string];
 
 /** Every tenant's work, those being deleted included (a source's work is gone only once its agent removed the member's copy). */
 export async function listTenantWorks(hub: Kube): Promise<ManifestWork[]> {
@@ -24,6 +25,6 @@ export async function listTenantPlacements(hub: Kube, namespace: string): Promis
 
 /** The engine's word on each member, by ManagedCluster name. */
 export async function listMemberAvailability(hub: Kube): Promise<Map<string, MemberAvailability>> {
-  const list = (await hub.custom.listClusterCustomObject({ group: 'cluster.open-cluster-management.io', version: 'v1', plural: 'managedclusters' })) as { items: ManagedCluster[] };
+  const list = (await hub.custom.listClusterCustomObject({ group: CLUSTER_GROUP, version: CLUSTER_VERSION, plural: 'managedclusters' })) as { items: ManagedCluster[] };
   return new Map(list.items.map((cluster) => [cluster.metadata.name, memberAvailability(cluster)]));
 }

@@ -1,14 +1,14 @@
 /**
  * The hub's mover (the hub controller's `--moves`, docs/multi-cluster.md "Moving a tenant"). Placement
  * needs no eva component (the engine places the works), but a move needs what no member sees alone:
- * the source's account keys
- * Secret copied to the destination, and each side's progress before the next write. The engine's
+ * the source's account keys Secret copied to the destination, and each side's progress before the
+ * next write. The engine's
  * agents only apply what the hub writes, so reading keys back through the engine would put them on
  * the hub in a work's status; the mover reads them from the source member and writes them to the
  * destination in memory, nowhere else.
  *
- * Each pass (given the tenants' works and Placements): list the decisions and the move records (ConfigMaps in the
- * mover's namespace, where the portal writes nothing), read the two members of each move, decide
+ * Each pass (given the tenants' works and Placements): list the decisions and the move records
+ * (ConfigMaps in the mover's namespace, where the portal writes nothing), read the two members of each move, decide
  * (multicluster/move.ts) and make at most one write per tenant. Everything is judged again on the next
  * pass, so a crash of the mover, or of either member's operator, at any line resumes where the world is.
  * Members are reached with kubeconfigs the platform keeps in Secrets of the mover's namespace.

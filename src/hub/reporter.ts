@@ -26,7 +26,7 @@ interface Target {
   metadata: { name: string; namespace: string; resourceVersion?: string };
 }
 
-export class WorkReporter {
+export class SummaryReporter {
   private readonly hub: Kube;
   private readonly log: Logger;
   private readonly now: () => Date;

@@ -205,7 +205,9 @@ export interface MemberAvailability {
   since?: string;
 }
 
-/** A member cluster as the engine keeps it on the hub (cluster.open-cluster-management.io/v1). */
+export const MANAGED_CLUSTER_API_VERSION = 'cluster.open-cluster-management.io/v1';
+
+/** A member cluster as the engine keeps it on the hub (MANAGED_CLUSTER_API_VERSION). */
 export interface ManagedCluster {
   metadata: { name: string };
   status?: { conditions?: { type: string; status: string; lastTransitionTime?: string }[] };
@@ -292,6 +294,10 @@ function pendingOf(work: ManifestWork, view: HubTenantView): string | undefined 
 /** A reason for a summary condition the member reported without one (summarize() always gives one). */
 const REPORTED = 'MemberReported';
 
+/** Summary conditions as the hub controller writes them on an engine object at its `generation`. */
+export const atGeneration = (summary: readonly WorkCondition[], generation: number | undefined): WorkCondition[] =>
+  summary.map((c) => ({ type: c.type, status: c.status, reason: c.reason ?? REPORTED, message: c.message ?? '', observedGeneration: generation ?? 0 }));
+
 /**
  * The summary of the tenant a work carries, as the hub controller writes it onto the work's status
  * (src/hub/reporter.ts), so that a GitOps tool reading the work judges the tenant: the member's Ready,
@@ -306,7 +312,7 @@ export function workSummary(work: ManifestWork, member: MemberAvailability | und
   const stalled = judged.some((c) => c.type === 'Stalled' && c.status === 'True');
   const pending = stalled ? undefined : pendingOf(work, view);
   const summary = pending === undefined ? judged : summaryConditions({ kind: 'applying', message: pending });
-  return summary.map((c) => ({ type: c.type, status: c.status, reason: c.reason ?? REPORTED, message: c.message ?? '', observedGeneration: work.metadata.generation ?? 0 }));
+  return atGeneration(summary, work.metadata.generation);
 }
 
 const sameCondition = (a: WorkCondition, b: WorkCondition): boolean =>

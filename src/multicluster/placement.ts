@@ -8,7 +8,7 @@
  * the decided member's namespace, so a later decision (labels changed) moves nothing: a move is an
  * explicit, data-carrying operation.
  */
-import { summaryConditions, TENANT_WORK_LABEL, type WorkCondition } from './manifest-work.ts';
+import { atGeneration, summaryConditions, TENANT_WORK_LABEL, type WorkCondition } from './manifest-work.ts';
 
 export const PLACEMENT_API_VERSION = 'cluster.open-cluster-management.io/v1beta1';
 /** The engine's taints on a member it cannot reach or that says it is not available. */
@@ -79,5 +79,5 @@ export function unplacedConditions(placement: Pick<Placement, 'metadata' | 'stat
  * Placement's generation, nothing once the engine decided (the tenant's health is then its work's).
  */
 export function placementSummary(placement: Pick<Placement, 'metadata' | 'status'>): WorkCondition[] {
-  return (unplacedConditions(placement) ?? []).map((c) => ({ type: c.type, status: c.status, reason: c.reason ?? '', message: c.message ?? '', observedGeneration: placement.metadata.generation ?? 0 }));
+  return atGeneration(unplacedConditions(placement) ?? [], placement.metadata.generation);
 }
