@@ -21,18 +21,21 @@ describe('actionFor', () => {
     }
   });
 
-  it('polls a step woken by a watch only as a safety net', () => {
+  it('polls a step woken by a watch only as a safety net, less often the longer it waits', () => {
     const waitingOn = (step: 'modules' | 'seed'): Parameters<typeof actionFor>[0] => ({
       stage: 'waiting',
       wasActive: false,
       problem: { step, reason: 'DeploymentUnavailable', message: 'm', needsUser: false },
     });
     const watched = (step: string): boolean => step === 'modules';
+    const within = (action: ReturnType<typeof actionFor>, ms: number): boolean => action.kind === 'requeue' && action.afterMs >= ms * 0.8 && action.afterMs <= ms * 1.2;
+    const { first, max } = WATCHED_WAITING_POLL_MS;
     for (let i = 0; i < 20; i += 1) {
-      const slow = actionFor(waitingOn('modules'), DRIFT, watched);
-      const fast = actionFor(waitingOn('seed'), DRIFT, watched);
-      expect(slow.kind === 'requeue' && slow.afterMs >= WATCHED_WAITING_POLL_MS * 0.8 && slow.afterMs <= WATCHED_WAITING_POLL_MS * 1.2).toBe(true);
-      expect(fast.kind === 'requeue' && fast.afterMs <= WAITING_POLL_MS * 1.2).toBe(true);
+      expect(within(actionFor(waitingOn('modules'), DRIFT, watched), first)).toBe(true);
+      expect(within(actionFor(waitingOn('modules'), DRIFT, watched, 2_000), first)).toBe(true);
+      expect(within(actionFor(waitingOn('modules'), DRIFT, watched, 20_000), 20_000)).toBe(true);
+      expect(within(actionFor(waitingOn('modules'), DRIFT, watched, 3_600_000), max)).toBe(true);
+      expect(within(actionFor(waitingOn('seed'), DRIFT, watched, 20_000), WAITING_POLL_MS)).toBe(true);
     }
   });
 

@@ -24,8 +24,17 @@ export const USER_ERROR_RECHECK_MS = 60_000;
 /** How often a waiting tenant is looked at again. */
 export const WAITING_POLL_MS = 1_000;
 
-/** The same for a step woken by a watch (Deployments, Ingress): the poll is only a safety net. */
-export const WATCHED_WAITING_POLL_MS = 5_000;
+/**
+ * A step woken by a watch (Deployments, Ingress) is polled only as a safety net, for what changes no
+ * watched object (a pod's image pull): first after 5 s, then after as long as it has waited so far, at
+ * most a minute. A steady 5 s cost a thousand waiting tenants a thousand reads a second.
+ */
+export const WATCHED_WAITING_POLL_MS = { first: 5_000, max: 60_000 } as const;
+
+/** The safety net's next poll for a tenant that has waited `waitedMs` on a watched step. */
+export function watchedPollMs(waitedMs: number): number {
+  return Math.min(WATCHED_WAITING_POLL_MS.max, Math.max(WATCHED_WAITING_POLL_MS.first, waitedMs));
+}
 
 /** How a tenant's next drift check is timed: its interval, and its own phase within it. */
 export interface DriftSchedule {
@@ -48,17 +57,19 @@ export function driftDelayMs({ intervalSeconds, key, now = Date.now() }: DriftSc
   return interval - sincePhase;
 }
 
-export function actionFor(view: SagaView, drift: DriftSchedule, isWatched: (step: StepName) => boolean = () => false): Action {
+/** `waitedMs`: how long the waiting step's condition has been False (paces a watched step's safety net). */
+export function actionFor(view: SagaView, drift: DriftSchedule, isWatched: (step: StepName) => boolean = () => false, waitedMs = 0): Action {
   switch (view.stage) {
     case 'active':
       return { kind: 'requeue', afterMs: driftDelayMs(drift) };
     case 'interrupted':
       return DONE;
     case 'waiting': {
-      // Waiting on something outside the operator (Deployments rolling out, an address): poll at a
-      // steady pace; these checks only read. Exponential backoff would leave ready tenants waiting up
-      // to a minute. A watched step is woken by its watch as soon as the object changes.
-      const poll = view.problem !== undefined && isWatched(view.problem.step) ? WATCHED_WAITING_POLL_MS : WAITING_POLL_MS;
+      // Waiting on something outside the operator (Deployments rolling out, an address): an unwatched
+      // step is polled at a steady short pace (these checks only read; the key's exponential backoff
+      // would leave ready tenants waiting up to a minute). A watched step is woken by its watch as soon
+      // as the object changes; its poll grows with the wait.
+      const poll = view.problem !== undefined && isWatched(view.problem.step) ? watchedPollMs(waitedMs) : WAITING_POLL_MS;
       return { kind: 'requeue', afterMs: Math.round(poll * (0.8 + Math.random() * 0.4)) };
     }
     case 'failed':

@@ -106,7 +106,7 @@ export class TenantReconciler {
       await steps.afterActive(scope);
     }
     const drift = { intervalSeconds: this.ctx.config.driftIntervalSeconds, key: tenant.metadata.uid ?? tenant.metadata.name };
-    return actionFor(result.view, drift, (step) => steps.isWatched(step));
+    return actionFor(result.view, drift, (step) => steps.isWatched(step), writer.waitedMs(result.view));
   }
 
   /**

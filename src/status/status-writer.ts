@@ -149,6 +149,15 @@ export class StatusWriter {
     }
   }
 
+  /** How long the waiting step's condition has been False as stored (0 when the tenant is not waiting). */
+  waitedMs(view: SagaView, now = Date.now()): number {
+    if (view.stage !== 'waiting' || view.problem === undefined) return 0;
+    const type = conditionOf(view.problem.step);
+    const condition = this.current.status?.conditions?.find((c) => c.type === type && c.status === 'False');
+    const since = condition === undefined ? Number.NaN : Date.parse(condition.lastTransitionTime);
+    return Number.isNaN(since) ? 0 : Math.max(0, now - since);
+  }
+
   /** Writes the status unless it is already stored as is (an idle re-check makes no API write). */
   async writeIfChanged(status: EvaTenantStatus): Promise<void> {
     if (!sameStatus(this.current.status, status)) await this.write(status);
