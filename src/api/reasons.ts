@@ -209,3 +209,10 @@ export const Reason = {
 } as const;
 
 export type Reason = (typeof Reason)[keyof typeof Reason];
+
+/**
+ * Waits every rollout passes through (Deployments rolling out, an Ingress before its address): while
+ * a tenant is brought up or a change is applied they are progress, shown on the conditions, not
+ * Warning events; the same reason on an Active tenant (drift) is one.
+ */
+export const ROLLOUT_PROGRESS: ReadonlySet<Reason> = new Set([Reason.DeploymentProgressing, Reason.DeploymentUnavailable, Reason.WaitingForAddress]);

@@ -218,6 +218,23 @@ describe('TenantReconciler', () => {
     expect(conditionOf(store, 'waited', 'ModulesDeployed')?.status).toBe('True');
   });
 
+  it('a rollout’s waits are progress, not Warning events; a wait that needs a look, or the same wait on an Active tenant (drift), is one', async () => {
+    const waitAt = (reason: Reason) => (step: StepName): StepOutcome => (step === 'modules' ? { kind: 'pending', reason, message: 'm' } : { kind: 'done' });
+    const warnings = (store: MemoryTenantStore): string[] => store.events.filter((e) => e.type === 'Warning').map((e) => e.reason);
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'ROLLIN' }));
+    await reconciler(store, fakeSteps(waitAt(Reason.DeploymentUnavailable))).reconcile('rollin', signal);
+    await reconciler(store, fakeSteps(waitAt(Reason.DeploymentProgressing))).reconcile('rollin', signal);
+    expect(warnings(store), 'a new tenant waiting on its Deployments').toEqual([]);
+    await reconciler(store, fakeSteps(waitAt(Reason.ImagePullFailed))).reconcile('rollin', signal);
+    expect(warnings(store)).toEqual([Reason.ImagePullFailed]);
+    await reconciler(store, fakeSteps()).reconcile('rollin', signal);
+    expect(store.peek('rollin')?.status?.phase).toBe('Active');
+    const drifted = { ...fakeSteps(waitAt(Reason.DeploymentUnavailable)), checkDrift: () => Promise.resolve({ inSync: false as const, step: 'modules' as const, reason: Reason.DeploymentUnavailable, message: 'm', unavailable: false }) };
+    await reconciler(store, drifted).reconcile('rollin', signal);
+    expect(warnings(store), 'an Active tenant whose Deployment became unavailable').toEqual([Reason.ImagePullFailed, Reason.DeploymentUnavailable]);
+  });
+
   it('a waiting tenant is observed from the caches once they show every release and Deployment; otherwise, and at the end of a run, from the API', async () => {
     const observed = (helmSeen: boolean) => (scope: TenantScope) => ({
       modules: Object.fromEntries(scope.modules.map((m) => [m, { readyReplicas: 0, replicas: 1, message: 'not available yet', ...(helmSeen ? { valuesDigest: 'd', chartVersion: '1.0.0' } : {}) }])),

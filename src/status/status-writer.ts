@@ -11,7 +11,7 @@
  * every step is idempotent.
  */
 import type { EvaTenant, EvaTenantStatus } from '../api/evatenant.ts';
-import { Reason } from '../api/reasons.ts';
+import { Reason, ROLLOUT_PROGRESS } from '../api/reasons.ts';
 import { ShutdownError } from '../errors.ts';
 import type { ObservedTenant } from '../steps/observed.ts';
 import type { Logger } from '../log.ts';
@@ -199,8 +199,12 @@ export class StatusWriter {
     const reason = view.problem?.reason;
     if (reason && reason !== this.lastProblem && view.stage !== 'provisioning') {
       const { step = '', message = '', needsUser = false } = view.problem ?? {};
-      this.log.warn({ step, reason, needsUser, problem: message }, 'tenant step not done');
-      this.queueEvent('Warning', reason, `${step}: ${message}`);
+      if (isRolloutProgress(view, reason)) {
+        this.log.debug({ step, reason, problem: message }, 'tenant step waits on its rollout');
+      } else {
+        this.log.warn({ step, reason, needsUser, problem: message }, 'tenant step not done');
+        this.queueEvent('Warning', reason, `${step}: ${message}`);
+      }
     }
     // Not while provisioning: a drift report's reason is carried into the repair, and must still be
     // warned about when the repair comes to rest (waiting) on that same reason.
@@ -215,6 +219,11 @@ export class StatusWriter {
       }),
     );
   }
+}
+
+/** A wait every rollout passes through, while the tenant is brought up or a change is applied (not drift). */
+function isRolloutProgress(view: SagaView, reason: Reason): boolean {
+  return ROLLOUT_PROGRESS.has(reason) && (!view.wasActive || view.updating === true);
 }
 
 /** A new phase or generation: the first sign of work (or of a spec change being applied) is written at once. */
