@@ -19,6 +19,9 @@ import { createLogger } from '../src/log.ts';
 import { chartPath } from '../src/bundle/charts.ts';
 import { SeedCatalog } from '../src/bundle/seeds.ts';
 import { deploymentProblem } from '../src/steps/modules/module-readiness.ts';
+import { desiredNamespace } from '../src/steps/namespace.ts';
+import { desiredNetworkPolicy } from '../src/steps/network.ts';
+import { desiredQuotaObjects } from '../src/steps/quotas.ts';
 import { moduleValues, type ModuleValues } from '../src/steps/modules/module-values.ts';
 import { helmServerPids } from '../test/support/helm.ts';
 import { type OperatorProcess, startOperator } from '../test/support/operator.ts';
@@ -27,8 +30,8 @@ import { repoRoot } from '../test/support/tools.ts';
 import { FLUX_CONTROLLERS, type FluxProcesses, fluxDir, serveCharts, startFlux, type ChartRepository } from './peers-flux.ts';
 import { applyInSlices, operatorEnv, waitAllActive } from './provision.ts';
 
-export const SYSTEMS = ['eva', 'eva-helm-default', 'eva-cli', 'flux', 'flux-nowait', 'floor'] as const;
-/** What a run measures unless --systems says otherwise; eva-helm-default and eva-cli are asked for by name. */
+export const SYSTEMS = ['eva', 'eva-helm-default', 'eva-cli', 'flux', 'flux-nowait', 'floor', 'floor-tenancy'] as const;
+/** What a run measures unless --systems says otherwise; eva-helm-default, eva-cli and floor-tenancy are asked for by name. */
 export const DEFAULT_SYSTEMS: readonly SystemName[] = ['eva', 'flux', 'flux-nowait', 'floor'];
 export type SystemName = (typeof SYSTEMS)[number];
 
@@ -286,37 +289,81 @@ export const FLUX_PROCESS_NAMES: readonly string[] = FLUX_CONTROLLERS;
 
 // ---- the floor: rendered objects applied straight, one client -------------------------------------
 
-/** Server-side apply of every object of `releases`, `concurrency` releases at once, from one client in this process. */
-async function applyReleases(releases: readonly KubernetesObject[][], concurrency: number): Promise<void> {
+/**
+ * What the floor applies for one tenant: its tenancy objects one after another (none for the plain
+ * floor), then its releases side by side, each release's objects in order.
+ */
+interface FloorTenant {
+  tenancy: KubernetesObject[];
+  releases: KubernetesObject[][];
+}
+
+/** Server-side apply of every object of `tenants`, `concurrency` of them at once, from one client in this process. */
+async function applyFloor(tenants: readonly FloorTenant[], concurrency: number): Promise<void> {
   const kubeConfig = loadKubeConfig();
   // Its own User-Agent, so the audit log tells the floor's requests from the harness's watches.
   Object.assign(kubeConfig, { userAgent: FLOOR_USER_AGENT });
   const client = KubernetesObjectApi.makeApiClient(kubeConfig);
+  const apply = async (objects: readonly KubernetesObject[]): Promise<void> => {
+    for (const object of objects) await client.patch(object, undefined, undefined, FLOOR_USER_AGENT, true, PatchStrategy.ServerSideApply);
+  };
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < releases.length) {
-      const objects = releases[next] ?? [];
+    while (next < tenants.length) {
+      const tenant = tenants[next];
       next += 1;
-      for (const object of objects) await client.patch(object, undefined, undefined, FLOOR_USER_AGENT, true, PatchStrategy.ServerSideApply);
+      if (tenant === undefined) continue;
+      await apply(tenant.tenancy);
+      await Promise.all(tenant.releases.map(apply));
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
-async function prepareFloor(settings: RunSettings): Promise<PreparedSystem> {
+/** The NetworkPolicy settings the operator's defaults give (src/config/network-policy.ts), NATS by address. */
+const FLOOR_NETWORK_POLICY = {
+  enabled: true,
+  ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
+  nats: { cidr: '127.0.0.1/32', port: 4222 },
+  dns: { namespaces: { 'kubernetes.io/metadata.name': 'kube-system' }, pods: { 'k8s-app': 'kube-dns' } },
+  removeForeign: false,
+};
+
+/**
+ * A tenant's namespace, ResourceQuota, LimitRange and NetworkPolicy as the operator writes them (its
+ * steps' own builders), the namespace without its owner reference (no EvaTenant here to own it).
+ */
+function tenancyObjects(code: string): KubernetesObject[] {
+  const scope = tenantScopeOf(code);
+  const namespace = desiredNamespace(scope);
+  delete namespace.metadata?.ownerReferences;
+  return [namespace, ...desiredQuotaObjects(scope), desiredNetworkPolicy(scope, FLOOR_NETWORK_POLICY)];
+}
+
+/**
+ * floor: each release a unit (`concurrency` releases in flight), namespaces made before the clock.
+ * floor-tenancy: each tenant a unit (`concurrency` tenants in flight, as the operator reconciles them),
+ * its namespace, quota, limits and NetworkPolicy applied in the clock before its two releases: what
+ * the control plane alone costs for what eva makes of a tenant in Kubernetes, the helm records, the
+ * operator's Secrets, the Ingress and the status aside.
+ */
+async function prepareFloor(settings: RunSettings, withTenancy: boolean): Promise<PreparedSystem> {
   const { codes, concurrency } = settings;
-  await applyNamespaces(codes);
+  if (!withTenancy) await applyNamespaces(codes);
   const catalog = images();
   // Rendered before the clock: helm's share is what the floor leaves out.
-  const releases = codes.flatMap((code) => MODULES.map((module) => renderRelease(code, module, valuesOf(code, module, catalog))));
-  const deployments = new Set(releases.flat().filter((o) => o.kind === 'Deployment').map((o) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`));
+  const rendered = codes.map((code) => ({ code, releases: MODULES.map((module) => renderRelease(code, module, valuesOf(code, module, catalog))) }));
+  const tenants: FloorTenant[] = withTenancy
+    ? rendered.map(({ code, releases }) => ({ tenancy: tenancyObjects(code), releases }))
+    : rendered.flatMap(({ releases }) => releases.map((release) => ({ tenancy: [], releases: [release] })));
+  const deployments = new Set(rendered.flatMap(({ releases }) => releases.flat()).filter((o) => o.kind === 'Deployment').map((o) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`));
   let watch: ReturnType<typeof watchUntilReady> | undefined;
   return {
     processes: () => ({ 'floor client (this process)': process.pid }),
     parentOfChildren: () => undefined,
     start: async () => {
       watch = watchUntilReady('/apis/apps/v1/deployments', deployments, deploymentReady);
-      await applyReleases(releases, concurrency);
+      await applyFloor(tenants, concurrency);
     },
     waitReady: () => watch?.done ?? Promise.resolve(deployments.size),
     stop: () => {
@@ -339,6 +386,8 @@ export function prepare(system: SystemName, settings: RunSettings): Promise<Prep
     case 'flux-nowait':
       return prepareFlux(settings, true);
     case 'floor':
-      return prepareFloor(settings);
+      return prepareFloor(settings, false);
+    case 'floor-tenancy':
+      return prepareFloor(settings, true);
   }
 }

@@ -2,8 +2,8 @@
  * Side by side on one machine (a benchmark that prints figures, not a test):
  *
  *   npm run bench:peers -- [--count 100,500] [--repeats 3] [--concurrency 10] [--systems eva,flux,flux-nowait,floor] [--no-image] [--audit-out DIR]
- *   (--systems may also name eva-helm-default: eva with helm at the operator's default HELM_CONCURRENCY, and eva-cli:
- *   eva with a helm CLI process per release, no helm server)
+ *   (--systems may also name eva-helm-default: eva with helm at the operator's default HELM_CONCURRENCY, eva-cli:
+ *   eva with a helm CLI process per release, no helm server, and floor-tenancy, below)
  *
  * For each count, `repeats` rounds; each round runs every system once, in turn (alternating), each on
  * a FRESH control plane of its own (scripts/dev-cluster.sh in this checkout's bench state folder, its
@@ -16,6 +16,9 @@
  *   flux-nowait  the same with install/upgrade.disableWait, Ready measured by this harness
  *   floor        the same rendered objects (helm template, before the clock) applied by one client
  *                (server-side apply), no helm, no controller: what the control plane alone costs
+ *   floor-tenancy  the same per tenant, `concurrency` tenants at once, each with its namespace, ResourceQuota,
+ *                LimitRange and NetworkPolicy (the operator's own builders) applied first, in the clock: what the
+ *                control plane alone costs for a tenant made as eva makes it (eva/floor-tenancy is eva's own share)
  * Concurrency: `concurrency` releases in flight on every side (operator HELM_CONCURRENCY and
  * RECONCILE_CONCURRENCY, helm-controller and source-controller --concurrent, the floor's workers).
  * Ready: every Deployment Available and rolled out (src/steps/modules/modules.ts deploymentProblem; kwok makes
@@ -116,9 +119,11 @@ interface Measured {
   own: string[];
   /** VmHWM at the end, MiB, by the system's processes. */
   peakMiB: Record<string, number>;
-  /** API requests and writes during the run, by client (audit log). */
+  /** API requests and writes during the run, by client (audit log), Events apart. */
   requests: Record<string, number>;
   writes: Record<string, number>;
+  /** Events created or updated, by client. */
+  events: Record<string, number>;
   /** Requests by client, verb and resource ("helm create secrets"). */
   calls: Record<string, number>;
 }
@@ -148,22 +153,27 @@ function clientName(userAgent = ''): string {
   return clientOf(userAgent);
 }
 
-function countByClient(audited: readonly AuditEvent[]): Pick<Measured, 'requests' | 'writes' | 'calls'> {
+function countByClient(audited: readonly AuditEvent[]): Pick<Measured, 'requests' | 'writes' | 'events' | 'calls'> {
   const requests: Record<string, number> = {};
   const writes: Record<string, number> = {};
+  const events: Record<string, number> = {};
   const calls: Record<string, number> = {};
   const add = (counts: Record<string, number>, key: string): void => {
     counts[key] = (counts[key] ?? 0) + 1;
   };
   for (const event of audited) {
     const client = clientName(event.userAgent);
+    if (event.objectRef?.resource === 'events') {
+      if (WRITE_VERBS.has(event.verb)) add(events, client);
+      continue;
+    }
     add(requests, client);
     if (WRITE_VERBS.has(event.verb)) add(writes, client);
     // A request without an object is discovery (/api, /apis, /version...): its path says which.
     const { resource = event.requestURI?.split('?')[0] ?? '-', subresource } = event.objectRef ?? {};
     add(calls, `${client} ${event.verb} ${resource}${subresource === undefined ? '' : `/${subresource}`}`);
   }
-  return { requests, writes, calls };
+  return { requests, writes, events, calls };
 }
 
 async function measure(system: SystemName, count: number, prepared: PreparedSystem, auditOut: string | undefined): Promise<Measured> {
@@ -218,6 +228,7 @@ const SYSTEM_CLIENTS: Record<SystemName, readonly string[]> = {
   flux: ['helm-controller', 'helm-controller (helm library)', 'source-controller'],
   'flux-nowait': ['helm-controller', 'helm-controller (helm library)', 'source-controller'],
   floor: ['floor client'],
+  'floor-tenancy': ['floor client'],
 };
 
 const sumOf = (counts: Record<string, number>, keys: readonly string[]): number => keys.reduce((sum, k) => sum + (counts[k] ?? 0), 0);
@@ -305,6 +316,7 @@ function printSystem(system: SystemName, runs: Measured[]): Row {
   const clients = SYSTEM_CLIENTS[system];
   console.log(`  API requests per release: ${fmt(median(runs.map((r) => sumOf(r.requests, clients))) / releases)} by ${clients.join(' + ')} (all clients: ${byKey(runs.map((r) => r.requests), releases)})`);
   console.log(`  API writes per release: ${fmt(median(runs.map((r) => sumOf(r.writes, clients))) / releases)} by ${clients.join(' + ')} (all clients: ${byKey(runs.map((r) => r.writes), releases)})`);
+  console.log(`  Events written per release: ${fmt(median(runs.map((r) => sumOf(r.events, clients))) / releases)} by ${clients.join(' + ')} (all clients: ${byKey(runs.map((r) => r.events), releases)})`);
   console.log(`  its requests per release, most first: ${topCalls(runs, clients, releases)}`);
   const tenants = runs[0]?.count ?? 1;
   console.log(`  its requests per tenant (${releases / tenants} releases) by kind: ${requestsByKind(runs, clients, tenants)}`);
@@ -325,7 +337,7 @@ function printRatios(rows: Row[]): void {
         ? `, peak memory with its helm processes (PSS) ${fmt(eva.memoryWithChildren / other.memoryWithChildren, 2)}`
         : `, peak memory ${fmt(eva.memory / other.memory, 2)} (its processes, VmHWM summed), ${fmt(eva.memoryWithChildren / other.memory, 2)} (the pod: sampled, PSS summed) against ${other.system}'s summed`;
       const cpu = `, own CPU per release ${fmt(eva.cpuPerRelease.own / other.cpuPerRelease.own, 2)}`;
-      console.log(`  ${eva.system}/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${cpu}${other.system === 'floor' ? '' : memory}`);
+      console.log(`  ${eva.system}/${other.system}: wall ${fmt(eva.wall / other.wall, 2)}${cpu}${other.system.startsWith('floor') ? '' : memory}`);
     }
   }
   // The floor's API server does the same work on every machine: its CPU per release says how fast this one is.

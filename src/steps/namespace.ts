@@ -36,7 +36,7 @@ function namespaceLabels(scope: TenantScope): Record<string, string> {
   };
 }
 
-function desiredNamespace(scope: TenantScope): V1Namespace {
+export function desiredNamespace(scope: TenantScope): V1Namespace {
   return {
     apiVersion: 'v1',
     kind: 'Namespace',

@@ -39,6 +39,11 @@ function desiredLimitRange(scope: TenantScope): V1LimitRange {
   };
 }
 
+/** The tier's ResourceQuota and the LimitRange, as this step writes them (bench/peers.ts applies them too). */
+export function desiredQuotaObjects(scope: TenantScope): [V1ResourceQuota, V1LimitRange] {
+  return [desiredQuota(scope, desiredQuotaHard(scope)), desiredLimitRange(scope)];
+}
+
 const readQuota = (reads: KubeReads, namespace: string): Promise<V1ResourceQuota | undefined> => reads.get('ResourceQuota', namespace, QUOTA_NAME);
 const readLimitRange = (reads: KubeReads, namespace: string): Promise<V1LimitRange | undefined> => reads.get('LimitRange', namespace, LIMIT_RANGE_NAME);
 
