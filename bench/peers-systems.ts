@@ -19,6 +19,8 @@ import { createLogger } from '../src/log.ts';
 import { chartPath } from '../src/bundle/charts.ts';
 import { SeedCatalog } from '../src/bundle/seeds.ts';
 import { deploymentProblem } from '../src/steps/modules/module-readiness.ts';
+import { EnvReader } from '../src/config/env-reader.ts';
+import { readNetworkPolicy } from '../src/config/network-policy.ts';
 import { desiredNamespace } from '../src/steps/namespace.ts';
 import { desiredNetworkPolicy } from '../src/steps/network.ts';
 import { desiredQuotaObjects } from '../src/steps/quotas.ts';
@@ -320,14 +322,8 @@ async function applyFloor(tenants: readonly FloorTenant[], concurrency: number):
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
-/** The NetworkPolicy settings the operator's defaults give (src/config/network-policy.ts), NATS by address. */
-const FLOOR_NETWORK_POLICY = {
-  enabled: true,
-  ingressNamespaces: { 'kubernetes.io/metadata.name': 'ingress-nginx' },
-  nats: { cidr: '127.0.0.1/32', port: 4222 },
-  dns: { namespaces: { 'kubernetes.io/metadata.name': 'kube-system' }, pods: { 'k8s-app': 'kube-dns' } },
-  removeForeign: false,
-};
+/** The operator's own NetworkPolicy settings (its defaults), NATS by address as the bench's NATS is. */
+const FLOOR_NETWORK_POLICY = readNetworkPolicy(new EnvReader({ NETWORK_POLICY_NATS_CIDR: '127.0.0.1/32' }), { moduleUrl: 'nats://127.0.0.1:4222' }, 'eva-system');
 
 /**
  * A tenant's namespace, ResourceQuota, LimitRange and NetworkPolicy as the operator writes them (its

@@ -35,7 +35,7 @@ export function readIngressException(env: EnvReader): Pick<NetworkPolicySettings
   };
 }
 
-export function readNetworkPolicy(env: EnvReader, nats: NatsSettings, operatorNamespace: string): NetworkPolicySettings {
+export function readNetworkPolicy(env: EnvReader, nats: Pick<NatsSettings, 'moduleUrl'>, operatorNamespace: string): NetworkPolicySettings {
   const cidr = env.optional('NETWORK_POLICY_NATS_CIDR');
   if (cidr !== undefined && !isCidr(cidr)) env.problems.push(`NETWORK_POLICY_NATS_CIDR must be an address range like 10.0.0.5/32, got "${cidr}"`);
   const port = natsPort(nats.moduleUrl);
