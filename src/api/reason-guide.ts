@@ -41,6 +41,8 @@ export interface ReasonGuide {
 }
 
 const NOTHING = 'Nothing: it is not a problem.';
+/** Why a step's completion Event is written: only a step redone on a tenant that was Active is news. */
+const STEP_REDONE = 'A step redone on a tenant that was Active: a spec change applied or drift repaired (a new tenant shows ProvisioningStarted and ProvisioningComplete only; its conditions show each step).';
 const WAIT_REMOVAL =
   'Wait: the decommission retries with backoff. When it stays, look at what keeps the object (a finalizer, a webhook refusing the delete) in the operator log; only if it can never go, force the step past with annotation eva.aidonow.com/force-decommission.';
 
@@ -101,12 +103,12 @@ export const REASON_GUIDE: Readonly<Record<Reason, ReasonGuide>> = {
 
   // -- events -----------------------------------------------------------------------------------------
   ProvisioningStarted: { area: 'events', meaning: 'Event: provisioning of the tenant started.', cause: 'A new tenant, or one set back to Active.', action: NOTHING },
-  NamespaceCreated: { area: 'events', meaning: 'Event: step namespace completed.', cause: 'Provisioning.', action: NOTHING },
-  SeedLoaded: { area: 'events', meaning: 'Event: step seed completed (the seed data is applied).', cause: 'Provisioning.', action: NOTHING },
-  ModuleDeployStarted: { area: 'events', meaning: 'Event: the module releases are being installed or upgraded.', cause: 'Provisioning or a spec change.', action: NOTHING },
-  ModuleDeployComplete: { area: 'events', meaning: 'Event: step modules completed.', cause: 'Provisioning.', action: NOTHING },
-  IngressProvisioned: { area: 'events', meaning: 'Event: step ingress completed.', cause: 'Provisioning.', action: NOTHING },
-  ProvisioningComplete: { area: 'events', meaning: 'Event: all five conditions are True for the first time; the tenant is Active.', cause: 'Provisioning finished.', action: NOTHING },
+  NamespaceCreated: { area: 'events', meaning: 'Event: step namespace completed.', cause: STEP_REDONE, action: NOTHING },
+  SeedLoaded: { area: 'events', meaning: 'Event: step seed completed (the seed data is applied).', cause: STEP_REDONE, action: NOTHING },
+  ModuleDeployStarted: { area: 'events', meaning: 'Event: the module releases are being upgraded or reinstalled.', cause: STEP_REDONE, action: NOTHING },
+  ModuleDeployComplete: { area: 'events', meaning: 'Event: step modules completed.', cause: STEP_REDONE, action: NOTHING },
+  IngressProvisioned: { area: 'events', meaning: 'Event: step ingress completed.', cause: STEP_REDONE, action: NOTHING },
+  ProvisioningComplete: { area: 'events', meaning: 'Event: all five conditions are True for the first time; the tenant is Active (the message says how long it took).', cause: 'Provisioning finished.', action: NOTHING },
   DeprovisionStarted: { area: 'events', meaning: 'Event: the decommission started.', cause: 'The EvaTenant was deleted, or spec.lifecycle set to Decommissioned.', action: NOTHING },
   DeprovisionComplete: {
     area: 'events',

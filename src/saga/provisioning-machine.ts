@@ -33,10 +33,11 @@ export interface SagaContext {
 
 export type SagaEvent = { type: 'RECONCILE' } | { type: 'SPEC_CHANGED' };
 
+/** A step's own events say whether the tenant had been Active (a change or a repair) or is new. */
 export type SagaEmitted =
   | { type: 'ProvisioningStarted' }
-  | { type: 'StepCompleted'; step: StepName }
-  | { type: StepStartedEvent }
+  | { type: 'StepCompleted'; step: StepName; wasActive: boolean }
+  | { type: StepStartedEvent; wasActive: boolean }
   | { type: 'ProvisioningComplete' };
 
 export const REST_TAG = 'rest';
@@ -85,7 +86,7 @@ type SagaStateConfig = Parameters<typeof saga.createStateConfig>[0];
 function stepState(step: StepName, next: string): SagaStateConfig {
   const started = STEP_DESCRIPTORS[step].startedEvent;
   return saga.createStateConfig({
-    entry: started === null ? [] : emit({ type: started }),
+    entry: started === null ? [] : emit(({ context }) => ({ type: started, wasActive: context.wasActive })),
     invoke: {
       src: 'runStep',
       input: { step },
@@ -102,7 +103,7 @@ function stepState(step: StepName, next: string): SagaStateConfig {
         },
         {
           target: next,
-          actions: [assign({ problem: undefined }), emit({ type: 'StepCompleted' as const, step })],
+          actions: [assign({ problem: undefined }), emit(({ context }) => ({ type: 'StepCompleted' as const, step, wasActive: context.wasActive }))],
         },
       ],
       onError: [

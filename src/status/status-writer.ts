@@ -173,6 +173,10 @@ export class StatusWriter {
   }
 
   announce(emitted: SagaEmitted): void {
+    // A new tenant's story is ProvisioningStarted and ProvisioningComplete (its conditions show each
+    // step): an Event per step would be a write per step saying what the status says. On a tenant
+    // that was Active, a step redone (a change applied, drift repaired) is news.
+    if ('wasActive' in emitted && !emitted.wasActive) return;
     if (emitted.type === 'StepCompleted') {
       const reason = STEP_DESCRIPTORS[emitted.step].completedEvent;
       if (reason !== null) this.queueEvent('Normal', reason, `step ${emitted.step} complete`);
@@ -183,7 +187,7 @@ export class StatusWriter {
       if (started) this.becameActiveAfterSeconds = (Date.now() - Date.parse(started)) / 1000;
     }
     // The saga's own events are named as their reasons in the catalogue.
-    this.queueEvent('Normal', Reason[emitted.type], sagaEventMessage(emitted.type));
+    this.queueEvent('Normal', Reason[emitted.type], sagaEventMessage(emitted.type, this.becameActiveAfterSeconds));
   }
 
   async event(type: 'Normal' | 'Warning', reason: Reason, message: string): Promise<void> {
@@ -250,14 +254,14 @@ function takesUpStoredProblem(stored: EvaTenantStatus | undefined, view: SagaVie
   return stored.conditions?.some((c) => c.type === condition && c.status === 'False') === true;
 }
 
-function sagaEventMessage(type: SagaEmitted['type']): string {
+function sagaEventMessage(type: SagaEmitted['type'], activeAfterSeconds: number | undefined): string {
   switch (type) {
     case 'ProvisioningStarted':
       return 'provisioning started';
     case 'ModuleDeployStarted':
       return 'installing module releases';
     case 'ProvisioningComplete':
-      return 'all five conditions are True; the tenant is Active';
+      return `all five conditions are True; the tenant is Active${activeAfterSeconds === undefined ? '' : ` ${activeAfterSeconds.toFixed(1)} s after provisioning started`}`;
     default:
       return type;
   }
