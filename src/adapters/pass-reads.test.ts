@@ -52,7 +52,9 @@ describe('PassReads', () => {
     expect(await reads.get('Secret', NS, 'eva-nats'), 'a reader gets a copy').toEqual(secret('eva-nats'));
     expect(await reads.get('Secret', 'eva-system', 'eva-nats'), 'another namespace: the API server').toEqual(secret('eva-nats', 'eva-system'));
 
-    reads.handOver(NS);
+    expect(reads.handOver(NS), 'created by this pass').toBe(true);
+    expect(reads.handOver(NS), 'handed over already').toBe(false);
+    expect(reads.handOver('eva-system'), 'not created by this pass').toBe(false);
     await reads.get('Secret', NS, 'eva-nats');
     await reads.list('Deployment', NS);
     expect(asked).toEqual(['get Secret eva-system/eva-nats', `get Secret ${NS}/eva-nats`, `list Deployment ${NS}`]);

@@ -25,8 +25,8 @@ export class PassReads implements KubeReads {
     this.born.set(namespace, new Map());
   }
 
-  handOver(namespace: string): void {
-    this.born.delete(namespace);
+  handOver(namespace: string): boolean {
+    return this.born.delete(namespace);
   }
 
   /** The Kube view's observer (Kube.observedBy): what the pass wrote, as the API server returned it. */

@@ -53,8 +53,11 @@ export interface KubeReads {
   list<K extends ListedKind>(kind: K, namespace: string): Promise<TenantObjects[K][]>;
   /** This pass created `namespace` (201): until `handOver`, only the pass writes there (pass-reads.ts). */
   namespaceCreated?(namespace: string): void;
-  /** Another writer (helm) is let into `namespace`: its reads go to the API server again. */
-  handOver?(namespace: string): void;
+  /**
+   * Another writer (helm) is let into `namespace`: its reads go to the API server again. True when
+   * this pass created the namespace (nothing of helm's can be there: the pass's reads said so).
+   */
+  handOver?(namespace: string): boolean;
 }
 
 const MANAGED = `${LABELS.managedBy}=${MANAGED_BY}`;

@@ -100,11 +100,13 @@ function assertNotShuttingDown(scope: TenantScope): void {
  * Runs helm for a release whose state calls for it (see release-state.ts), once its stored records
  * passed the check (release-records.ts): read from the API server, not the labels the state came
  * from, since helm acts on every record of the name, ours or not. A pending one is unlocked first.
+ * In a namespace this pass created (`born`) there is no record to read: the pass's reads found none
+ * and nobody else wrote there; helm's install still refuses a name taken meanwhile (retried).
  */
-async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: DesiredRelease, current: ReleaseRecord | undefined): Promise<void> {
+async function ensureRelease(scope: TenantScope, deps: ModuleStepDeps, desired: DesiredRelease, current: ReleaseRecord | undefined, born: boolean): Promise<void> {
   const log = scope.log.child({ module: desired.module });
   assertNotShuttingDown(scope);
-  const records = await checkedRecords(deps.kube, { namespace: scope.namespace, release: desired.module });
+  const records = born ? [] : await checkedRecords(deps.kube, { namespace: scope.namespace, release: desired.module });
   const unlocked = await unlockRelease(deps.kube, scope.namespace, records);
   if (unlocked !== undefined) log.warn({ status: unlocked.labels.status, revision: Number(unlocked.labels.version), action: 'unlocked' }, 'recovered a release left pending by an interrupted helm');
   assertNotShuttingDown(scope);
@@ -160,16 +162,23 @@ export function combineFailures(failures: readonly { module: string; error: unkn
     : new DependencyError(reason, message, { cause: lead.error });
 }
 
-async function settleAll(jobs: readonly { module: string; run: () => Promise<void> }[]): Promise<void> {
-  const results = await Promise.allSettled(jobs.map((job) => job.run()));
+/** One module's helm work; `born`: the namespace was created by this pass (see ensureRelease). */
+interface ReleaseJob {
+  module: string;
+  run: (born: boolean) => Promise<void>;
+}
+
+async function settleAll(jobs: readonly ReleaseJob[], born: boolean): Promise<void> {
+  const results = await Promise.allSettled(jobs.map((job) => job.run(born)));
   const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ module: jobs[i]?.module ?? '?', error: r.reason as unknown }] : []));
   const error = combineFailures(failures);
   if (error !== undefined) throw error;
 }
 
 /**
- * The Deployments' rollout is the controller-manager's: when helm ran, verify judges what it did;
- * when nothing needed helm, ensure judges the Deployments it just read (no second read).
+ * The Deployments' rollout is the controller-manager's: when helm ran, verify judges what it did
+ * (in a namespace this pass made, the rollout has only begun: a wait, no reads); when nothing needed
+ * helm, ensure judges the Deployments it just read (no second read).
  */
 async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict | undefined> {
   const natsRevision = await readNatsRevision(deps.reads, scope);
@@ -182,7 +191,7 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   const deployments = await listModuleDeployments(deps.reads, scope.namespace);
   const deployed = new Set(deployments.map(instanceOf));
   const desired = new Map<ModuleName, DesiredRelease>();
-  const jobs: { module: string; run: () => Promise<void> }[] = [];
+  const jobs: ReleaseJob[] = [];
   for (const module of scope.modules) {
     try {
       desired.set(module, desiredRelease(module, scope, deps, secrets));
@@ -193,15 +202,18 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   for (const release of desired.values()) {
     const state = releaseState(release.hash, byName.get(release.module), deployed.has(release.module));
     if (actionFor(state) === 'none') continue;
-    jobs.push({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module)) });
+    jobs.push({ module: release.module, run: (born) => ensureRelease(scope, deps, release, byName.get(release.module), born) });
   }
   for (const release of undesiredReleases(new Set<string>(scope.modules), releases)) {
     jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
   }
   if (jobs.length === 0) return judgeDeployments(scope, deps.kube, deployments);
-  deps.reads.handOver?.(scope.namespace);
-  await settleAll(jobs);
-  return undefined;
+  const born = deps.reads.handOver?.(scope.namespace) === true;
+  await settleAll(jobs, born);
+  // Installed in a namespace this pass made: helm created the Deployments a moment ago and they are
+  // not Available yet; verify's five reads would only say so. Their watch (wakeOn) or the poll
+  // brings the tenant back, and verify judges then.
+  return born ? notReady(Reason.DeploymentProgressing, `${[...desired.keys()].join(', ')}: installed just now, rolling out`) : undefined;
 }
 
 // ---- verify / remove ------------------------------------------------------------------------------
@@ -244,7 +256,7 @@ async function judgeDeployments(scope: TenantScope, kube: Kube, deployments: rea
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const ours = (await readReleases(deps.reads, scope.namespace)).filter(isOurs);
   const retire = { module: 'spec.valuesFrom', run: () => retireValuesSources(scope, apiValuesSourceBindings(deps.kube), deps.config.leaseNamespace) };
-  await settleAll([...ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })), retire]);
+  await settleAll([...ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })), retire], false);
 }
 
 async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {

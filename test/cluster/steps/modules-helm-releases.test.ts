@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Tier } from '../../../src/api/constants.ts';
 import type { EvaTenantSpec } from '../../../src/api/evatenant.ts';
 import { asRecord, readReleases, type ReleaseRecord } from '../../../src/adapters/helm.ts';
@@ -31,6 +31,7 @@ import { helmServerBinary, repoRoot, tool } from '../../support/tools.ts';
 import { configMapIn, hostileCharts } from '../../support/hostile-charts.ts';
 import { testScope, useNatsServer } from '../../support/fixtures.ts';
 import { apiKube } from '../../support/api-reads.ts';
+import { PassReads } from '../../../src/adapters/pass-reads.ts';
 import { recordStep } from '../../../src/steps/record.ts';
 import { seedStep } from '../../../src/steps/seed/seed.ts';
 import { fileReadsDuring } from '../../support/fs-reads.ts';
@@ -368,6 +369,46 @@ describe('modules step (real helm, real control plane)', () => {
     await step.verify(scope, deps());
     expect(helmCalls.length).toBe(before);
     console.log(`[measure] Starter install (2 modules): ensure ${installMs.toFixed(0)} ms, ready after ${readyMs.toFixed(0)} ms; no-op repeat ${repeatMs.toFixed(0)} ms`);
+  });
+
+  it('in a namespace the pass made: no record read before helm, and ensure waits on the rollout without reading it; elsewhere both are read', async () => {
+    // A pass's reads, as the operator has them: the two Secrets the values carry are the pass's own writes.
+    const passReads = async (scope: TenantScope, born: boolean): Promise<PassReads> => {
+      const reads = new PassReads(apiKube(kube).reads);
+      if (!born) return reads;
+      reads.namespaceCreated(scope.namespace);
+      for (const name of [NATS_CREDENTIALS_SECRET, credentialsSecretName(scope.code)]) {
+        const secret = await kube.core.readNamespacedSecret({ name, namespace: scope.namespace });
+        secret.kind = 'Secret';
+        reads.remember(secret);
+      }
+      return reads;
+    };
+    const listsDuring = async (scope: TenantScope, born: boolean): Promise<{ verdict: Verdict | undefined; secrets: number; deployments: number }> => {
+      const reads = await passReads(scope, born);
+      const secrets = vi.spyOn(kube.core, 'listNamespacedSecret');
+      const deployments = vi.spyOn(kube.apps, 'listNamespacedDeployment');
+      try {
+        const verdict = await step.ensure(scope, { ...deps(), reads });
+        return { verdict, secrets: secrets.mock.calls.length, deployments: deployments.mock.calls.length };
+      } finally {
+        secrets.mockRestore();
+        deployments.mockRestore();
+      }
+    };
+    const born = await tenantScope('Starter');
+    const made = await listsDuring(born, true);
+    expect(made.verdict).toEqual({ ready: false, reason: 'DeploymentProgressing', message: 'orbit-crm, orbit-itsm: installed just now, rolling out' });
+    expect(made, 'no release record or Deployment read').toMatchObject({ secrets: 0, deployments: 0 });
+    expect(await untilReady(born)).toEqual({ ready: true });
+    await expectStarterDeployed(born);
+
+    // The positive control: the same first install in a namespace the pass did not make reads both, and leaves the judging to verify.
+    const existing = await tenantScope('Starter');
+    const found = await listsDuring(existing, false);
+    expect(found.verdict).toBeUndefined();
+    expect(found.secrets, 'the releases listed, then each release\'s records checked before helm').toBe(3);
+    expect(await untilReady(existing)).toEqual({ ready: true });
   });
 
   it('measures the file reads of drift checks of the steps that read the bundle (record, seed, modules)', async () => {
