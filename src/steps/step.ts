@@ -38,11 +38,17 @@ export interface WakeOn {
   readonly kind: TenantKind;
   /** The part of the object the step's verify judges, as a comparable string. */
   state(obj: KubernetesObject): string;
+  /**
+   * Whether the object is as the step waits for it (a Deployment Available). One turning so wakes its
+   * tenant once every other one of the kind in the namespace is so too: the step waits for them all.
+   * Any other change (a failure, a deletion) wakes at once. Absent: every change wakes.
+   */
+  ready?(obj: KubernetesObject): boolean;
 }
 
-export function wakeOn<K extends TenantKind>(kind: K, state: (obj: TenantObjects[K]) => string): WakeOn {
+export function wakeOn<K extends TenantKind>(kind: K, state: (obj: TenantObjects[K]) => string, ready?: (obj: TenantObjects[K]) => boolean): WakeOn {
   // The cache hands each kind's handlers only objects of that kind.
-  return { kind, state };
+  return ready === undefined ? { kind, state } : { kind, state, ready };
 }
 
 export interface Step<Deps> {

@@ -1,6 +1,6 @@
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { deploymentProblem, imagePullProblem } from './module-readiness.ts';
+import { deploymentProblem, imagePullProblem, wakingState } from './module-readiness.ts';
 
 function deployment(status: V1Deployment['status'], generation = 1, replicas = 1): V1Deployment {
   const d: V1Deployment = { metadata: { name: 'orbit-crm', generation }, spec: { replicas, selector: {}, template: {} }, status };
@@ -36,6 +36,16 @@ describe('deployment readiness', () => {
     ['another pod failure', deployment({ observedGeneration: 1, conditions: [{ type: 'ReplicaFailure', status: 'True', message: 'violates PodSecurity' }] }), 'ReplicaFailure'],
   ])('is not ready with %s', (_what, d, reason) => {
     expect(deploymentProblem(d)?.reason).toBe(reason);
+  });
+
+  it('wakes its tenant when it turns Available, fails or changes, not at each stage of a rollout', () => {
+    const progressing = wakingState(deployment({ observedGeneration: 1, updatedReplicas: 0, conditions: [] }));
+    const unavailable = wakingState(deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [{ type: 'Available', status: 'False' }] }));
+    const ready = wakingState(deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }));
+    const stalled = wakingState(deployment({ observedGeneration: 1, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] }));
+    const changed = wakingState(deployment({ observedGeneration: 1, updatedReplicas: 1, conditions: [available] }, 2));
+    expect(unavailable, 'Progressing -> Unavailable is one rollout').toBe(progressing);
+    expect(new Set([progressing, ready, stalled, changed]).size, 'Available, stalled and a new generation each wake').toBe(4);
   });
 });
 

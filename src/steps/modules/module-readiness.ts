@@ -5,7 +5,7 @@
  */
 import type { V1Deployment, V1Pod } from '@kubernetes/client-node';
 import type { ModuleName } from '../../api/modules.ts';
-import { Reason } from '../../api/reasons.ts';
+import { Reason, ROLLOUT_PROGRESS } from '../../api/reasons.ts';
 
 export type Problem = { reason: Reason; message: string };
 type DeploymentCondition = NonNullable<NonNullable<V1Deployment['status']>['conditions']>[number];
@@ -94,4 +94,16 @@ export function deploymentProblems(deployments: readonly V1Deployment[], modules
   }
   // Quota first: it will not fix itself, and it is the message the tenant's owner needs.
   return problems.sort((a, b) => Number(b.reason === Reason.QuotaExceeded) - Number(a.reason === Reason.QuotaExceeded));
+}
+
+/**
+ * What of a Deployment wakes the tenant waiting on it (the modules step's wakeOn): its spec changed
+ * (generation), it became Available, it fails (a quota, a stalled rollout), and not each stage of a
+ * rollout in between (Progressing, then Unavailable): the tenant waits through those either way, and
+ * a pass for each would read and write for nothing.
+ */
+export function wakingState(deployment: V1Deployment): string {
+  const reason = deploymentProblem(deployment)?.reason;
+  const state = reason === undefined ? 'Available' : ROLLOUT_PROGRESS.has(reason) ? 'RollingOut' : reason;
+  return JSON.stringify([deployment.metadata?.generation, state]);
 }

@@ -29,7 +29,7 @@ import { credentialsSecretName, readCredentials } from '../credentials.ts';
 import { writeSecretValuesFile } from '../../adapters/secret-values-file.ts';
 import { DependencyError, InputError, messageOf, problemOf, type StepError } from '../../errors.ts';
 import { type ModuleValues, moduleValues, secretStrings, valuesFileContent, valuesHash } from './module-values.ts';
-import { deploymentProblem, deploymentProblems, instanceOf, type Problem } from './module-readiness.ts';
+import { deploymentProblem, deploymentProblems, instanceOf, type Problem, wakingState } from './module-readiness.ts';
 import { notReady, READY, type Step, type Verdict, wakeOn } from '../step.ts';
 import type { TenantScope } from '../../tenancy/scope.ts';
 import { imageReference, withRenderGuard } from '../render-guard/render-guard-run.ts';
@@ -271,7 +271,7 @@ async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<
   return verdictOf(problems);
 }
 
-/** A module Deployment becoming available (or failing, e.g. on quota), or being deleted. */
-const deploymentState = wakeOn('Deployment', (deployment) => JSON.stringify([deployment.metadata?.generation, deploymentProblem(deployment)?.reason ?? 'Available']));
+/** A module Deployment becoming available (the last of the tenant's), failing or changed (module-readiness.ts), or being deleted. */
+const deploymentState = wakeOn('Deployment', wakingState, (deployment) => deploymentProblem(deployment) === undefined);
 
 export const modulesStep: Step<ModuleStepDeps> = { name: 'modules', ensure, verify, remove, verifyRemoved, wakeOn: deploymentState };
