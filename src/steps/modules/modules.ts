@@ -162,14 +162,8 @@ export function combineFailures(failures: readonly { module: string; error: unkn
     : new DependencyError(reason, message, { cause: lead.error });
 }
 
-/** One module's helm work; `born`: the namespace was created by this pass (see ensureRelease). */
-interface ReleaseJob {
-  module: string;
-  run: (born: boolean) => Promise<void>;
-}
-
-async function settleAll(jobs: readonly ReleaseJob[], born: boolean): Promise<void> {
-  const results = await Promise.allSettled(jobs.map((job) => job.run(born)));
+async function settleAll(jobs: readonly { module: string; run: () => Promise<void> }[]): Promise<void> {
+  const results = await Promise.allSettled(jobs.map((job) => job.run()));
   const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ module: jobs[i]?.module ?? '?', error: r.reason as unknown }] : []));
   const error = combineFailures(failures);
   if (error !== undefined) throw error;
@@ -191,25 +185,23 @@ async function ensure(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict
   const deployments = await listModuleDeployments(deps.reads, scope.namespace);
   const deployed = new Set(deployments.map(instanceOf));
   const desired = new Map<ModuleName, DesiredRelease>();
-  const jobs: ReleaseJob[] = [];
+  const refused: { module: string; run: () => Promise<void> }[] = [];
   for (const module of scope.modules) {
     try {
       desired.set(module, desiredRelease(module, scope, deps, secrets));
     } catch (err) {
-      jobs.push({ module, run: () => Promise.reject(err instanceof Error ? err : new Error(String(err))) });
+      refused.push({ module, run: () => Promise.reject(err instanceof Error ? err : new Error(String(err))) });
     }
   }
-  for (const release of desired.values()) {
-    const state = releaseState(release.hash, byName.get(release.module), deployed.has(release.module));
-    if (actionFor(state) === 'none') continue;
-    jobs.push({ module: release.module, run: (born) => ensureRelease(scope, deps, release, byName.get(release.module), born) });
-  }
-  for (const release of undesiredReleases(new Set<string>(scope.modules), releases)) {
-    jobs.push({ module: release.name, run: () => uninstallRelease(scope, deps, release) });
-  }
-  if (jobs.length === 0) return judgeDeployments(scope, deps.kube, deployments);
+  const toEnsure = [...desired.values()].filter((release) => actionFor(releaseState(release.hash, byName.get(release.module), deployed.has(release.module))) !== 'none');
+  const toUninstall = undesiredReleases(new Set<string>(scope.modules), releases);
+  if (refused.length + toEnsure.length + toUninstall.length === 0) return judgeDeployments(scope, deps.kube, deployments);
   const born = deps.reads.handOver?.(scope.namespace) === true;
-  await settleAll(jobs, born);
+  await settleAll([
+    ...refused,
+    ...toEnsure.map((release) => ({ module: release.module, run: () => ensureRelease(scope, deps, release, byName.get(release.module), born) })),
+    ...toUninstall.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })),
+  ]);
   // Installed in a namespace this pass made: helm created the Deployments a moment ago and they are
   // not Available yet; verify's five reads would only say so. Their watch (wakeOn) or the poll
   // brings the tenant back, and verify judges then.
@@ -256,7 +248,7 @@ async function judgeDeployments(scope: TenantScope, kube: Kube, deployments: rea
 async function remove(scope: TenantScope, deps: ModuleStepDeps): Promise<void> {
   const ours = (await readReleases(deps.reads, scope.namespace)).filter(isOurs);
   const retire = { module: 'spec.valuesFrom', run: () => retireValuesSources(scope, apiValuesSourceBindings(deps.kube), deps.config.leaseNamespace) };
-  await settleAll([...ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })), retire], false);
+  await settleAll([...ours.map((release) => ({ module: release.name, run: () => uninstallRelease(scope, deps, release) })), retire]);
 }
 
 async function verifyRemoved(scope: TenantScope, deps: ModuleStepDeps): Promise<Verdict> {
