@@ -1,6 +1,7 @@
 /**
- * Beyond one cluster (docs/multi-cluster.md): three local control planes, a hub and two members (each
- * with its own NATS and operator), joined by a real multi-cluster engine, Open Cluster Management
+ * Beyond one cluster (docs/multi-cluster.md): a hub (a local control plane) and two members, each a real
+ * node with its own NATS and the operator chart installed by helm as users install it (its pod runs
+ * the image this checkout built), joined by a real multi-cluster engine, Open Cluster Management
  * (test/tools/build-ocm.sh). Tenants are written on the hub as the engine's objects: a Placement
  * choosing a member by its labels, then the tenant's ManifestWork in the chosen member's namespace;
  * the member's work agent applies it, its operator provisions it, and the agent feeds the member's
@@ -20,12 +21,13 @@ import { ARGO_HEALTH } from '../test/support/health-tools.ts';
 import { binDir, repoRoot } from '../test/support/tools.ts';
 import { boundServiceAccount, CLUSTER_SET, type HubControllerProcess, HubTenants, IN_CLUSTER_SET, installHubChart, isActiveOnHub, moveOf, readyOf, spawnHubController, startHubController, TENANTS_NAMESPACE } from '../test/support/hub-tenants.ts';
 import { figures as moveFigures, type MoveProgress } from '../src/multicluster/move.ts';
-import { connectAsModule, publishAsModule, readAsModule } from '../test/support/nats.ts';
+import { connectAsModule, type Credentials, moduleCredentials, publishAsModule, readAsModule } from '../test/support/nats.ts';
 import { testAccounts } from '../test/support/fixtures.ts';
 import { dataBucket } from '../src/tenancy/names.ts';
 import { SUITE_OPERATOR } from '../test/support/operator-identity.ts';
 import { eventually } from '../test/support/kubectl.ts';
-import { type Kubectl, type Member, MEMBER_EXECUTOR, type MemberOperator, OcmHub, onPlane, type Plane, planeDown, planeUp, refusedOnPlane, startMemberOperator } from '../test/support/multi-cluster.ts';
+import { type Kubectl, type Member, MEMBER_EXECUTOR, memberDown, MemberOperator, type MemberPlane, memberUp, OcmHub, onPlane, peerMembers, type Plane, planeDown, planeUp, refusedOnPlane } from '../test/support/multi-cluster.ts';
+import { runScript } from '../test/support/real-node.ts';
 import { capsuleCodes, runLetters } from '../test/support/random.ts';
 
 const SETUP_MS = 600_000;
@@ -34,9 +36,11 @@ const run = runLetters().toLowerCase();
 
 let hub: OcmHub;
 let tenants: HubTenants;
-let planes: Plane[] = [];
+let hubPlane: Plane | undefined;
+const memberPlanes: MemberPlane[] = [];
 const members: Record<'eu' | 'us', Member | undefined> = { eu: undefined, us: undefined };
 const operators = new Map<Plane, MemberOperator>();
+const times: Record<string, number> = {};
 let controller: HubControllerProcess | undefined;
 
 function member(region: 'eu' | 'us'): Member {
@@ -118,10 +122,22 @@ async function untilHub(name: string, cluster: string, check: (view: HubTenantVi
 }
 
 
+/** The member's operator the chart installed there. */
+function operatorOf(plane: Plane): MemberOperator {
+  const installed = operators.get(plane);
+  if (installed === undefined) throw new Error(`no operator chart on ${plane.name}`);
+  return installed;
+}
+
 beforeAll(async () => {
   const started = Date.now();
-  planes = [planeUp('hub', 0), planeUp('member-eu', 1), planeUp('member-us', 2)];
-  const [hubPlane, eu, us] = planes as [Plane, Plane, Plane];
+  times['image build'] = await runScript('scripts/build-image.sh', [], 1_500_000);
+  hubPlane = planeUp('hub', 0);
+  const eu = await memberUp('member-eu', 1, times);
+  memberPlanes.push(eu);
+  const us = await memberUp('member-us', 2);
+  memberPlanes.push(us);
+  await peerMembers(memberPlanes);
   hub = await OcmHub.start(hubPlane);
   members.eu = await hub.join(eu, 'member-eu', { ...IN_CLUSTER_SET, region: 'eu' });
   members.us = await hub.join(us, 'member-us', { ...IN_CLUSTER_SET, region: 'us' });
@@ -130,18 +146,18 @@ beforeAll(async () => {
   controller = await startHubController(hub, [member('eu'), member('us')]);
   workHealthLua = installedWorkHealthCheck(hubPlane);
   // member-us gets its operator chart (CRD, operator) in the first test, after a tenant was placed there.
-  operators.set(eu, await startMemberOperator(eu));
-  console.info(`[multi-cluster] a hub and two members joined, member-eu's operator running, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  operators.set(eu, await MemberOperator.install(eu, times));
+  console.info(`[multi-cluster] a hub and two members (real nodes) joined, member-eu's operator chart installed and Ready, in ${((Date.now() - started) / 1000).toFixed(1)} s; stages (s): ${JSON.stringify(times)}`);
 }, SETUP_MS);
 
 afterAll(async () => {
   try {
-    await Promise.all([...operators.values()].map(({ operator }) => operator.stop()));
     await controller?.stop();
     // Unset when the setup failed before the hub started.
     await (hub as OcmHub | undefined)?.stop();
   } finally {
-    for (const plane of planes) planeDown(plane);
+    if (hubPlane !== undefined) planeDown(hubPlane);
+    for (const plane of memberPlanes) await memberDown(plane);
   }
 }, SETUP_MS);
 
@@ -158,6 +174,13 @@ function refusalOf(write: () => string): string {
     return String((error as { stderr?: unknown }).stderr ?? error);
   }
 }
+
+/**
+ * The tenant's module credentials on a member (its eva-nats Secret there, read as `plane`'s admin, so
+ * under onPlane), and that member's NATS where the host reaches it: the Secret names the node address,
+ * which answers inside the node only.
+ */
+const moduleCredentialsOn = (plane: Plane, code: string): Credentials => ({ ...moduleCredentials(code), url: plane.env.NATS_URL });
 
 /** A server-side dry run of `work` as `kubectl`'s identity: '' when admitted, else the refusal. */
 const dryRun = (kubectl: Kubectl, work: unknown): string => refusalOf(() => kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], JSON.stringify(work)));
@@ -292,8 +315,8 @@ describe('tenants placed across member clusters by an existing engine', () => {
     expect(fluxAndArgo([labelled('refused', refused.tenant as unknown as TenantObject)]).verdicts['refused']).toBe('Failed/Degraded');
     expect(await eventually(() => workVerdict(us, 'member-us') === 'Failed/Degraded', 30_000, 500)).toBe(true);
     const installed = Date.now();
-    const usPlane = member('us').plane;
-    operators.set(usPlane, await startMemberOperator(usPlane));
+    const usPlane = memberPlanes[1] as MemberPlane;
+    operators.set(usPlane, await MemberOperator.install(usPlane));
     await untilHub(us, 'member-us', isActiveOnHub, 240_000);
     console.info(`[multi-cluster] the operator chart installed on member-us: its tenant Active on the hub ${((Date.now() - installed) / 1000).toFixed(1)} s later`);
 
@@ -371,7 +394,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
     await untilHub(name, 'member-eu', isActiveOnHub, 240_000);
     const texts = Array.from({ length: messages }, (_, i) => `acknowledged before the move ${String(i)}`);
     await onPlane(member('eu').plane, async () => {
-      const session = await connectAsModule(code);
+      const session = await connectAsModule(code, moduleCredentialsOn(member('eu').plane, code));
       try {
         await publishAsModule(code, texts, session);
         await (await session.existingKv(dataBucket(code)))?.put('customer.note', 'kept across the move');
@@ -389,11 +412,11 @@ describe('tenants placed across member clusters by an existing engine', () => {
     console.info(`[multi-cluster] ${name} moved from member-eu to member-us with ${String(messages)} messages: ${((Date.now() - started) / 1000).toFixed(1)} s from the placement change to a finished move (the mover's count: ${String(figures?.seconds)} s), the tenant serving nothing for ${String(figures?.downtimeSeconds)} s`);
 
     // Every message acknowledged before the move, and the bucket's value, read there as the modules read them.
-    const read = await onPlane(member('us').plane, () => readAsModule(code, messages));
+    const read = await onPlane(member('us').plane, () => readAsModule(code, messages, moduleCredentialsOn(member('us').plane, code)));
     expect(read.length).toBe(messages);
     expect(read).toEqual(texts);
     const note = await onPlane(member('us').plane, async () => {
-      const session = await connectAsModule(code);
+      const session = await connectAsModule(code, moduleCredentialsOn(member('us').plane, code));
       try {
         return (await (await session.existingKv(dataBucket(code)))?.get('customer.note'))?.string();
       } finally {
@@ -428,37 +451,57 @@ describe('tenants placed across member clusters by an existing engine', () => {
     expect(controller?.logs()).not.toMatch(/forbidden|Forbidden/);
   }, 600_000);
 
+  /** A waiter on `name`'s move: until `reached` holds while it is under way; says where the move stood. */
+  const moveOfName = (name: string) => async (what: string, reached: (p: MoveProgress) => boolean): Promise<void> => {
+    const under = (): boolean => {
+      const p = moveOf(hub, name)?.progress;
+      return p !== undefined && p.finishedAt === undefined && reached(p);
+    };
+    expect(await eventually(under, 240_000, 100), what).toBe(true);
+    console.info(`[multi-cluster] ${what}, the move at ${JSON.stringify(moveOf(hub, name)?.progress)}`);
+  };
+
   it('converges when each party crashes during a move: the mover, the source member\'s operator, the destination member\'s operator', async () => {
     const name = `mvc-${run}`;
-    /** Until `reached` holds while the move is under way; says where the move stood. */
-    const until = async (what: string, reached: (p: MoveProgress) => boolean): Promise<void> => {
-      const under = (): boolean => {
-        const p = moveOf(hub, name)?.progress;
-        return p !== undefined && p.finishedAt === undefined && reached(p);
-      };
-      expect(await eventually(under, 240_000, 100), what).toBe(true);
-      console.info(`[multi-cluster] ${what}, the move at ${JSON.stringify(moveOf(hub, name)?.progress)}`);
-    };
-    const killOperator = (plane: Plane): Promise<void> => operators.get(plane)?.operator.kill() ?? Promise.resolve();
-    const startOperatorOn = async (plane: Plane): Promise<void> => {
-      operators.set(plane, await startMemberOperator(plane));
-    };
-    const [source, destination] = [member('eu').plane, member('us').plane];
+    const until = moveOfName(name);
+    const [source, destination] = [operatorOf(member('eu').plane), operatorOf(member('us').plane)];
     await movedWithData(name, 1_000, async () => {
       await until('the mover crashes once it recorded the move', () => true);
       await controller?.kill();
       controller = spawnHubController(hub);
       await until("member-eu's operator crashes while it suspends the tenant", (p) => p.suspendedAt !== undefined);
-      await killOperator(source);
-      await startOperatorOn(source);
-      // As soon as the restoring EvaTenant is on member-us: its operator crashes mid-restore; member-eu's
-      // goes down too and stays down until the mover has asked member-eu to remove its copy.
-      expect(await eventually(() => destination.kubectl(['get', 'evt', name, '--ignore-not-found', '-o', 'name']).trim() !== '', 240_000, 100)).toBe(true);
-      await Promise.all([killOperator(destination), killOperator(source)]);
-      console.info(`[multi-cluster] member-us's operator crashed restoring, member-eu's down, the move at ${JSON.stringify(moveOf(hub, name)?.progress)}`);
-      await startOperatorOn(destination);
+      await source.crash();
+      // As soon as the restoring EvaTenant is on member-us: its operator crashes mid-restore (its kubelet
+      // starts it again); member-eu's goes down too and stays down until the mover has asked member-eu
+      // to remove its copy.
+      expect(await eventually(() => member('us').plane.kubectl(['get', 'evt', name, '--ignore-not-found', '-o', 'name']).trim() !== '', 240_000, 100)).toBe(true);
+      await Promise.all([destination.crash(), source.down()]);
+      console.info(`[multi-cluster] member-us's operator crashed restoring and started again, member-eu's down, the move at ${JSON.stringify(moveOf(hub, name)?.progress)}`);
       await until('the mover removes the source while member-eu\'s operator is down', (p) => p.activeAt !== undefined);
-      await startOperatorOn(source);
+      source.start();
+    });
+  }, 600_000);
+
+  it('halts a move while the destination member is lost (cut off from the hub and the engine), the tenant the source\'s meanwhile, and finishes it once the member is back', async () => {
+    const name = `mvl-${run}`;
+    const until = moveOfName(name);
+    const destination = memberPlanes[1] as MemberPlane;
+    await movedWithData(name, 100, async () => {
+      await until('member-us is cut off once the source is suspended', (p) => p.suspendedAt !== undefined);
+      await destination.cutOff();
+      try {
+        await until('the move halts, member-us not reporting', (p) => p.reason === 'MemberNotReporting');
+        expect(moveOf(hub, name)?.progress.message).toMatch(/member-us/);
+        // Never two copies: the source holds the tenant (suspended), and member-us (asked from inside its node) has none Active.
+        const sourceLifecycle = (): string => member('eu').plane.kubectl(['get', 'evt', name, '-o', 'jsonpath={.spec.lifecycle}']);
+        expect(await eventually(() => sourceLifecycle() === 'Suspended', 30_000)).toBe(true);
+        const onDestination = destination.node.kubeOk(['get', 'evt', name, '--ignore-not-found', '-o', 'jsonpath={.status.phase}']);
+        expect(onDestination).not.toBe('Active');
+        await new Promise((resolve) => setTimeout(resolve, 5_000));
+        expect(moveOf(hub, name)?.progress).toMatchObject({ reason: 'MemberNotReporting' });
+      } finally {
+        await destination.reconnect();
+      }
     });
   }, 600_000);
 
@@ -484,11 +527,11 @@ describe('tenants placed across member clusters by an existing engine', () => {
     expect(await judgedAlike(member('eu'), eu, 'Current/Healthy')).toEqual(alike('Current/Healthy'));
   }, 300_000);
 
-  it("left no write of the members' operators refused by the chart's RBAC or policy on their member", async () => {
+  it("left no write of the members' operators refused by the chart's RBAC or policy on their member", () => {
     for (const m of [member('eu'), member('us')]) {
       const started = operators.get(m.plane);
       expect(started, m.cluster).toBeDefined();
-      expect(await refusedOnPlane(m.plane, started?.auditFrom ?? 0), m.cluster).toEqual([]);
+      expect(refusedOnPlane(m.plane, started?.auditFrom ?? 0), m.cluster).toEqual([]);
     }
   });
 });

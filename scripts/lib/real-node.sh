@@ -20,6 +20,15 @@
 #                                             scripts/mirror-images.sh --archive) into the registry
 #   scripts/lib/real-node.sh enforcer stop|start   stop the NetworkPolicy enforcer and remove its rules
 #                                             (policies are then stored, not enforced), or start it again
+#   scripts/lib/real-node.sh publish API_PORT NATS_PORT   answer on 127.0.0.1:API_PORT (the API server)
+#                                             and 127.0.0.1:NATS_PORT (NATS) on the host too, and write
+#                                             host.kubeconfig for it (a member cluster the host's
+#                                             multi-cluster engine drives); `down` ends it
+#   scripts/lib/real-node.sh unpublish        close those ports and their connections: the host loses
+#                                             the node as when its network is down; it runs on
+#   scripts/lib/real-node.sh peer PORT STATE   the NATS of the real node in folder STATE answers here
+#                                             too, on the node address at PORT (a member's NATS as the
+#                                             other members reach it: a tenant's data moved between them)
 #   scripts/lib/real-node.sh env|status
 # State: $EVA_DEV_CLUSTER_DIR, default ${XDG_STATE_HOME:-~/.local/state}/eva-operator/real-node.
 #
@@ -33,6 +42,10 @@
 #   namespace; it lets every node-local source through, as kube-router does). Traefik: Service
 #   ingress-traefik/traefik on the fixed ClusterIP 10.96.0.80 (:80 and :443), which it writes as the
 #   address of every Ingress it serves; IngressClass `traefik`.
+#   Its doors: the API server and NATS also answer on unix sockets in the state folder (run/api.sock,
+#   run/nats.sock, 0600: root's only), bridged to the node address by socat inside. A unix socket is
+#   a file, not an address, so a process on the host reaches the node through it with no route into
+#   the namespace; `publish` puts a loopback port of the host in front of each.
 #
 # What keeps the host clean: the namespace's first process is `unshare --net --mount --pid`, so
 #   * every process of the node is in one PID namespace: `down` ends its PID 1 and the kernel kills
@@ -136,7 +149,7 @@ render() {
 check_prerequisites() {
   [[ $(id -u) -eq 0 ]] || die "needs root (namespaces, cgroups, mounts)"
   local tool
-  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry; do
+  for tool in unshare nsenter ip iptables iptables-save iptables-restore ipset runc skopeo docker-registry socat; do
     command -v "$tool" >/dev/null || die "$tool is missing (scripts/test.sh installs it: scripts/lib/prerequisites.txt)"
   done
   for tool in bridge host-local loopback; do
@@ -364,6 +377,8 @@ inside() {
     --hostname-override "$NODE_NAME"
   start kube-proxy "$node_bin/kube-proxy" --config "$state/etc/kube-proxy.yaml"
   start kube-router kube_router
+  start api-door socat "UNIX-LISTEN:$state/run/api.sock,fork,unlink-early,mode=600" "TCP:$NODE_IP:$API_PORT"
+  start nats-door socat "UNIX-LISTEN:$state/run/nats.sock,fork,unlink-early,mode=600" "TCP:$NODE_IP:$NATS_PORT"
   touch "$state/run/started"
   # PID 1 from here on is the pause binary: it reaps orphans and ends (with everything) on TERM/INT.
   exec "$node_bin/pause"
@@ -468,6 +483,56 @@ cmd_up() {
   log "ready in $((SECONDS - started))s: node $NODE_NAME, API https://$NODE_IP:$API_PORT, registry $REGISTRY, NATS nats://$NODE_IP:$NATS_PORT, NetworkPolicies enforced (kube-router), ingress class traefik at $TRAEFIK_IP (inside the namespace; use: $self exec -- kubectl get nodes)"
 }
 
+# The host's side of the doors: socat on 127.0.0.1 (a process of the host, recorded in run/ and ended
+# by `down`, whose command line names the state folder) and a kubeconfig that goes through it (the API
+# server's certificate names 127.0.0.1). Idempotent: a bridge already listening is kept.
+cmd_publish() { # <api-port> <nats-port>
+  local api=${1:?publish needs API_PORT NATS_PORT} nats=${2:?publish needs API_PORT NATS_PORT}
+  [[ $api =~ ^[0-9]+$ && $nats =~ ^[0-9]+$ ]] || die "publish: ports are numbers"
+  running || die "the real node in $state is not running"
+  wait_for 30 "the node's doors (run/api.sock, run/nats.sock)" test -S "$state/run/api.sock" -a -S "$state/run/nats.sock"
+  local door port
+  for door in api:$api nats:$nats; do
+    port=${door#*:}; door=${door%%:*}
+    ours "$(cat "$state/run/published-$door.pid" 2>/dev/null)" && continue
+    setsid socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$state/run/$door.sock" \
+      </dev/null >>"$state/logs/published-$door.log" 2>&1 &
+    echo "$!" >"$state/run/published-$door.pid"
+  done
+  bins
+  local kc="$state/host.kubeconfig.tmp" cluster
+  install -m 600 "$state/kubeconfig" "$kc"
+  cluster=$("$cp_bin/kubectl" --kubeconfig "$kc" config view -o jsonpath='{.clusters[0].name}')
+  "$cp_bin/kubectl" --kubeconfig "$kc" config set-cluster "$cluster" --server "https://127.0.0.1:$api" >/dev/null
+  mv "$kc" "$state/host.kubeconfig"
+  wait_for 30 "the API server on 127.0.0.1:$api" "$cp_bin/kubectl" --kubeconfig "$state/host.kubeconfig" get --raw /readyz
+  log "published: API https://127.0.0.1:$api (KUBECONFIG=$state/host.kubeconfig), NATS nats://127.0.0.1:$nats"
+}
+
+unpublish() { # the listeners and the connections they forked
+  local door pid
+  for door in api nats; do
+    for pid in $(pgrep -f -- "UNIX-CONNECT:$state/run/$door.sock" || true); do
+      ours "$pid" && kill "$pid" 2>/dev/null || true
+    done
+  done
+}
+
+# Another node's NATS at NODE_IP:<port> inside this one, through that node's door (a file, so no route
+# joins the two namespaces): socat in this node's namespaces, gone with them.
+cmd_peer() { # <port> <state folder of the other node>
+  local port=${1:?peer needs PORT STATE} other=${2:?peer needs PORT STATE}
+  [[ $port =~ ^[0-9]+$ ]] || die "peer: PORT is a number"
+  [[ -S $other/run/nats.sock ]] || die "peer: no running real node's NATS door in $other (run/nats.sock)"
+  running || die "the real node in $state is not running"
+  if ! in_node socat -u OPEN:/dev/null "TCP:$NODE_IP:$port,connect-timeout=1" 2>/dev/null; then
+    in_node setsid socat "TCP-LISTEN:$port,bind=$NODE_IP,reuseaddr,fork" "UNIX-CONNECT:$other/run/nats.sock" \
+      </dev/null >>"$state/logs/peer-$port.log" 2>&1 &
+    wait_for 10 "the peer door on $NODE_IP:$port" in_node socat -u OPEN:/dev/null "TCP:$NODE_IP:$port,connect-timeout=1"
+  fi
+  log "peer: the NATS of $other answers here on nats://$NODE_IP:$port"
+}
+
 node_ready() {
   [[ "$(kube get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
 }
@@ -480,6 +545,7 @@ cmd_down() {
     return 0
   fi
   [[ -f "$state/.real-node" ]] || die "$state is not a real node's state folder; not touching it"
+  unpublish
   local holder init
   holder=$(cat "$state/run/holder.pid" 2>/dev/null || true)
   init=$(cat "$state/run/init.pid" 2>/dev/null || true)
@@ -566,5 +632,8 @@ case "${1:-}" in
   exec) shift; [[ ${1:-} == -- ]] && shift; (($#)) || die "usage: $0 exec -- CMD..."; in_node "$@" ;;
   load-images) shift; cmd_load_images "$@" ;;
   enforcer) shift; bins; cmd_enforcer "$@" ;;
-  *) echo "usage: $0 up|down|env|status|exec -- CMD...|load-images ARCHIVE|enforcer stop|start" >&2; exit 2 ;;
+  publish) shift; cmd_publish "$@" ;;
+  unpublish) unpublish; log "unpublished: the host reaches the node no more (it runs on; publish again to reach it)" ;;
+  peer) shift; cmd_peer "$@" ;;
+  *) echo "usage: $0 up|down|env|status|exec -- CMD...|load-images ARCHIVE|enforcer stop|start|publish API_PORT NATS_PORT|unpublish|peer PORT STATE" >&2; exit 2 ;;
 esac

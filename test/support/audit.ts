@@ -20,13 +20,14 @@ export interface AuditEvent {
 
 export const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
-export function auditLogPath(): string {
-  return join(process.env['KUBECONFIG'] ?? '', '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
+/** The audit log of the dev cluster whose kubeconfig is `kubeconfig` (by default this process's cluster). */
+export function auditLogPath(kubeconfig = process.env['KUBECONFIG'] ?? ''): string {
+  return join(kubeconfig, '..', 'kwok', 'clusters', 'eva', 'logs', 'audit.log');
 }
 
 /** Where the log ends now: pass it to auditWritesSince to read what is written after this moment. */
-export function auditOffset(): number {
-  const fd = openSync(auditLogPath(), 'r');
+export function auditOffset(log = auditLogPath()): number {
+  const fd = openSync(log, 'r');
   try {
     return fstatSync(fd).size;
   } finally {
@@ -35,13 +36,13 @@ export function auditOffset(): number {
 }
 
 /** The writes audited since `offset` (a log shorter than that was recreated: read whole). */
-export function auditWritesSince(offset: number): AuditEvent[] {
-  return auditEventsSince(offset).filter((event) => WRITE_VERBS.has(event.verb));
+export function auditWritesSince(offset: number, log = auditLogPath()): AuditEvent[] {
+  return auditEventsSince(offset, log).filter((event) => WRITE_VERBS.has(event.verb));
 }
 
 /** Every request audited since `offset` (reads only where the cluster's audit policy records them). */
-export function auditEventsSince(offset: number): AuditEvent[] {
-  const fd = openSync(auditLogPath(), 'r');
+export function auditEventsSince(offset: number, log = auditLogPath()): AuditEvent[] {
+  const fd = openSync(log, 'r');
   let text: string;
   try {
     const size = fstatSync(fd).size;

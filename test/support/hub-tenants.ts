@@ -157,7 +157,7 @@ export async function startHubController(hub: OcmHub, members: readonly Member[]
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name: `member-${m.cluster}`, namespace: HUB_NAMESPACE, labels: { [MEMBER_LABEL]: m.cluster } },
-    stringData: { kubeconfig: readFileSync(m.plane.env.KUBECONFIG, 'utf8'), natsUrl: m.plane.env.NATS_URL, operatorNamespace: SUITE_OPERATOR.namespace },
+    stringData: { kubeconfig: readFileSync(m.plane.env.KUBECONFIG, 'utf8'), natsUrl: m.plane.natsForPeers, operatorNamespace: SUITE_OPERATOR.namespace },
   }));
   const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: HUB_NAMESPACE } };
   hub.plane.kubectl(['apply', '--server-side', '-f', '-'], [namespace, ...rbac, ...secrets].map((o) => JSON.stringify(o)).join('\n'));

@@ -1,9 +1,12 @@
 /**
- * Several local control planes (scripts/dev-cluster.sh, each with its own NATS) joined by Open Cluster
- * Management (test/tools/build-ocm.sh): a hub running the engine's hub controllers, and members
- * running its agents, registered and accepted as `clusteradm join` and `clusteradm accept` do. The
- * engine runs as processes against the planes (there are no real nodes here), with the flags its
- * Deployments use. Everything listens on and targets 127.0.0.1 only.
+ * Clusters joined by Open Cluster Management (test/tools/build-ocm.sh): a hub (a local control plane,
+ * scripts/dev-cluster.sh) running the engine's hub controllers, and members running its agents,
+ * registered and accepted as `clusteradm join` and `clusteradm accept` do. The e2e's members are real
+ * nodes (scripts/lib/real-node.sh: kubelet, containerd, their own NATS), the operator chart installed
+ * on each by helm and running as a pod there; the benchmark's are control planes with the operator as
+ * a process. The engine runs as processes on the host with the flags its Deployments use, reaching a
+ * real node's API server through the loopback port `real-node.sh publish` gives it. Everything on the
+ * host listens on and targets 127.0.0.1 only.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -12,9 +15,9 @@ import { join } from 'node:path';
 import { checkout, clusterUp, portOffset, removeCluster } from './cluster-setup.ts';
 import { killOnExit, stopChild } from './child-processes.ts';
 import { eventually } from './kubectl.ts';
-import { type OperatorProcess, startOperator } from './operator.ts';
-import { confinedIdentity, refusedWritesSince, renderTemplates, serviceAccountUser, SUITE_OPERATOR } from './operator-identity.ts';
-import { auditOffset } from './audit.ts';
+import { fullnameOf, refusedWritesSince, renderTemplates, serviceAccountUser, SUITE_OPERATOR } from './operator-identity.ts';
+import { auditLogPath, auditOffset } from './audit.ts';
+import { NODE_ADDRESS, RealNode } from './real-node.ts';
 import { type ManagedCluster, memberAvailability, type MemberAvailability, type WorkExecutor } from '../../src/multicluster/manifest-work.ts';
 import { freePort } from './ports.ts';
 import { binDir, repoRoot } from './tools.ts';
@@ -30,7 +33,13 @@ export interface Plane {
   readonly env: Readonly<Record<'KUBECONFIG' | 'NATS_URL' | 'NATS_SYSTEM_CREDS_FILE' | 'NATS_OPERATOR_SIGNING_KEY_FILE', string>>;
   /** kubectl against this plane as its admin; throws with stderr on failure. */
   readonly kubectl: Kubectl;
+  /** Its API server's audit log (scripts/dev-cluster/audit-policy.yaml). */
+  readonly auditLog: string;
+  /** Its NATS as the other members' operators reach it (where a moved tenant's data is copied from). */
+  readonly natsForPeers: string;
 }
+
+const stateDir = (name: string): string => join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/multi-cluster-${checkout}-${name}`);
 
 /**
  * Brings up (or reuses) plane `index` (0-5) of this checkout's multi-cluster planes: a state folder and
@@ -40,7 +49,7 @@ export interface Plane {
  * build beside the test took 49630).
  */
 export function planeUp(name: string, index: number): Plane {
-  const dir = join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local/state'), `eva-operator/multi-cluster-${checkout}-${name}`);
+  const dir = stateDir(name);
   const vars = clusterUp({
     EVA_DEV_CLUSTER_DIR: dir,
     EVA_NATS_PORT: String(2000 + portOffset * 6 + index),
@@ -55,7 +64,66 @@ export function planeUp(name: string, index: number): Plane {
     dir,
     env: { KUBECONFIG: kubeconfig, NATS_URL: variable('NATS_URL'), NATS_SYSTEM_CREDS_FILE: variable('NATS_SYSTEM_CREDS_FILE'), NATS_OPERATOR_SIGNING_KEY_FILE: variable('NATS_OPERATOR_SIGNING_KEY_FILE') },
     kubectl: kubectlAs(kubeconfig),
+    auditLog: auditLogPath(kubeconfig),
+    natsForPeers: variable('NATS_URL'),
   };
+}
+
+/** A member cluster on a real node of its own; the host reaches its API server and NATS on loopback ports. */
+export interface MemberPlane extends Plane {
+  readonly node: RealNode;
+  /** The member's network cut off from the host (`real-node.sh unpublish`): the hub's engine and mover lose it, as when its network is down, while it runs on. */
+  cutOff(): Promise<void>;
+  /** Reachable from the host again, at the same ports. */
+  reconnect(): Promise<void>;
+}
+
+/**
+ * A fresh real node as member `name` (its state folder node-<name>), published on the host (`real-node.sh
+ * publish`) at the ports plane `index` would have had for NATS and its monitor (planeUp): NATS on the
+ * first, the API server on the second. Its NATS answers inside the other members' nodes at port
+ * 4300 + `index` of their node address (peerMembers). Stages' seconds in `times`.
+ */
+export async function memberUp(name: string, index: number, times: Record<string, number> = {}): Promise<MemberPlane> {
+  const dir = stateDir(`node-${name}`);
+  const node = new RealNode(dir);
+  const [nats, api] = [2000 + portOffset * 6 + index, 8000 + portOffset * 6 + index];
+  const publish = async (): Promise<void> => {
+    await node.script(['publish', String(api), String(nats)], 60_000);
+  };
+  try {
+    await node.fresh(times);
+    await publish();
+  } catch (error) {
+    await node.script(['down'], 120_000); // a half-started node is nobody's to stop otherwise
+    throw error;
+  }
+  const kubeconfig = join(dir, 'host.kubeconfig');
+  return {
+    name,
+    dir,
+    node,
+    env: { KUBECONFIG: kubeconfig, NATS_URL: `nats://127.0.0.1:${String(nats)}`, NATS_SYSTEM_CREDS_FILE: join(dir, 'nats-auth/system.creds'), NATS_OPERATOR_SIGNING_KEY_FILE: join(dir, 'nats-auth/operator-signing-key.nk') },
+    kubectl: kubectlAs(kubeconfig),
+    auditLog: join(dir, 'logs/audit.log'),
+    natsForPeers: `nats://${NODE_ADDRESS}:${String(4300 + index)}`,
+    cutOff: async () => {
+      await node.script(['unpublish'], 60_000);
+    },
+    reconnect: publish,
+  };
+}
+
+/** Every member's NATS inside every other member's node, where natsForPeers says (`real-node.sh peer`). */
+export async function peerMembers(planes: readonly MemberPlane[]): Promise<void> {
+  for (const plane of planes) {
+    for (const other of planes.filter((p) => p !== plane)) await plane.node.script(['peer', new URL(other.natsForPeers).port, other.dir], 60_000);
+  }
+}
+
+/** Stops the member's node and removes its state. */
+export async function memberDown(plane: MemberPlane): Promise<void> {
+  await plane.node.script(['down'], 120_000);
 }
 
 /** kubectl on a plane as one identity; throws with stderr on failure. */
@@ -214,27 +282,68 @@ export function installMemberChart(plane: Plane): void {
   plane.kubectl(['apply', '--server-side', '-f', '-'], `${releaseNamespace}\n---\n${executor}`);
 }
 
-/** A member's operator, and where the member's audit log stood when it started (its writes come after). */
-export interface MemberOperator {
-  readonly operator: OperatorProcess;
-  readonly auditFrom: number;
-}
+/** The chart's values on a member: the hub's executor (docs/multi-cluster.md), tenants served by the node's Traefik. */
+const MEMBER_CHART_VALUES = ['hubExecutor.create=true', `hubExecutor.name=${MEMBER_EXECUTOR.name}`, 'ingressClass=traefik', 'networkPolicy.ingressNamespaces=kubernetes.io/metadata.name=ingress-traefik'];
 
 /**
- * The operator of a member, as the suite's: the chart's ServiceAccount under its RBAC and policy (on
- * that member, its token kubeconfig in the plane's state folder and gone with it; the identity's own
- * refused probes come before `auditFrom`), the member's NATS, the CRDs of this checkout.
+ * The operator chart on a member's node as users install it (`helm install` of charts/eva-operator as
+ * SUITE_OPERATOR's release, with the hub's executor: docs/multi-cluster.md), its pod running the image
+ * this checkout built; and where the member's audit log stood before (the operator's writes come after).
  */
-export async function startMemberOperator(plane: Plane): Promise<MemberOperator> {
-  installMemberChart(plane);
-  const identity = await onPlane(plane, () => confinedIdentity(SUITE_OPERATOR, mkdtempSync(join(plane.dir, 'operator-identity-'))));
-  const auditFrom = await onPlane(plane, () => Promise.resolve(auditOffset()));
-  const operator = startOperator({ ...plane.env, KUBECONFIG: identity.kubeconfig, POD_NAMESPACE: identity.namespace });
-  await operator.ready();
-  return { operator, auditFrom };
+export class MemberOperator {
+  readonly auditFrom: number;
+  private readonly plane: MemberPlane;
+  private readonly deployment = `deployment/${fullnameOf(SUITE_OPERATOR)}`;
+
+  private constructor(plane: MemberPlane, auditFrom: number) {
+    this.plane = plane;
+    this.auditFrom = auditFrom;
+  }
+
+  static async install(plane: MemberPlane, times: Record<string, number> = {}): Promise<MemberOperator> {
+    const auditFrom = auditOffset(plane.auditLog);
+    await plane.node.installOperator(times, { name: SUITE_OPERATOR.release, namespace: SUITE_OPERATOR.namespace }, { values: MEMBER_CHART_VALUES });
+    return new MemberOperator(plane, auditFrom);
+  }
+
+  /** A crash: the operator's container SIGKILLed (no shutdown of any kind); its kubelet starts it again, and it is Ready once more. */
+  async crash(): Promise<void> {
+    const before = this.pods();
+    this.kill(before);
+    const restarted = (): boolean => this.pods().some((p) => p.ready && before.some((b) => b.name === p.name && p.restarts > b.restarts));
+    if (!(await eventually(restarted, 240_000, 500))) throw new Error(`${this.plane.name}: the operator was not Ready again after its crash: ${JSON.stringify(this.pods())}`);
+  }
+
+  /** A crash that lasts: the container SIGKILLed and the Deployment scaled to zero, so that no operator runs there until start(). */
+  async down(): Promise<void> {
+    this.kill(this.pods());
+    this.plane.kubectl(['scale', this.deployment, '-n', SUITE_OPERATOR.namespace, '--replicas=0']);
+    if (!(await eventually(() => this.pods().length === 0, 120_000, 500))) throw new Error(`${this.plane.name}: the operator's pod is still there`);
+  }
+
+  /** Scaled back to one replica, and Ready. */
+  start(): void {
+    this.plane.kubectl(['scale', this.deployment, '-n', SUITE_OPERATOR.namespace, '--replicas=1']);
+    this.plane.kubectl(['rollout', 'status', this.deployment, '-n', SUITE_OPERATOR.namespace, '--timeout=240s']);
+  }
+
+  /** The operator's pods: name, container restarts, Ready. */
+  private pods(): { name: string; id: string; restarts: number; ready: boolean }[] {
+    const selector = JSON.parse(this.plane.kubectl(['get', this.deployment, '-n', SUITE_OPERATOR.namespace, '-o', 'jsonpath={.spec.selector.matchLabels}'])) as Record<string, string>;
+    const list = JSON.parse(this.plane.kubectl(['get', 'pods', '-n', SUITE_OPERATOR.namespace, '-l', Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(','), '-o', 'json'])) as { items: { metadata: { name: string }; status?: { containerStatuses?: { containerID?: string; restartCount: number; ready: boolean }[] } }[] };
+    return list.items.map((p) => {
+      const c = p.status?.containerStatuses?.[0];
+      return { name: p.metadata.name, id: (c?.containerID ?? '').replace(/^containerd:\/\//, ''), restarts: c?.restartCount ?? 0, ready: c?.ready ?? false };
+    });
+  }
+
+  /** SIGKILL to the containers through the node's containerd. */
+  private kill(pods: readonly { id: string }[]): void {
+    for (const { id } of pods.filter((p) => p.id !== '')) this.plane.node.execOk(['ctr', '--address', '/run/containerd/containerd.sock', '-n', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGKILL', id]);
+  }
 }
 
 /** The writes of the member operators' identity that `plane`'s API server refused since `offset`. */
-export function refusedOnPlane(plane: Plane, offset: number): Promise<string[]> {
-  return onPlane(plane, () => Promise.resolve(refusedWritesSince(offset, serviceAccountUser(SUITE_OPERATOR))));
+export function refusedOnPlane(plane: Plane, offset: number): string[] {
+  return refusedWritesSince(offset, serviceAccountUser(SUITE_OPERATOR), plane.auditLog);
 }

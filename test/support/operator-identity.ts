@@ -136,8 +136,8 @@ export function suiteOperatorEnv(): { KUBECONFIG: string; POD_NAMESPACE: string 
 export const operatorNamespace = (): string => requiredEnv('EVA_OPERATOR_NAMESPACE');
 
 /** The writes of `user` the API server refused since `offset`, one line each (Leases and Events are not audited). */
-export function refusedWritesSince(offset: number, user: string): string[] {
-  return auditWritesSince(offset)
+export function refusedWritesSince(offset: number, user: string, log?: string): string[] {
+  return auditWritesSince(offset, log)
     .filter((e) => e.user?.username === user && e.responseStatus?.code === 403)
     .map((e) => `${e.verb} ${e.requestURI ?? ''} (${e.userAgent ?? '?'})`);
 }

@@ -12,11 +12,12 @@ import { repoRoot } from './tools.ts';
 
 /** The test's own node: never the default dev cluster other engineers use. */
 export const realNodeState = process.env.EVA_REAL_NODE_E2E_DIR ?? join(process.env.XDG_STATE_HOME ?? join(homedir(), '.local/state'), 'eva-operator/real-node-e2e');
-export const REGISTRY = '10.254.0.1:5000';
-export const NATS_URL = 'nats://10.254.0.1:4222';
+/** Every real node's own address, inside its network namespace (scripts/lib/real-node.sh). */
+export const NODE_ADDRESS = '10.254.0.1';
+export const REGISTRY = `${NODE_ADDRESS}:5000`;
+export const NATS_URL = `nats://${NODE_ADDRESS}:4222`;
 
 const script = join(repoRoot, 'scripts/lib/real-node.sh');
-const env = (): NodeJS.ProcessEnv => ({ ...process.env, EVA_DEV_CLUSTER_DIR: realNodeState });
 
 export interface Result {
   status: number;
@@ -24,28 +25,94 @@ export interface Result {
   stderr: string;
 }
 
-/** Runs a command inside the node (cwd: the checkout). */
-export function inNode(args: readonly string[], input?: string, timeoutMs = 120_000): Result {
-  const result = spawnSync('bash', [script, 'exec', '--', ...args], { cwd: repoRoot, env: env(), input, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
-  if (result.error) throw result.error;
-  return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+/** A real node (scripts/lib/real-node.sh) by its state folder: the suites' own, or a member of e2e/multi-cluster.test.ts. */
+export class RealNode {
+  readonly state: string;
+
+  constructor(state: string) {
+    this.state = state;
+  }
+
+  env(): NodeJS.ProcessEnv {
+    return { ...process.env, EVA_DEV_CLUSTER_DIR: this.state };
+  }
+
+  /** Runs a command inside the node (cwd: the checkout). */
+  exec(args: readonly string[], input?: string, timeoutMs = 120_000): Result {
+    const result = spawnSync('bash', [script, 'exec', '--', ...args], { cwd: repoRoot, env: this.env(), input, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+    if (result.error) throw result.error;
+    return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+  }
+
+  execOk(args: readonly string[], input?: string, timeoutMs?: number): string {
+    const result = this.exec(args, input, timeoutMs);
+    if (result.status !== 0) throw new Error(`${args.join(' ')} failed (${result.status}): ${result.stderr}${result.stdout}`);
+    return result.stdout;
+  }
+
+  kubeOk(args: readonly string[], input?: string): string {
+    return this.execOk(['kubectl', ...args], input);
+  }
+
+  /** scripts/lib/real-node.sh `args` for this node; seconds taken. */
+  script(args: readonly string[], timeoutMs: number): Promise<number> {
+    return runScript('scripts/lib/real-node.sh', args, timeoutMs, this.env());
+  }
+
+  /** The files of the operator's NATS Secret (system user, signing key), as `nats-bootstrap` leaves them, 0600 on the node. */
+  natsAuthFiles(): readonly string[] {
+    return [`system.creds=${this.state}/nats-auth/system.creds`, `operator-signing-key.nk=${this.state}/nats-auth/operator-signing-key.nk`];
+  }
+
+  /** A fresh node (whatever was in its state folder removed); seconds of each stage in `times`. */
+  async fresh(times: Record<string, number>): Promise<void> {
+    if (process.getuid?.() !== 0) throw new Error('the real-node tests need root (network/mount/PID namespaces, cgroups): run the suite as root, as CI does');
+    await this.script(['down'], 120_000);
+    times['node up'] = await this.script(['up'], 600_000);
+    for (const part of ['enforcer', 'ingress']) times[`node up: ${part}`] = Number(readFileSync(join(this.state, `run/${part}-seconds`), 'utf8'));
+  }
+
+  /**
+   * charts/eva-operator installed as `release` from the images this checkout built (pushed into the
+   * node's registry first), pulled by digest, set up as a user sets it up on this node (see OperatorSetup).
+   */
+  async installOperator(times: Record<string, number>, release: { name: string; namespace: string }, setup: OperatorSetup = {}): Promise<void> {
+    times['images to registry'] = await this.script(['load-images', join(imagesDir, 'images.tar')], 300_000);
+    const operatorDigest = builtDigests().get('ghcr.io/aidonow/eva-operator');
+    if (operatorDigest === undefined) throw new Error(`${imagesDir}/images.txt names no operator image`);
+    this.kubeOk(['apply', '-f', 'scripts/dev-cluster/ingress-classes.yaml']);
+    this.kubeOk(['create', 'namespace', release.namespace]);
+    // The operator resolves module images from the digests this build made (chart value imagesConfigMap).
+    const images = `${readFileSync(join(imagesDir, 'images.txt'), 'utf8')}${setup.extraImages ?? ''}`;
+    this.kubeOk(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'eva-images', namespace: release.namespace }, data: { 'images.txt': images } }));
+    this.kubeOk(['label', 'namespace', release.namespace, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/enforce-version=latest']);
+    // The operator's NATS files, from the node's nats-auth folder (0600) straight into the Secret.
+    this.execOk(['kubectl', 'create', 'secret', 'generic', 'eva-operator-nats', '-n', release.namespace, ...this.natsAuthFiles().map((f) => `--from-file=${f}`)]);
+    setup.beforeInstall?.();
+    const started = Date.now();
+    const values = [`image.repository=${REGISTRY}/aidonow/eva-operator`, `image.digest=${operatorDigest}`, `nats.url=${NATS_URL}`, `airGapRegistry=${REGISTRY}`,
+      'networkPolicy.natsCidr=10.254.0.1/32', 'imagesConfigMap=eva-images', 'resources.requests.cpu=50m', ...(setup.values ?? [])];
+    this.execOk(['helm', 'install', release.name, 'charts/eva-operator', '-n', release.namespace, '--wait', '--timeout', '4m', ...values.flatMap((v) => ['--set', v])], undefined, 300_000);
+    times['operator chart to Ready'] = (Date.now() - started) / 1000;
+  }
 }
 
-export function inNodeOk(args: readonly string[], input?: string, timeoutMs?: number): string {
-  const result = inNode(args, input, timeoutMs);
-  if (result.status !== 0) throw new Error(`${args.join(' ')} failed (${result.status}): ${result.stderr}${result.stdout}`);
-  return result.stdout;
-}
+/** The default node of the real-node suites. */
+const defaultNode = new RealNode(realNodeState);
+
+/** Runs a command inside the node (cwd: the checkout). */
+export const inNode = (args: readonly string[], input?: string, timeoutMs?: number): Result => defaultNode.exec(args, input, timeoutMs);
+export const inNodeOk = (args: readonly string[], input?: string, timeoutMs?: number): string => defaultNode.execOk(args, input, timeoutMs);
 
 export const kube = (args: readonly string[], input?: string): Result => inNode(['kubectl', ...args], input);
-export const kubeOk = (args: readonly string[], input?: string): string => inNodeOk(['kubectl', ...args], input);
+export const kubeOk = (args: readonly string[], input?: string): string => defaultNode.kubeOk(args, input);
 export const kubeJson = (args: readonly string[]): unknown => JSON.parse(kubeOk([...args, '-o', 'json']));
 
 /** A script of the checkout (real-node.sh up/down, build-image.sh), its progress echoed to stderr; seconds taken. */
-export function runScript(path: string, args: readonly string[], timeoutMs: number): Promise<number> {
+export function runScript(path: string, args: readonly string[], timeoutMs: number, env: NodeJS.ProcessEnv = defaultNode.env()): Promise<number> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [join(repoRoot, path), ...args], { cwd: repoRoot, env: env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [join(repoRoot, path), ...args], { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     let output = '';
     const echo = (chunk: Buffer): void => {
@@ -117,41 +184,19 @@ export interface OperatorSetup {
   beforeInstall?: () => void;
 }
 
-/**
- * A fresh real node with the operator chart installed from the images this checkout builds, pulled
- * from the node's registry by digest; records the seconds each stage took in `times`.
- */
 /** A fresh real node (the images this checkout builds are built first, outside it); seconds in `times`. */
 export async function freshNode(times: Record<string, number>): Promise<void> {
-  if (process.getuid?.() !== 0) throw new Error('the real-node tests need root (network/mount/PID namespaces, cgroups): run the suite as root, as CI does');
   times['image build'] = await runScript('scripts/build-image.sh', [], 1_500_000);
-  await runScript('scripts/lib/real-node.sh', ['down'], 120_000);
-  times['node up'] = await runScript('scripts/lib/real-node.sh', ['up'], 600_000);
-  for (const part of ['enforcer', 'ingress']) times[`node up: ${part}`] = Number(readFileSync(join(realNodeState, `run/${part}-seconds`), 'utf8'));
+  await defaultNode.fresh(times);
 }
 
 /** The files of the operator's NATS Secret (system user, signing key), as `nats-bootstrap` leaves them, 0600 on the node. */
-export const natsAuthFiles = [`system.creds=${realNodeState}/nats-auth/system.creds`, `operator-signing-key.nk=${realNodeState}/nats-auth/operator-signing-key.nk`] as const;
+export const natsAuthFiles = defaultNode.natsAuthFiles();
 
+/** A fresh real node with the operator chart installed (release eva-operator in OPERATOR_NS) from the images this checkout builds. */
 export async function nodeWithOperator(times: Record<string, number>, setup: OperatorSetup = {}): Promise<void> {
   await freshNode(times);
-  times['images to registry'] = await runScript('scripts/lib/real-node.sh', ['load-images', join(imagesDir, 'images.tar')], 300_000);
-  const operatorDigest = builtDigests().get('ghcr.io/aidonow/eva-operator');
-  if (operatorDigest === undefined) throw new Error(`${imagesDir}/images.txt names no operator image`);
-  kubeOk(['apply', '-f', 'scripts/dev-cluster/ingress-classes.yaml']);
-  kubeOk(['create', 'namespace', OPERATOR_NS]);
-  // The operator resolves module images from the digests this build made (chart value imagesConfigMap).
-  const images = `${readFileSync(join(imagesDir, 'images.txt'), 'utf8')}${setup.extraImages ?? ''}`;
-  kubeOk(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'eva-images', namespace: OPERATOR_NS }, data: { 'images.txt': images } }));
-  kubeOk(['label', 'namespace', OPERATOR_NS, 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/enforce-version=latest']);
-  // The operator's NATS files, from the node's nats-auth folder (0600) straight into the Secret.
-  inNodeOk(['kubectl', 'create', 'secret', 'generic', 'eva-operator-nats', '-n', OPERATOR_NS, ...natsAuthFiles.map((f) => `--from-file=${f}`)]);
-  setup.beforeInstall?.();
-  const started = Date.now();
-  const values = [`image.repository=${REGISTRY}/aidonow/eva-operator`, `image.digest=${operatorDigest}`, `nats.url=${NATS_URL}`, `airGapRegistry=${REGISTRY}`,
-    'networkPolicy.natsCidr=10.254.0.1/32', 'imagesConfigMap=eva-images', 'resources.requests.cpu=50m', ...(setup.values ?? [])];
-  inNodeOk(['helm', 'install', 'eva-operator', 'charts/eva-operator', '-n', OPERATOR_NS, '--wait', '--timeout', '4m', ...values.flatMap((v) => ['--set', v])], undefined, 300_000);
-  times['operator chart to Ready'] = (Date.now() - started) / 1000;
+  await defaultNode.installOperator(times, { name: 'eva-operator', namespace: OPERATOR_NS }, setup);
 }
 
 export interface TenantView {
