@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kube, loadKubeConfig } from './kube.ts';
+import { describeApiError, Kube, loadKubeConfig } from './kube.ts';
 
 /** A stand-in API server on loopback that answers every GET with an empty namespace list and records arrivals. */
 let server: Server;
@@ -106,5 +106,19 @@ describe('loadKubeConfig', () => {
     const last = Math.max(...arrivals.map((a) => a.at - started));
     // 20 tokens short at 20 QPS would be 1 s; generous for a busy machine, still far below it.
     expect(last).toBeLessThan(900);
+  });
+});
+
+describe('describeApiError', () => {
+  it('says why a request reached no API server, where fetch says only "fetch failed"; other errors keep their message (the control)', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const refused: unknown = await fetch(`http://127.0.0.1:${String(port)}/version`).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toBe('fetch failed');
+    expect(describeApiError(refused)).toBe(`the API server cannot be reached (ECONNREFUSED 127.0.0.1:${String(port)})`);
+    expect(describeApiError(new Error('fetch failed'))).toBe('fetch failed');
   });
 });

@@ -148,7 +148,7 @@ export function httpStatusOf(err: unknown): number | undefined {
 
 /** A failed request in one line: the status code and the API server's own message, without the headers client-node's message carries. */
 export function describeApiError(err: unknown): string {
-  if (!(err instanceof ApiException)) return err instanceof Error ? err.message : String(err);
+  if (!(err instanceof ApiException)) return err instanceof Error ? (unreachable(err) ?? err.message) : String(err);
   const body: unknown = err.body;
   let message: unknown = typeof body === 'object' && body !== null ? (body as { message?: unknown }).message : undefined;
   if (typeof body === 'string') {
@@ -159,6 +159,13 @@ export function describeApiError(err: unknown): string {
     }
   }
   return `the API server answered ${String(err.code)}${typeof message === 'string' && message !== '' ? `: ${message}` : ''}`;
+}
+
+/** A request that reached no API server: fetch says only "fetch failed", its cause says why (ECONNREFUSED 127.0.0.1:6443). */
+function unreachable(err: Error): string | undefined {
+  const { code, address, port } = (err.cause ?? {}) as { code?: unknown; address?: unknown; port?: unknown };
+  const where = typeof address === 'string' ? ` ${address}${typeof port === 'number' ? `:${String(port)}` : ''}` : '';
+  return typeof code === 'string' ? `the API server cannot be reached (${code}${where})` : undefined;
 }
 
 export const isNotFound = (err: unknown): boolean => httpStatusOf(err) === 404;
