@@ -452,7 +452,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
   }, 600_000);
 
   /** A waiter on `name`'s move: until `reached` holds while it is under way; says where the move stood. */
-  const moveOfName = (name: string) => async (what: string, reached: (p: MoveProgress) => boolean): Promise<void> => {
+  const untilMoveOf = (name: string) => async (what: string, reached: (p: MoveProgress) => boolean): Promise<void> => {
     const under = (): boolean => {
       const p = moveOf(hub, name)?.progress;
       return p !== undefined && p.finishedAt === undefined && reached(p);
@@ -463,7 +463,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
 
   it('converges when each party crashes during a move: the mover, the source member\'s operator, the destination member\'s operator', async () => {
     const name = `mvc-${run}`;
-    const until = moveOfName(name);
+    const until = untilMoveOf(name);
     const [source, destination] = [operatorOf(member('eu').plane), operatorOf(member('us').plane)];
     await movedWithData(name, 1_000, async () => {
       await until('the mover crashes once it recorded the move', () => true);
@@ -484,7 +484,7 @@ describe('tenants placed across member clusters by an existing engine', () => {
 
   it('halts a move while the destination member is lost (cut off from the hub and the engine), the tenant the source\'s meanwhile, and finishes it once the member is back', async () => {
     const name = `mvl-${run}`;
-    const until = moveOfName(name);
+    const until = untilMoveOf(name);
     const destination = memberPlanes[1] as MemberPlane;
     await movedWithData(name, 100, async () => {
       await until('member-us is cut off once the source is suspended', (p) => p.suspendedAt !== undefined);

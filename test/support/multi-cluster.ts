@@ -294,6 +294,8 @@ export class MemberOperator {
   readonly auditFrom: number;
   private readonly plane: MemberPlane;
   private readonly deployment = `deployment/${fullnameOf(SUITE_OPERATOR)}`;
+  /** The Deployment's replicas before down(), for start(). */
+  private replicas = '1';
 
   private constructor(plane: MemberPlane, auditFrom: number) {
     this.plane = plane;
@@ -314,16 +316,17 @@ export class MemberOperator {
     if (!(await eventually(restarted, 240_000, 500))) throw new Error(`${this.plane.name}: the operator was not Ready again after its crash: ${JSON.stringify(this.pods())}`);
   }
 
-  /** A crash that lasts: the container SIGKILLed and the Deployment scaled to zero, so that no operator runs there until start(). */
+  /** A crash that lasts: the containers SIGKILLed and the Deployment scaled to zero, so that no operator runs there until start(). */
   async down(): Promise<void> {
+    this.replicas = this.plane.kubectl(['get', this.deployment, '-n', SUITE_OPERATOR.namespace, '-o', 'jsonpath={.spec.replicas}']);
     this.kill(this.pods());
     this.plane.kubectl(['scale', this.deployment, '-n', SUITE_OPERATOR.namespace, '--replicas=0']);
     if (!(await eventually(() => this.pods().length === 0, 120_000, 500))) throw new Error(`${this.plane.name}: the operator's pod is still there`);
   }
 
-  /** Scaled back to one replica, and Ready. */
+  /** Scaled back to the replicas the chart gave it, and Ready. */
   start(): void {
-    this.plane.kubectl(['scale', this.deployment, '-n', SUITE_OPERATOR.namespace, '--replicas=1']);
+    this.plane.kubectl(['scale', this.deployment, '-n', SUITE_OPERATOR.namespace, `--replicas=${this.replicas}`]);
     this.plane.kubectl(['rollout', 'status', this.deployment, '-n', SUITE_OPERATOR.namespace, '--timeout=240s']);
   }
 

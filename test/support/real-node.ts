@@ -91,7 +91,7 @@ export class RealNode {
     setup.beforeInstall?.();
     const started = Date.now();
     const values = [`image.repository=${REGISTRY}/aidonow/eva-operator`, `image.digest=${operatorDigest}`, `nats.url=${NATS_URL}`, `airGapRegistry=${REGISTRY}`,
-      'networkPolicy.natsCidr=10.254.0.1/32', 'imagesConfigMap=eva-images', 'resources.requests.cpu=50m', ...(setup.values ?? [])];
+      `networkPolicy.natsCidr=${NODE_ADDRESS}/32`, 'imagesConfigMap=eva-images', 'resources.requests.cpu=50m', ...(setup.values ?? [])];
     this.execOk(['helm', 'install', release.name, 'charts/eva-operator', '-n', release.namespace, '--wait', '--timeout', '4m', ...values.flatMap((v) => ['--set', v])], undefined, 300_000);
     times['operator chart to Ready'] = (Date.now() - started) / 1000;
   }
@@ -236,7 +236,7 @@ export function startNodeOperator(env: Record<string, string>, secretsDir?: stri
     POD_NAMESPACE: PROCESS_OPERATORS_NS,
     IMAGES_FILE: join(imagesDir, 'images.txt'),
     AIRGAP_REGISTRY: REGISTRY,
-    NETWORK_POLICY_NATS_CIDR: '10.254.0.1/32',
+    NETWORK_POLICY_NATS_CIDR: `${NODE_ADDRESS}/32`,
     INGRESS_READY_ON_CREATE: 'true',
   };
   return startOperator({ ...nodeEnv, ...env }, secretsDir, 'src/cli.ts', ['bash', script, 'exec', '--']);
