@@ -171,7 +171,9 @@ function countByClient(audited: readonly AuditEvent[]): Pick<Measured, 'requests
     if (WRITE_VERBS.has(event.verb)) add(writes, client);
     // A request without an object is discovery (/api, /apis, /version...): its path says which.
     const { resource = event.requestURI?.split('?')[0] ?? '-', subresource } = event.objectRef ?? {};
-    add(calls, `${client} ${event.verb} ${resource}${subresource === undefined ? '' : `/${subresource}`}`);
+    // A refused request (a 409 conflict, a 404) is its own row: retries of conflicts are a cost.
+    const code = event.responseStatus?.code ?? 200;
+    add(calls, `${client} ${event.verb} ${resource}${subresource === undefined ? '' : `/${subresource}`}${code >= 400 ? `(${code})` : ''}`);
   }
   return { requests, writes, events, calls };
 }
@@ -260,7 +262,7 @@ function topCalls(runs: Measured[], clients: readonly string[], divisor: number,
 
 /** What a request is, for the summary by kind: a status write, another write, discovery (a path, no object), or its verb. */
 function kindOf(verb: string, resource: string): string {
-  if (WRITE_VERBS.has(verb)) return resource.endsWith('/status') ? 'status writes' : 'other writes';
+  if (WRITE_VERBS.has(verb)) return resource.replace(/\(\d+\)$/, '').endsWith('/status') ? 'status writes' : 'other writes';
   return resource.startsWith('/') ? 'discovery' : verb;
 }
 
@@ -321,6 +323,7 @@ function printSystem(system: SystemName, runs: Measured[]): Row {
   const tenants = runs[0]?.count ?? 1;
   console.log(`  its requests per tenant (${releases / tenants} releases) by kind: ${requestsByKind(runs, clients, tenants)}`);
   console.log(`  its requests per tenant, every one: ${topCalls(runs, clients, tenants, Number.POSITIVE_INFINITY)}`);
+  console.log(`  the control plane's requests per tenant, most first: ${topCalls(runs, ['control-plane'], tenants)}`);
   return { system, wall, memory, memoryWithChildren, cpuPerRelease: cpu };
 }
 

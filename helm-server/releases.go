@@ -133,6 +133,9 @@ func (r *releases) upgradeInstall(ctx context.Context, req upgradeInstall) error
 		}
 	}
 	if installing {
+		if req.FirstInstall {
+			cfg.Releases.Driver = noRecordsYet{cfg.Releases.Driver}
+		}
 		install := action.NewInstall(cfg)
 		install.ReleaseName, install.Namespace = req.Release, req.Namespace
 		install.Timeout, install.WaitStrategy = timeout, wait
@@ -158,6 +161,16 @@ func (r *releases) upgradeInstall(ctx context.Context, req upgradeInstall) error
 	}
 	_, err = upgrade.RunWithContext(ctx, req.Release, chart, vals)
 	return r.mapped(err)
+}
+
+// noRecordsYet is helm's release storage for a first install: its check that the name is free (a LIST
+// of the name's records) answers none, as the operator found a moment ago (or the namespace is new).
+// Writing revision 1's record still creates it, so a release installed meanwhile makes this one fail
+// with AlreadyExists before anything is applied: the API server enforces what the LIST only read.
+type noRecordsYet struct{ driver.Driver }
+
+func (noRecordsYet) Query(map[string]string) ([]ri.Releaser, error) {
+	return nil, driver.ErrReleaseNotFound
 }
 
 // absentOrUninstalled decides install or upgrade as `helm upgrade --install` does: from the latest revision.
