@@ -153,6 +153,16 @@ function clientName(userAgent = ''): string {
   return clientOf(userAgent);
 }
 
+/**
+ * What a request acted on: resource[/subresource], or its path when it has no object (discovery:
+ * /api, /apis, /version...); a refused one (a 404, a 409 conflict) is its own row, "(code)" after it.
+ */
+function callTarget(event: AuditEvent): string {
+  const { resource = event.requestURI?.split('?')[0] ?? '-', subresource } = event.objectRef ?? {};
+  const code = event.responseStatus?.code ?? 200;
+  return `${resource}${subresource === undefined ? '' : `/${subresource}`}${code >= 400 ? `(${code})` : ''}`;
+}
+
 function countByClient(audited: readonly AuditEvent[]): Pick<Measured, 'requests' | 'writes' | 'events' | 'calls'> {
   const requests: Record<string, number> = {};
   const writes: Record<string, number> = {};
@@ -169,11 +179,7 @@ function countByClient(audited: readonly AuditEvent[]): Pick<Measured, 'requests
     }
     add(requests, client);
     if (WRITE_VERBS.has(event.verb)) add(writes, client);
-    // A request without an object is discovery (/api, /apis, /version...): its path says which.
-    const { resource = event.requestURI?.split('?')[0] ?? '-', subresource } = event.objectRef ?? {};
-    // A refused request (a 409 conflict, a 404) is its own row: retries of conflicts are a cost.
-    const code = event.responseStatus?.code ?? 200;
-    add(calls, `${client} ${event.verb} ${resource}${subresource === undefined ? '' : `/${subresource}`}${code >= 400 ? `(${code})` : ''}`);
+    add(calls, `${client} ${event.verb} ${callTarget(event)}`);
   }
   return { requests, writes, events, calls };
 }
