@@ -153,6 +153,9 @@ function clientName(userAgent = ''): string {
   return clientOf(userAgent);
 }
 
+/** "(404)", "(409)": how callTarget marks a refused request; kindOf reads past it. */
+const REFUSED_SUFFIX = /\(\d+\)$/;
+
 /**
  * What a request acted on: resource[/subresource], or its path when it has no object (discovery:
  * /api, /apis, /version...); a refused one (a 404, a 409 conflict) is its own row, "(code)" after it.
@@ -268,7 +271,7 @@ function topCalls(runs: Measured[], clients: readonly string[], divisor: number,
 
 /** What a request is, for the summary by kind: a status write, another write, discovery (a path, no object), or its verb. */
 function kindOf(verb: string, resource: string): string {
-  if (WRITE_VERBS.has(verb)) return resource.replace(/\(\d+\)$/, '').endsWith('/status') ? 'status writes' : 'other writes';
+  if (WRITE_VERBS.has(verb)) return resource.replace(REFUSED_SUFFIX, '').endsWith('/status') ? 'status writes' : 'other writes';
   return resource.startsWith('/') ? 'discovery' : verb;
 }
 
