@@ -297,11 +297,11 @@ interface Row {
   /** eva: the operator with its helm processes (sampled, proportional set sizes summed), what the pod's limit holds. */
   memoryWithChildren: number;
   /** CPU seconds per release: the system's own processes, the API server, etcd. */
-  cpuPerRelease: { own: number; apiserver: number; etcd: number };
+  cpuPerRelease: { own: number; apiserver: number; etcd: number; all: number };
 }
 
 /** CPU seconds per release (medians): the system's own processes, the API server, etcd, and every process. */
-function cpuPerRelease(runs: Measured[]): Row['cpuPerRelease'] & { all: number } {
+function cpuPerRelease(runs: Measured[]): Row['cpuPerRelease'] {
   const releases = runs[0]?.releases ?? 1;
   const per = (pick: (r: Measured) => number): number => median(runs.map(pick)) / releases;
   return {
@@ -356,6 +356,9 @@ function printRatios(rows: Row[]): void {
   const floor = rows.find((r) => r.system === 'floor');
   if (floor !== undefined) {
     console.log(`  machine calibration: the floor's kube-apiserver ${fmt(floor.cpuPerRelease.apiserver * 1000, 1)} ms CPU per release, etcd ${fmt(floor.cpuPerRelease.etcd * 1000, 1)} ms (docs/measurements.md records other machines)`);
+    // A CPU-bound system's wall on another machine follows its CPU in these units, not in seconds.
+    const units = rows.map((r) => `${r.system} ${fmt(r.cpuPerRelease.all / floor.cpuPerRelease.apiserver, 2)}`);
+    console.log(`  every process's CPU per release in units of the calibration (the same on any machine): ${units.join(', ')}`);
   }
 }
 
