@@ -153,7 +153,8 @@ function clientName(userAgent = ''): string {
   return clientOf(userAgent);
 }
 
-/** "(404)", "(409)": how callTarget marks a refused request; kindOf reads past it. */
+/** "(404)", "(409)": the mark callTarget puts after a refused request, and the pattern kindOf reads past. */
+const refusedMark = (code: number): string => `(${code})`;
 const REFUSED_SUFFIX = /\(\d+\)$/;
 
 /**
@@ -163,7 +164,7 @@ const REFUSED_SUFFIX = /\(\d+\)$/;
 function callTarget(event: AuditEvent): string {
   const { resource = event.requestURI?.split('?')[0] ?? '-', subresource } = event.objectRef ?? {};
   const code = event.responseStatus?.code ?? 200;
-  return `${resource}${subresource === undefined ? '' : `/${subresource}`}${code >= 400 ? `(${code})` : ''}`;
+  return `${resource}${subresource === undefined ? '' : `/${subresource}`}${code >= 400 ? refusedMark(code) : ''}`;
 }
 
 function countByClient(audited: readonly AuditEvent[]): Pick<Measured, 'requests' | 'writes' | 'events' | 'calls'> {
@@ -296,7 +297,7 @@ interface Row {
   memory: number;
   /** eva: the operator with its helm processes (sampled, proportional set sizes summed), what the pod's limit holds. */
   memoryWithChildren: number;
-  /** CPU seconds per release: the system's own processes, the API server, etcd. */
+  /** CPU seconds per release: the system's own processes, the API server, etcd, every process. */
   cpuPerRelease: { own: number; apiserver: number; etcd: number; all: number };
 }
 
@@ -358,7 +359,7 @@ function printRatios(rows: Row[]): void {
     console.log(`  machine calibration: the floor's kube-apiserver ${fmt(floor.cpuPerRelease.apiserver * 1000, 1)} ms CPU per release, etcd ${fmt(floor.cpuPerRelease.etcd * 1000, 1)} ms (docs/measurements.md records other machines)`);
     // A CPU-bound system's wall on another machine follows its CPU in these units, not in seconds.
     const units = rows.map((r) => `${r.system} ${fmt(r.cpuPerRelease.all / floor.cpuPerRelease.apiserver, 2)}`);
-    console.log(`  every process's CPU per release in units of the calibration (the same on any machine): ${units.join(', ')}`);
+    console.log(`  every process's CPU per release in units of the calibration (compares across machines; the floor's was 1.6-1.7 on every one measured): ${units.join(', ')}`);
   }
 }
 
