@@ -24,15 +24,15 @@ export interface ControllerMetrics {
 
 export interface ControllerOptions {
   /** The EvaTenant watch cache: started and stopped with the controller; its events enqueue tenants. */
-  tenants: TenantInformer;
+  tenants: Pick<TenantInformer, 'on' | 'isOwnWrite' | 'start' | 'stop'>;
   /** This operator's version: a tenant pinned elsewhere while we work on it is handed over. */
   operatorVersion: string;
-  reconciler: TenantReconciler;
+  reconciler: Pick<TenantReconciler, 'reconcile'>;
   concurrency: number;
   log: Logger;
   metrics: ControllerMetrics;
   /** Watch caches of tenant objects: started and stopped with the controller (the drift check reads them). */
-  objects: TenantObjectCache;
+  objects: Pick<TenantObjectCache, 'on' | 'start' | 'stop'>;
   /** Objects steps wait on; an event on one reconciles its tenant at once (see wakeups.ts). */
   wakeOn?: readonly WakeOn[];
   /** Secrets and ConfigMaps that spec.valuesFrom reads: a change reconciles the tenants using it. */
@@ -57,6 +57,8 @@ export class Controller {
   private readonly tenantsByNamespace = new Map<string, Set<string>>();
   /** Per tenant being reconciled: aborting it stops the saga at the next step boundary. */
   private readonly inFlight = new Map<string, AbortController>();
+  /** Changes to a tenant seen while its reconcile ran, judged when that reconcile returns. */
+  private readonly changedInFlight = new Map<string, KubernetesObject[]>();
   private synced = false;
 
   constructor(options: ControllerOptions) {
@@ -101,7 +103,7 @@ export class Controller {
     await this.queue.shutDown();
   }
 
-  private subscribeTenants(tenants: TenantInformer): void {
+  private subscribeTenants(tenants: ControllerOptions['tenants']): void {
     tenants.on('add', (obj) => {
       this.enqueue(obj, true);
     });
@@ -121,15 +123,36 @@ export class Controller {
     const name = obj.metadata?.name;
     if (!name) return;
     this.rememberNamespace(name, obj);
-    const print = fingerprint(obj);
-    // Our own status writes change only status: they are not a reason to reconcile again.
-    if (!always && this.seen.get(name) === print) return;
-    this.seen.set(name, print);
-    if (!always && this.options.tenants.isOwnWrite(obj)) return;
+    const news = this.isNews(name, obj);
+    if (!always && !news) return;
     // Pinned to another version while we work on it: finish the running step, persist, hand over.
     // Suspended (spec.suspend) while we work on it: the same, stop at the next step boundary.
     if (this.pinnedElsewhere(obj) || isSuspended(obj)) this.inFlight.get(name)?.abort();
+    // The reconcile's own metadata write, its response not back yet (the watch is often first):
+    // known for what it is only once the reconcile returns, else a second pass for nothing.
+    if (!always && this.inFlight.has(name)) {
+      this.changedInFlight.set(name, [...(this.changedInFlight.get(name) ?? []), obj]);
+      return;
+    }
     this.queue.add(name);
+  }
+
+  /**
+   * Whether the event changes what a reconcile looks at and is not one of our own writes known as
+   * such: our status writes change only status, our metadata writes are noted by resourceVersion.
+   */
+  private isNews(name: string, obj: KubernetesObject): boolean {
+    const print = fingerprint(obj);
+    if (this.seen.get(name) === print) return false;
+    this.seen.set(name, print);
+    return !this.options.tenants.isOwnWrite(obj);
+  }
+
+  /** A change seen during the reconcile that was not its own write: the tenant is reconciled again. */
+  private requeueIfChangedMeanwhile(key: string): void {
+    const changed = this.changedInFlight.get(key) ?? [];
+    this.changedInFlight.delete(key);
+    if (changed.some((obj) => !this.options.tenants.isOwnWrite(obj))) this.queue.add(key);
   }
 
   /** Where the tenant's objects are: its namespace, and the objects its spec.valuesFrom reads. */
@@ -164,6 +187,7 @@ export class Controller {
     const result = failed !== undefined ? 'error' : action.kind === 'backoff' ? 'requeue' : 'success';
     this.options.metrics.observeReconcile(result, (performance.now() - started) / 1000, failed);
     this.apply(key, action);
+    this.requeueIfChangedMeanwhile(key);
   }
 
   private apply(key: string, action: Action): void {
