@@ -21,7 +21,7 @@ import (
 // An error is `{"error": "<helm's message>"}` with 404 (no such release), 499 (the operator gave up
 // and the operation was cancelled) or 500.
 func newHandler(clients *sharedClients, logger *slog.Logger) http.Handler {
-	r := &releases{clients: clients, logger: logger}
+	r := &releases{clients: clients, schemas: newValuesSchemas(), logger: logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST /v1/upgrade-install", handle(func(ctx context.Context, req upgradeInstall) (any, error) {

@@ -72,6 +72,7 @@ type releaseStatus struct {
 
 type releases struct {
 	clients *sharedClients
+	schemas *valuesSchemas
 	logger  *slog.Logger
 }
 
@@ -117,6 +118,14 @@ func (r *releases) upgradeInstall(ctx context.Context, req upgradeInstall) error
 	if err != nil {
 		return err
 	}
+	// The values schema checked here, compiled once (schema.go). Without values an upgrade renders
+	// the last release's, and another chart API version is not schema.go's: helm's own check stays on.
+	v2, checked := chart.(*chartv2.Chart)
+	if checked = checked && len(vals) > 0; checked {
+		if err := r.schemas.check(v2, vals); err != nil {
+			return err
+		}
+	}
 	timeout := time.Duration(req.TimeoutSeconds) * time.Second
 	wait := kube.HookOnlyStrategy
 	if req.Wait {
@@ -141,6 +150,7 @@ func (r *releases) upgradeInstall(ctx context.Context, req upgradeInstall) error
 		install.Timeout, install.WaitStrategy = timeout, wait
 		install.Labels = req.Labels
 		install.DisableOpenAPIValidation = true
+		install.SkipSchemaValidation = checked
 		install.ServerSideApply = true
 		install.Replace = uninstalled // reuses the name of an uninstalled release kept in history, as the CLI does
 		if post != nil {
@@ -155,6 +165,7 @@ func (r *releases) upgradeInstall(ctx context.Context, req upgradeInstall) error
 	upgrade.Labels = req.Labels
 	upgrade.MaxHistory = req.HistoryMax
 	upgrade.DisableOpenAPIValidation = true
+	upgrade.SkipSchemaValidation = checked
 	upgrade.ServerSideApply = "auto"
 	if post != nil {
 		upgrade.PostRenderer = post

@@ -5,7 +5,7 @@
  * reasons, and a server killed mid-operation is reported at once and replaced on the next call.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -146,6 +146,33 @@ describe('the helm server (real API server)', () => {
     expect(err).toMatchObject({ reason: 'ChartRenderFailed' });
     expect(err.message).toContain(`helm upgrade ${RELEASE}: `);
     expect(err.message).toContain('the chart was asked to fail');
+  });
+
+  it('keeps helm\'s values schema check with the schema compiled once: refused values are InvalidHelmValues in the CLI\'s words, every time, and nothing is applied', async () => {
+    const schemaChart = join(scratch, 'schema-chart');
+    cpSync(chart, schemaChart, { recursive: true });
+    writeFileSync(join(schemaChart, 'Chart.yaml'), 'apiVersion: v2\nname: orbit-schema\nversion: 1.0.0\n');
+    // A counted repetition, as the module charts' patterns have (what made compiling them costly).
+    const schema = { type: 'object', properties: { greeting: { type: 'string', pattern: '^[a-z]{1,63}$' } } };
+    writeFileSync(join(schemaChart, 'values.schema.json'), JSON.stringify(schema));
+    const release = 'orbit-schema';
+    for (const bad of ['greeting: 42\n', 'greeting: Not-Lowercase\n']) {
+      const file = valuesFile('bad-greeting', bad);
+      // The helm CLI (helm's own check, compiled for the call) is the reference for the words.
+      const cli = helmCli(['template', release, schemaChart, '-n', NS, '-f', file]);
+      expect(cli.status, 'the positive control: helm itself refuses these values').not.toBe(0);
+      const words = cli.stderr.replace(/^Error: /, '').trim();
+      expect(words).toContain("values don't meet the specifications of the schema(s)");
+      for (const attempt of ['first', 'again, from the compiled schema']) {
+        const err = await caught(() => server.upgradeInstall({ release, namespace: NS, chart: schemaChart, valuesFiles: [file] }));
+        expect(err, attempt).toBeInstanceOf(InputError);
+        expect(err, attempt).toMatchObject({ reason: 'InvalidHelmValues' });
+        expect(err.message.trim(), attempt).toBe(`helm upgrade ${release}: ${words}`);
+      }
+    }
+    expect(kubectl(['get', 'configmap', `${release}-config`, '-n', NS]).status).not.toBe(0);
+    await server.upgradeInstall({ release, namespace: NS, chart: schemaChart, valuesFiles: [valuesFile('good-greeting', 'greeting: hello\n')] });
+    expect(kubectlOk(['get', 'configmap', `${release}-config`, '-n', NS, '-o', 'jsonpath={.data.greeting}'])).toBe('hello');
   });
 
   it('finds a kind installed after its discovery was cached (a new CRD): the release installs', async () => {
