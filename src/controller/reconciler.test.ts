@@ -9,6 +9,7 @@ import { FINALIZER, OWNER_ANNOTATION } from '../api/constants.ts';
 import { Reason } from '../api/reasons.ts';
 import { DependencyError, InputError } from '../errors.ts';
 import { createLogger } from '../log.ts';
+import { conditionOf as conditionOfStep } from '../steps/registry.ts';
 import { STEP_NAMES, type StepName, type StepOutcome } from '../steps/step.ts';
 import { testTenant } from '../../test/support/fixtures.ts';
 import { FailingTenantStore, MemoryTenantStore } from '../../test/support/tenant-store.ts';
@@ -136,6 +137,28 @@ describe('TenantReconciler', () => {
     await new Promise((resolve) => setTimeout(resolve, 150));
     expect(statusWrites(store), 'no progress written after the rest').toHaveLength(writes);
     expect(store.peek('slowac')?.status?.phase).toBe('Active');
+  });
+
+  it('a pass longer than the cadence whose steps each take less: no progress written between the first sign of work and the rest', async () => {
+    const store = new MemoryTenantStore();
+    store.put(testTenant({ code: 'STEADY' }));
+    // Every step 40 ms: the pass outlasts the 300 ms cadence, the saga never rests on a step that long.
+    const steady = STEP_NAMES.reduce((steps: FakeSteps, step) => delayed(steps, step, 40), fakeSteps());
+    const started = performance.now();
+    await reconciler(store, steady, 300).reconcile('steady', signal);
+    expect(performance.now() - started).toBeGreaterThan(300);
+    expect(statusWrites(store)).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
+
+    // Each condition's first step 70 ms: the saga moves on within the 100 ms cadence all the way
+    // (about 350 ms), and is shown once the three intervals since the first write are up.
+    const firstOfCondition = STEP_NAMES.filter((step, i) => i === 0 || conditionOfStep(step) !== conditionOfStep(STEP_NAMES[i - 1] ?? step));
+    const moving = firstOfCondition.reduce((steps: FakeSteps, step) => delayed(steps, step, 70), fakeSteps());
+    store.put(testTenant({ code: 'MOVING' }));
+    await reconciler(store, moving, 100).reconcile('moving', signal);
+    // At least that progress write (a loaded machine that stalls a step past the cadence adds one).
+    const writes = statusWrites(store).slice(2);
+    expect(writes.length, writes.join()).toBeGreaterThanOrEqual(3);
+    expect([writes[0], writes.at(-1)]).toEqual(['writeStatus:Provisioning', 'writeStatus:Active']);
   });
 
   it('a condition reached while its write was held back keeps the time the saga reached it, not the time it was written', async () => {
