@@ -33,7 +33,7 @@ function observedPart(status: EvaTenantStatus | undefined): Partial<ObservedTena
 }
 
 /**
- * How long the saga may rest on one step before its progress is written (see the header). A new
+ * How long the saga may stay on one step before its progress is written (see the header). A new
  * tenant's first pass takes a few seconds, steps of a fraction of a second each: at 2 s, written once
  * per interval, progress was a write just before the rest, one in three; on one core, where the pass
  * takes 6-9 s, the 5 s interval still wrote it for nine new tenants in ten (bench:peers).
@@ -105,7 +105,7 @@ export class StatusWriter {
     this.throwDeferredFailure();
   }
 
-  /** Until the saga has rested on this step for an interval, or steady progress is due (see the header). */
+  /** Until the saga has stayed on this step for an interval, or steady progress is due (see the header). */
   private progressHoldMs(): number {
     const steadyDue = this.lastWriteAt + STEADY_PROGRESS_INTERVALS * this.progressIntervalMs - performance.now();
     return Math.min(this.progressIntervalMs, steadyDue);
